@@ -1,0 +1,173 @@
+"""What provisioning would change on the destination, computed before anything is changed.
+
+Everything is decided up front so that a refusal (a destination topic with more partitions than its
+source, an incompatible cleanup.policy, an active destination group) stops the run before the first
+topic is created: nothing is ever half-applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kafka_ferry.core.cluster_model import GroupInfo, TopicInfo
+from kafka_ferry.core.spec import MigrationSpec
+
+# Topic configs whose meaning must survive the move. Others (segment sizes, indexes) are cluster tuning.
+MIRRORED_CONFIGS = (
+    "cleanup.policy",
+    "retention.ms",
+    "retention.bytes",
+    "max.message.bytes",
+    "compression.type",
+    "message.timestamp.type",
+    "min.insync.replicas",
+)
+
+
+class ProvisioningRefused(RuntimeError):
+    """Raised with every refusal at once, before any change is made."""
+
+    def __init__(self, refusals: list[str]):
+        self.refusals = refusals
+        super().__init__("provisioning refused, nothing was changed:\n  - " + "\n  - ".join(refusals))
+
+
+@dataclass(frozen=True)
+class TopicAction:
+    source_topic: str
+    destination_topic: str
+    action: str  # "create" | "grow" | "alter" | "grow+alter" | "none"
+    partitions: int
+    replication_factor: int
+    configs: Mapping[str, str]
+    config_changes: Mapping[str, tuple[str | None, str]] = field(default_factory=dict)
+    current_partitions: int | None = None
+
+    def describe(self) -> str:
+        if self.action == "create":
+            return (f"create {self.destination_topic} (from {self.source_topic}): {self.partitions} partitions, "
+                    f"RF {self.replication_factor}, {dict(self.configs)}")
+        if self.action == "none":
+            return f"unchanged {self.destination_topic}"
+        parts = []
+        if "grow" in self.action:
+            parts.append(f"partitions {self.current_partitions} -> {self.partitions}")
+        for name, (old, new) in sorted(self.config_changes.items()):
+            parts.append(f"{name}: {old!r} -> {new!r}")
+        return f"{self.action} {self.destination_topic}: " + ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class TopicPlan:
+    actions: tuple[TopicAction, ...]
+    refusals: tuple[str, ...] = ()
+
+    @property
+    def changes(self) -> tuple[TopicAction, ...]:
+        return tuple(a for a in self.actions if a.action != "none")
+
+    def raise_if_refused(self) -> None:
+        if self.refusals:
+            raise ProvisioningRefused(list(self.refusals))
+
+    def as_dict(self) -> dict:
+        return {
+            "changes": [a.describe() for a in self.changes],
+            "unchanged": [a.destination_topic for a in self.actions if a.action == "none"],
+            "refusals": list(self.refusals),
+        }
+
+
+def select_topics(spec: MigrationSpec, source_topics: list[str]) -> list[str]:
+    """Source topics the spec selects, sorted; Kafka-internal topics ('__…') are never migrated."""
+    return sorted(t for t in source_topics if not t.startswith("__") and spec.topics.matches(t))
+
+
+def desired_configs(source: TopicInfo, replication_factor: int) -> dict[str, str]:
+    configs = {k: source.configs[k] for k in MIRRORED_CONFIGS if k in source.configs}
+    if "min.insync.replicas" in configs:
+        configs["min.insync.replicas"] = str(min(int(configs["min.insync.replicas"]), replication_factor))
+    return configs
+
+
+def _cleanup_policies(value: str | None) -> frozenset[str]:
+    return frozenset(p.strip() for p in (value or "delete").split(",") if p.strip())
+
+
+def plan_topic(spec: MigrationSpec, source: TopicInfo, destination: TopicInfo | None,
+               destination_brokers: int) -> tuple[TopicAction, list[str]]:
+    dest_name = spec.topics.rename.destination_topic(source.name)
+    rf = max(1, min(source.replication_factor, destination_brokers))
+    configs = desired_configs(source, rf)
+    if destination is None:
+        return TopicAction(source.name, dest_name, "create", source.partitions, rf, configs), []
+    refusals = []
+    if destination.partitions > source.partitions:
+        refusals.append(f"{dest_name}: destination has {destination.partitions} partitions, source {source.name} "
+                        f"has {source.partitions}; partition-preserving copy is impossible (shrink is not possible "
+                        f"in Kafka: delete or rename the destination topic)")
+    src_policy = _cleanup_policies(source.configs.get("cleanup.policy"))
+    dst_policy = _cleanup_policies(destination.configs.get("cleanup.policy"))
+    if src_policy != dst_policy:
+        refusals.append(f"{dest_name}: cleanup.policy is {','.join(sorted(dst_policy))} on the destination but "
+                        f"{','.join(sorted(src_policy))} on the source; copying into it would lose or keep the "
+                        f"wrong records")
+    changes = {k: (destination.configs.get(k), v) for k, v in configs.items()
+               if k != "cleanup.policy" and destination.configs.get(k) != v}
+    grow = destination.partitions < source.partitions
+    action = "+".join(x for x, on in (("grow", grow), ("alter", bool(changes))) if on) or "none"
+    return TopicAction(source.name, dest_name, action, source.partitions, rf, configs, changes,
+                       destination.partitions), refusals
+
+
+def plan_topics(spec: MigrationSpec, source_topics: Mapping[str, TopicInfo],
+                destination_topics: Mapping[str, TopicInfo], destination_brokers: int) -> TopicPlan:
+    actions, refusals = [], []
+    seen: dict[str, str] = {}
+    for name in sorted(source_topics):
+        action, refused = plan_topic(spec, source_topics[name],
+                                     destination_topics.get(spec.topics.rename.destination_topic(name)),
+                                     destination_brokers)
+        if action.destination_topic in seen:
+            refused.append(f"{action.destination_topic}: both {seen[action.destination_topic]} and {name} map to it")
+        seen[action.destination_topic] = name
+        actions.append(action)
+        refusals.extend(refused)
+    return TopicPlan(tuple(actions), tuple(refusals))
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    migrated: Mapping[str, tuple[str, ...]]  # group -> source topics it has committed offsets on
+    skipped: Mapping[str, str]  # group -> reason
+    refusals: tuple[str, ...] = ()
+
+    def raise_if_refused(self) -> None:
+        if self.refusals:
+            raise ProvisioningRefused(list(self.refusals))
+
+    def as_dict(self) -> dict:
+        return {"migrated": {g: list(t) for g, t in self.migrated.items()}, "skipped": dict(self.skipped),
+                "refusals": list(self.refusals)}
+
+
+def plan_groups(spec: MigrationSpec, source_group_topics: Mapping[str, set[str]], migrated_topics: set[str],
+                destination_groups: Mapping[str, GroupInfo]) -> GroupPlan:
+    """Groups the spec selects that have committed offsets on migrated topics; refuse active destination groups."""
+    migrated, skipped, refusals = {}, {}, []
+    for group in sorted(source_group_topics):
+        if not spec.groups.matches(group):
+            skipped[group] = "not selected by groups.include/exclude"
+            continue
+        topics = tuple(sorted(source_group_topics[group] & migrated_topics))
+        if not topics:
+            skipped[group] = "no committed offsets on migrated topics"
+            continue
+        dest = destination_groups.get(group)
+        if dest is not None and dest.is_active:
+            refusals.append(f"group {group}: has {dest.member_count} active member(s) on the destination "
+                            f"(state {dest.state}); stop those consumers before migrating its offsets")
+            continue
+        migrated[group] = topics
+    return GroupPlan(migrated, skipped, tuple(refusals))

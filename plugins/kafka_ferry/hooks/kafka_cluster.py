@@ -1,0 +1,214 @@
+"""A Kafka cluster reached through the apache-kafka provider's `kafka` connection (Extra = librdkafka config).
+
+The provider's admin hook only creates and deletes topics; migration needs offsets, groups and configs,
+so this hook adds them on the confluent-kafka AdminClient. Errors come back as `KafkaClusterError` with
+the connection id and what to check; the connection's config (which may hold credentials) is never
+logged, returned or put into an error message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from functools import cached_property
+from typing import Any
+
+from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
+
+from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
+
+TIMEOUT_S = 30.0
+
+_ADVICE = {
+    KafkaError._TRANSPORT: "the cluster is unreachable: check bootstrap.servers and the network",
+    KafkaError._TIMED_OUT: "the cluster did not answer in time: check bootstrap.servers and that brokers are up",
+    KafkaError._ALL_BROKERS_DOWN: "no broker answers: check bootstrap.servers",
+    KafkaError.TOPIC_AUTHORIZATION_FAILED: "the connection's principal lacks a topic ACL",
+    KafkaError.GROUP_AUTHORIZATION_FAILED: "the connection's principal lacks a group ACL",
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED: "the connection's principal lacks a cluster ACL",
+    KafkaError.SASL_AUTHENTICATION_FAILED: "authentication failed: check the SASL settings of the connection",
+    KafkaError.UNKNOWN_TOPIC_OR_PART: "the topic does not exist",
+    KafkaError.INVALID_REPLICATION_FACTOR: "the cluster has fewer brokers than the replication factor",
+    KafkaError.POLICY_VIOLATION: "a broker-side create/alter policy rejected the request",
+}
+
+
+class KafkaClusterError(RuntimeError):
+    """A Kafka call failed; the message names the connection, the operation and what to check."""
+
+    def __init__(self, connection_id: str, operation: str, error: KafkaError | Exception):
+        code = error.code() if isinstance(error, KafkaError) else None
+        reason = error.str() if isinstance(error, KafkaError) else str(error)
+        advice = _ADVICE.get(code, "")
+        self.code = code
+        super().__init__(f"Kafka connection '{connection_id}': {operation} failed: {reason}"
+                         + (f" ({advice})" if advice else ""))
+
+
+class KafkaClusterHook(KafkaBaseHook):
+    """Admin, producer and consumer access to one cluster; one hook per Airflow connection."""
+
+    hook_name = "Kafka cluster (kafka-ferry)"
+
+    def __init__(self, kafka_config_id: str = KafkaBaseHook.default_conn_name) -> None:
+        super().__init__(kafka_config_id=kafka_config_id)
+
+    # --- clients -------------------------------------------------------------------------------
+    @cached_property
+    def client_config(self) -> dict[str, Any]:
+        """The librdkafka config of the connection. Secret: never log or return it from a task."""
+        return self._build_config()
+
+    @cached_property
+    def admin(self) -> AdminClient:
+        return AdminClient(dict(self.client_config))
+
+    def producer(self, **overrides: Any) -> Producer:
+        return Producer({**self.client_config, **overrides})
+
+    def consumer(self, **overrides: Any) -> Consumer:
+        config = {"group.id": "kafka-ferry-reader", "enable.auto.commit": False, **overrides}
+        return Consumer({**self.client_config, **config})
+
+    def _wait(self, future: Future, operation: str) -> Any:
+        try:
+            return future.result(timeout=TIMEOUT_S)
+        except KafkaException as exc:
+            raise KafkaClusterError(self.kafka_config_id, operation, exc.args[0]) from None
+        except TimeoutError:
+            raise KafkaClusterError(self.kafka_config_id, operation,
+                                    KafkaError(KafkaError._TIMED_OUT, "no answer within 30 s")) from None
+
+    def _wait_all(self, futures: Mapping[Any, Future], operation: str) -> dict[Any, Any]:
+        return {key: self._wait(f, f"{operation} {key}") for key, f in futures.items()}
+
+    # --- cluster and topics --------------------------------------------------------------------
+    def describe_cluster(self) -> ClusterInfo:
+        result = self._wait(self.admin.describe_cluster(request_timeout=TIMEOUT_S), "describe cluster")
+        return ClusterInfo(cluster_id=result.cluster_id, broker_count=len(result.nodes))
+
+    def list_topic_names(self) -> list[str]:
+        try:
+            metadata = self.admin.list_topics(timeout=TIMEOUT_S)
+        except KafkaException as exc:
+            raise KafkaClusterError(self.kafka_config_id, "list topics", exc.args[0]) from None
+        return sorted(metadata.topics)
+
+    def describe_topics(self, names: Iterable[str]) -> dict[str, TopicInfo]:
+        """Partition count, replication factor and effective configs of each existing topic (missing ones omitted)."""
+        names = sorted(set(names))
+        existing = set(self.list_topic_names())
+        names = [n for n in names if n in existing]
+        if not names:
+            return {}
+        descriptions = self._wait_all(self.admin.describe_topics(TopicCollection(names)), "describe topic")
+        resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
+        configs = self._wait_all(self.admin.describe_configs(resources), "describe configs of")
+        by_name = {res.name: {k: e.value for k, e in entries.items() if e.value is not None}
+                   for res, entries in configs.items()}
+        return {
+            name: TopicInfo(
+                name=name,
+                partitions=len(d.partitions),
+                replication_factor=len(d.partitions[0].replicas) if d.partitions else 0,
+                configs=by_name.get(name, {}),
+            )
+            for name, d in descriptions.items()
+        }
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]) -> bool:
+        """Create a topic; returns False when it already exists (a retried run)."""
+        future = self.admin.create_topics(
+            [NewTopic(name, partitions, replication_factor, config=dict(configs))], request_timeout=TIMEOUT_S
+        )[name]
+        try:
+            future.result(timeout=TIMEOUT_S)
+            return True
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return False
+            raise KafkaClusterError(self.kafka_config_id, f"create topic {name}", exc.args[0]) from None
+
+    def grow_partitions(self, name: str, total: int) -> None:
+        self._wait(self.admin.create_partitions([NewPartitions(name, total)])[name], f"grow partitions of {name}")
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
+        resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
+        self._wait_all(self.admin.incremental_alter_configs([resource]), "alter configs of")
+
+    # --- offsets -------------------------------------------------------------------------------
+    def list_offsets(self, partitions: Iterable[tuple[str, int]], which: str = "latest",
+                     timestamp_ms: int | None = None, read_committed: bool = True) -> dict[tuple[str, int], int]:
+        """Earliest, latest (the last stable offset under read_committed) or by-time offsets per partition."""
+        spec = {"earliest": OffsetSpec.earliest, "latest": OffsetSpec.latest}.get(which)
+        offset_spec = OffsetSpec.for_timestamp(timestamp_ms) if which == "time" else spec()
+        request = {TopicPartition(t, p): offset_spec for t, p in partitions}
+        if not request:
+            return {}
+        isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+        futures = self.admin.list_offsets(request, isolation_level=isolation, request_timeout=TIMEOUT_S)
+        return {(tp.topic, tp.partition): info.offset
+                for tp, info in self._wait_all(futures, f"list {which} offsets of").items()}
+
+    def partitions_of(self, topics: Iterable[str]) -> list[tuple[str, int]]:
+        return [(t, p) for t, info in sorted(self.describe_topics(topics).items()) for p in range(info.partitions)]
+
+    # --- consumer groups -----------------------------------------------------------------------
+    def list_group_ids(self) -> list[str]:
+        result = self._wait(self.admin.list_consumer_groups(request_timeout=TIMEOUT_S), "list consumer groups")
+        return sorted(g.group_id for g in result.valid)
+
+    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
+        group_ids = sorted(set(group_ids))
+        if not group_ids:
+            return {}
+        futures = self.admin.describe_consumer_groups(group_ids, request_timeout=TIMEOUT_S)
+        return {gid: GroupInfo(gid, d.state.name, len(d.members))
+                for gid, d in self._wait_all(futures, "describe group").items()}
+
+    def group_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
+        """Committed offsets of a group (partitions without a commit are left out)."""
+        futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)],
+                                                         request_timeout=TIMEOUT_S)
+        result = self._wait(futures[group_id], f"read offsets of group {group_id}")
+        return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+    def group_offsets_with_metadata(self, group_id: str) -> dict[tuple[str, int], tuple[int, str]]:
+        futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)],
+                                                         request_timeout=TIMEOUT_S)
+        result = self._wait(futures[group_id], f"read offsets of group {group_id}")
+        return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
+                for tp in result.topic_partitions if tp.offset >= 0}
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int],
+                            metadata: Mapping[tuple[str, int], str] | None = None) -> None:
+        """Commit offsets for a group; the broker refuses this while the group has members."""
+        metadata = metadata or {}
+        tps = [TopicPartition(t, p, o, metadata=metadata.get((t, p)) or None) for (t, p), o in sorted(offsets.items())]
+        futures = self.admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id, tps)],
+                                                          request_timeout=TIMEOUT_S)
+        result = self._wait(futures[group_id], f"commit offsets of group {group_id}")
+        failed = [tp for tp in result.topic_partitions if tp.error is not None]
+        if failed:
+            raise KafkaClusterError(self.kafka_config_id, f"commit offsets of group {group_id}", failed[0].error)

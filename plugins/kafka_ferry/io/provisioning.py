@@ -1,0 +1,91 @@
+"""Provisioning against live clusters: gather what both clusters hold, plan (pure), then apply.
+
+Every function re-reads the clusters, so running it again after a crash or retry only does what is
+still missing: the plan of a finished provisioning is all "none".
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kafka_ferry.core.mm2_wire import checkpoints_topic, offset_syncs_topic
+from kafka_ferry.core.provisioning_plan import GroupPlan, TopicPlan, plan_groups, plan_topics, select_topics
+from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+from kafka_ferry.io.state_store import MigrationStateStore
+
+log = logging.getLogger(__name__)
+
+# The offset-sync history is what exact translation reads, so compaction must not fold it during a
+# migration: records younger than this are never compacted (MM2's own topic compacts freely).
+OFFSET_SYNCS_COMPACTION_LAG_MS = str(30 * 24 * 3600 * 1000)
+
+
+def compute_topic_plan(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook) -> TopicPlan:
+    selected = select_topics(spec, source.list_topic_names())
+    source_topics = source.describe_topics(selected)
+    dest_names = [spec.topics.rename.destination_topic(t) for t in selected]
+    destination_topics = destination.describe_topics(dest_names)
+    return plan_topics(spec, source_topics, destination_topics, destination.describe_cluster().broker_count)
+
+
+def apply_topic_plan(plan: TopicPlan, destination: KafkaClusterHook) -> list[str]:
+    """Apply a plan that has no refusals; returns what was done, one line per change."""
+    plan.raise_if_refused()
+    done = []
+    for action in plan.changes:
+        if action.action == "create":
+            created = destination.create_topic(action.destination_topic, action.partitions,
+                                               action.replication_factor, action.configs)
+            done.append(action.describe() if created else f"exists already {action.destination_topic}")
+            continue
+        if "grow" in action.action:
+            destination.grow_partitions(action.destination_topic, action.partitions)
+        if action.config_changes:
+            destination.set_topic_configs(action.destination_topic, {k: v for k, (_, v) in action.config_changes.items()})
+        done.append(action.describe())
+    for line in done:
+        log.info("provisioned: %s", line)
+    return done
+
+
+def internal_topics(spec: MigrationSpec) -> dict[str, dict[str, str]]:
+    """The MM2-named topics kafka-ferry writes on the destination, with their configs."""
+    return {
+        offset_syncs_topic(spec.destination.alias): {
+            "cleanup.policy": "compact", "min.compaction.lag.ms": OFFSET_SYNCS_COMPACTION_LAG_MS},
+        checkpoints_topic(spec.source.alias): {"cleanup.policy": "compact"},
+    }
+
+
+def ensure_internal_topics(spec: MigrationSpec, destination: KafkaClusterHook) -> list[str]:
+    """State, offset-sync and checkpoint topics (one partition each, compacted); idempotent."""
+    created = []
+    if MigrationStateStore(destination, spec.state_topic_name).ensure_topic():
+        created.append(spec.state_topic_name)
+    rf = min(3, destination.describe_cluster().broker_count)
+    for name, configs in internal_topics(spec).items():
+        if destination.create_topic(name, 1, rf, configs):
+            created.append(name)
+    return created
+
+
+def compute_group_plan(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook) -> GroupPlan:
+    migrated_topics = set(select_topics(spec, source.list_topic_names()))
+    group_topics = {g: {t for t, _ in source.group_offsets(g)} for g in source.list_group_ids()}
+    candidates = [g for g in group_topics if spec.groups.matches(g)]
+    existing = set(destination.list_group_ids())
+    destination_groups = destination.describe_groups(g for g in candidates if g in existing)
+    return plan_groups(spec, group_topics, migrated_topics, destination_groups)
+
+
+def record_groups(spec: MigrationSpec, plan: GroupPlan, destination: KafkaClusterHook) -> None:
+    plan.raise_if_refused()
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    store.put_many("group", {g: {"source_topics": list(t)} for g, t in plan.migrated.items()})
+
+
+def record_topics(spec: MigrationSpec, plan: TopicPlan, destination: KafkaClusterHook) -> None:
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    store.put_many("topic", {a.source_topic: {"destination_topic": a.destination_topic, "partitions": a.partitions}
+                             for a in plan.actions})

@@ -1,0 +1,95 @@
+"""The migration's own state, kept in a compacted topic on the destination cluster.
+
+Why Kafka and not Airflow's database: the state (provisioned topics and groups, copy progress, promotion)
+must survive a reset of Airflow's metadata DB and be readable by the Spark job, which has no Airflow.
+Each record is `<kind>/<id>` -> JSON; compaction keeps the newest value per key, a tombstone deletes it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+
+from kafka_ferry.hooks.kafka_cluster import KafkaClusterError, KafkaClusterHook
+
+STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0", "segment.ms": "3600000"}
+
+
+class MigrationStateStore:
+    """Read-all / write-through access to one migration's state topic."""
+
+    def __init__(self, hook: KafkaClusterHook, topic: str):
+        self.hook = hook
+        self.topic = topic
+
+    def ensure_topic(self) -> bool:
+        """Create the state topic if missing (idempotent); returns True when it was created."""
+        brokers = self.hook.describe_cluster().broker_count
+        rf = min(3, brokers)
+        configs = dict(STATE_TOPIC_CONFIGS, **({"min.insync.replicas": str(min(2, rf))} if rf > 1 else {}))
+        return self.hook.create_topic(self.topic, 1, rf, configs)
+
+    def put(self, kind: str, key: str, value: Mapping[str, Any] | None) -> None:
+        self.put_many(kind, {key: value})
+
+    def put_many(self, kind: str, values: Mapping[str, Mapping[str, Any] | None]) -> None:
+        """Write records and wait until every one is acknowledged by all in-sync replicas."""
+        producer = self.hook.producer(**{"acks": "all", "enable.idempotence": True, "linger.ms": 5})
+        errors: list[KafkaError] = []
+
+        def on_delivery(err, _msg):
+            if err is not None:
+                errors.append(err)
+
+        now_ms = int(time.time() * 1000)
+        for key, value in values.items():
+            payload = None if value is None else json.dumps({**value, "written_at_ms": now_ms}, sort_keys=True)
+            producer.produce(self.topic, key=f"{kind}/{key}".encode(), value=payload, on_delivery=on_delivery)
+        remaining = producer.flush(30)
+        if remaining or errors:
+            error = errors[0] if errors else KafkaError(KafkaError._TIMED_OUT, f"{remaining} state records unsent")
+            raise KafkaClusterError(self.hook.kafka_config_id, f"write state to {self.topic}", error)
+
+    def read_all(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Every live record, as {kind: {key: value}}; reads the topic from the start to its end."""
+        state: dict[str, dict[str, dict[str, Any]]] = {}
+        for raw_key, raw_value in self._records():
+            kind, _, key = raw_key.decode().partition("/")
+            if raw_value is None:
+                state.get(kind, {}).pop(key, None)
+            else:
+                state.setdefault(kind, {})[key] = json.loads(raw_value)
+        return state
+
+    def read_kind(self, kind: str) -> dict[str, dict[str, Any]]:
+        return self.read_all().get(kind, {})
+
+    def _records(self) -> Iterable[tuple[bytes, bytes | None]]:
+        end = self.hook.list_offsets([(self.topic, 0)], "latest", read_committed=False).get((self.topic, 0), 0)
+        if end <= 0:
+            return
+        consumer = self.hook.consumer(**{"group.id": f"kafka-ferry-state-reader", "enable.partition.eof": True})
+        try:
+            consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                msg = consumer.poll(1.0)
+                if msg is None:
+                    continue
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        if msg.offset() >= end:
+                            return
+                        continue
+                    raise KafkaClusterError(self.hook.kafka_config_id, f"read state from {self.topic}", msg.error())
+                yield msg.key(), msg.value()
+                if msg.offset() + 1 >= end:
+                    return
+            raise KafkaClusterError(self.hook.kafka_config_id, f"read state from {self.topic}",
+                                    KafkaError(KafkaError._TIMED_OUT, "state topic not read to its end in 60 s"))
+        finally:
+            consumer.close()

@@ -1,0 +1,254 @@
+"""Two real single-node KRaft Kafka clusters on loopback: the source (3.9.x) and the destination (4.x).
+
+Why a script and not Docker: this workplace has no Docker engine, but it reaches Maven Central, so the
+broker jars are resolved with `mvn` (cached per version) and each broker runs as a plain `java` process.
+Standard library only, so it runs before the project's venv exists.
+
+    python testbed/kafka_testbed.py up      # resolve jars (first time), format, start both, wait until they answer
+    python testbed/kafka_testbed.py down    # stop both
+    python testbed/kafka_testbed.py status
+    python testbed/kafka_testbed.py wipe    # stop and delete the data directories
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import dataclasses
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+TESTBED_DIR = Path(__file__).resolve().parent
+REPO_DIR = TESTBED_DIR.parent
+RUN_DIR = Path(os.environ.get("KFERRY_TESTBED_RUN_DIR", REPO_DIR / ".testbed"))
+JAR_CACHE = Path(os.environ.get("KFERRY_JAR_CACHE", Path.home() / ".cache" / "kafka-ferry" / "jars"))
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterSpec:
+    name: str
+    kafka_version: str
+    broker_port: int
+    controller_port: int
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.broker_port}"
+
+    @property
+    def major(self) -> int:
+        return int(self.kafka_version.split(".")[0])
+
+    @property
+    def home(self) -> Path:
+        return RUN_DIR / self.name
+
+
+SOURCE = ClusterSpec("source", os.environ.get("KFERRY_SOURCE_KAFKA", "3.9.2"), 19092, 19093)
+DESTINATION = ClusterSpec("destination", os.environ.get("KFERRY_DESTINATION_KAFKA", "4.3.0"), 29092, 29093)
+CLUSTERS = (SOURCE, DESTINATION)
+
+
+def jar_dir(version: str) -> Path:
+    """Resolve (once) every jar a broker, the CLI tools and MirrorMaker 2 of this version need."""
+    target = JAR_CACHE / version
+    marker = target / ".complete"
+    if marker.exists():
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    cmd = ["mvn", "-q", "-B", "-f", str(TESTBED_DIR / "pom.xml"), "dependency:copy-dependencies",
+           f"-Dkafka.version={version}", f"-DoutputDirectory={target}"]
+    print(f"resolving Kafka {version} jars with Maven into {target} ...", flush=True)
+    subprocess.run(cmd, check=True)
+    marker.write_text(version)
+    return target
+
+
+def classpath(version: str) -> str:
+    """The jar list; 3.x brings reload4j as its SLF4J binding, so the log4j2 binding is left out there."""
+    jars = sorted(jar_dir(version).glob("*.jar"))
+    if any(j.name.startswith("slf4j-reload4j") for j in jars):
+        jars = [j for j in jars if not j.name.startswith("log4j-slf4j-impl")]
+    return os.pathsep.join(str(j) for j in jars)
+
+
+def _logging_opts(spec: ClusterSpec) -> list[str]:
+    log_dir = spec.home / "logs"
+    if spec.major >= 4:
+        cfg = spec.home / "log4j2.properties"
+        cfg.write_text(
+            "status = warn\n"
+            "appender.file.type = File\nappender.file.name = file\n"
+            f"appender.file.fileName = {log_dir}/server.log\n"
+            "appender.file.layout.type = PatternLayout\n"
+            "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+            "rootLogger.level = INFO\nrootLogger.appenderRef.file.ref = file\n"
+            "logger.kafka.name = kafka\nlogger.kafka.level = INFO\n"
+            "logger.org.name = org.apache.kafka\nlogger.org.level = INFO\n"
+        )
+        return [f"-Dlog4j2.configurationFile={cfg}", f"-Dkafka.logs.dir={log_dir}"]
+    cfg = spec.home / "log4j.properties"
+    cfg.write_text(
+        "log4j.rootLogger=INFO, file\n"
+        "log4j.appender.file=org.apache.log4j.FileAppender\n"
+        f"log4j.appender.file.File={log_dir}/server.log\n"
+        "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+    )
+    return [f"-Dlog4j.configuration=file:{cfg}", f"-Dkafka.logs.dir={log_dir}"]
+
+
+def _server_properties(spec: ClusterSpec) -> str:
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@127.0.0.1:{spec.controller_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{spec.broker_port},CONTROLLER://127.0.0.1:{spec.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{spec.broker_port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(spec.home / "data"),
+        "num.partitions": "1",
+        "auto.create.topics.enable": "false",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "4",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "4",
+        "group.initial.rebalance.delay.ms": "0",
+        "log.cleaner.backoff.ms": "500",
+        "log.retention.check.interval.ms": "1000",
+        "log.segment.delete.delay.ms": "500",
+        "file.delete.delay.ms": "500",
+    }
+    if spec.major >= 4:
+        props["share.coordinator.state.topic.replication.factor"] = "1"
+        props["share.coordinator.state.topic.min.isr"] = "1"
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def _pid_file(spec: ClusterSpec) -> Path:
+    return spec.home / "broker.pid"
+
+
+def _running_pid(spec: ClusterSpec) -> int | None:
+    try:
+        pid = int(_pid_file(spec).read_text())
+        os.kill(pid, 0)
+        return pid
+    except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
+        return None
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _java() -> str:
+    return os.environ.get("KFERRY_JAVA", shutil.which("java") or "java")
+
+
+def start(spec: ClusterSpec) -> None:
+    if _running_pid(spec):
+        print(f"{spec.name}: already running ({spec.bootstrap})")
+        return
+    if _answers(spec.broker_port):
+        raise SystemExit(f"{spec.name}: port {spec.broker_port} is taken by another process")
+    (spec.home / "logs").mkdir(parents=True, exist_ok=True)
+    props = spec.home / "server.properties"
+    props.write_text(_server_properties(spec))
+    cp = classpath(spec.kafka_version)
+    log_opts = _logging_opts(spec)
+    if not (spec.home / "data" / "meta.properties").exists():
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        subprocess.run([_java(), "-cp", cp, *log_opts, "kafka.tools.StorageTool", "format",
+                        "-t", cluster_id, "-c", str(props)], check=True, stdout=subprocess.DEVNULL)
+    heap = os.environ.get("KFERRY_BROKER_HEAP", "768m")
+    cmd = [_java(), f"-Xmx{heap}", f"-Xms{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+           *log_opts, "-cp", cp, "kafka.Kafka", str(props)]
+    with open(spec.home / "logs" / "stdout.log", "ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    _pid_file(spec).write_text(str(proc.pid))
+    print(f"{spec.name}: started Kafka {spec.kafka_version} pid {proc.pid} on {spec.bootstrap}", flush=True)
+
+
+def wait_ready(spec: ClusterSpec, timeout_s: float = 90.0) -> None:
+    """Ready means the port answers and the broker logged that it finished starting."""
+    deadline = time.monotonic() + timeout_s
+    log = spec.home / "logs" / "server.log"
+    while time.monotonic() < deadline:
+        if _running_pid(spec) is None:
+            raise SystemExit(f"{spec.name}: broker exited; see {spec.home / 'logs'}")
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if "Kafka Server started" in text and _answers(spec.broker_port):
+            print(f"{spec.name}: ready on {spec.bootstrap}", flush=True)
+            return
+        time.sleep(0.3)
+    raise SystemExit(f"{spec.name}: not ready after {timeout_s}s; see {spec.home / 'logs'}")
+
+
+def stop(spec: ClusterSpec, timeout_s: float = 30.0) -> None:
+    pid = _running_pid(spec)
+    if pid is None:
+        print(f"{spec.name}: not running")
+        return
+    os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and _running_pid(spec):
+        time.sleep(0.2)
+    if _running_pid(spec):
+        os.killpg(pid, signal.SIGKILL)
+    _pid_file(spec).unlink(missing_ok=True)
+    print(f"{spec.name}: stopped")
+
+
+def up() -> None:
+    for spec in CLUSTERS:
+        jar_dir(spec.kafka_version)
+    for spec in CLUSTERS:
+        start(spec)
+    for spec in CLUSTERS:
+        wait_ready(spec)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=["up", "down", "status", "wipe", "jars", "classpath"])
+    parser.add_argument("--version", help="Kafka version for 'classpath'", default=DESTINATION.kafka_version)
+    args = parser.parse_args(argv)
+    if args.action == "up":
+        up()
+    elif args.action == "down":
+        for spec in CLUSTERS:
+            stop(spec)
+    elif args.action == "wipe":
+        for spec in CLUSTERS:
+            stop(spec)
+            shutil.rmtree(spec.home, ignore_errors=True)
+    elif args.action == "jars":
+        for spec in CLUSTERS:
+            print(jar_dir(spec.kafka_version))
+    elif args.action == "classpath":
+        print(classpath(args.version))
+    else:
+        for spec in CLUSTERS:
+            pid = _running_pid(spec)
+            state = f"running pid {pid}" if pid else "stopped"
+            print(f"{spec.name}: Kafka {spec.kafka_version} {spec.bootstrap} {state}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Shared fixtures: the real two-cluster test bed and clients onto it.
+
+Integration tests use a running test bed (`make testbed-up`) or start their own and stop it afterwards.
+Tests never build client configs themselves: they ask the `clusters` fixture for producers, admin
+clients, hooks and unique topic names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".testbed" / "airflow_home"))
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
+
+
+@pytest.fixture(scope="session")
+def testbed():
+    import kafka_testbed as tb
+
+    started_here = not all(tb._answers(spec.broker_port) for spec in tb.CLUSTERS)
+    if started_here:
+        tb.up()
+    yield tb
+    if started_here and not os.environ.get("KFERRY_KEEP_TESTBED"):
+        for spec in tb.CLUSTERS:
+            tb.stop(spec)
+
+
+class Clusters:
+    """Hands out clients and unique names on the test bed's source and destination clusters."""
+
+    SOURCE_CONN = "kf_test_source"
+    DESTINATION_CONN = "kf_test_destination"
+    SPARK_CONN = "kf_test_spark"
+
+    def __init__(self, tb):
+        self.tb = tb
+        self.source_bootstrap = tb.SOURCE.bootstrap
+        self.destination_bootstrap = tb.DESTINATION.bootstrap
+        self._admins: dict = {}
+        for conn_id, bootstrap in ((self.SOURCE_CONN, self.source_bootstrap),
+                                   (self.DESTINATION_CONN, self.destination_bootstrap)):
+            os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(
+                {"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap}})
+        os.environ[f"AIRFLOW_CONN_{self.SPARK_CONN.upper()}"] = json.dumps({"conn_type": "spark", "host": "local[2]"})
+
+    @staticmethod
+    def unique(prefix: str) -> str:
+        return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+    def admin(self, side: str):
+        """One AdminClient per side, kept alive: a collected client cancels its pending futures."""
+        from confluent_kafka.admin import AdminClient
+
+        if side not in self._admins:
+            self._admins[side] = AdminClient({"bootstrap.servers": self._bootstrap(side)})
+        return self._admins[side]
+
+    def producer(self, side: str = "source", **config):
+        from confluent_kafka import Producer
+
+        return Producer({"bootstrap.servers": self._bootstrap(side), "linger.ms": 5, **config})
+
+    def consumer(self, side: str, group_id: str | None = None, **config):
+        from confluent_kafka import Consumer
+
+        return Consumer({"bootstrap.servers": self._bootstrap(side), "group.id": group_id or self.unique("reader"),
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False, **config})
+
+    def hook(self, side: str):
+        from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+
+        return KafkaClusterHook(self.SOURCE_CONN if side == "source" else self.DESTINATION_CONN)
+
+    def create_topic(self, side: str, name: str, partitions: int = 1, config: dict | None = None) -> str:
+        from confluent_kafka.admin import NewTopic
+
+        futures = self.admin(side).create_topics([NewTopic(name, partitions, 1, config=config or {})])
+        futures[name].result(30)
+        return name
+
+    def _bootstrap(self, side: str) -> str:
+        if side not in ("source", "destination"):
+            raise ValueError(f"side must be 'source' or 'destination', not {side!r}")
+        return self.source_bootstrap if side == "source" else self.destination_bootstrap
+
+
+@pytest.fixture(scope="session")
+def clusters(testbed) -> Clusters:
+    return Clusters(testbed)
