@@ -1,0 +1,35 @@
+"""kafka_ferry.core is shared by the DAGs, the triggerer and the Spark job: it must import none of them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import kafka_ferry.core
+
+FORBIDDEN = ("airflow", "confluent_kafka", "pyspark")
+
+# Runs in a clean interpreter so modules this test process already imported cannot hide a leak.
+PROBE = """
+import json, pkgutil, sys
+import kafka_ferry.core as core
+names = [m.name for m in pkgutil.walk_packages(core.__path__, core.__name__ + ".")]
+for name in names:
+    __import__(name)
+forbidden = sorted(m for m in sys.modules if m.split(".")[0] in {forbidden})
+print(json.dumps({{"imported": names, "forbidden": forbidden}}))
+"""
+
+
+def test_core_modules_import_no_airflow_kafka_client_or_spark():
+    package_root = Path(kafka_ferry.core.__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(package_root), os.environ.get("PYTHONPATH")]))}
+    probe = PROBE.format(forbidden=repr(set(FORBIDDEN)))
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {"kafka_ferry.core.mm2_wire", "kafka_ferry.core.offset_translation"} <= set(report["imported"])
+    assert report["forbidden"] == [], f"kafka_ferry.core pulled in {report['forbidden']}"
