@@ -22,7 +22,9 @@ class RetentionGapError(RuntimeError):
 
     def __init__(self, gaps: Sequence[RetentionGap]) -> None:
         self.gaps = tuple(gaps)
-        lines = "; ".join(f"{g.topic}-{g.partition} [{g.lost_start}, {g.lost_end}) {g.lost_count} offsets" for g in gaps)
+        lines = "; ".join(
+            f"{g.topic}-{g.partition} [{g.lost_start}, {g.lost_end}) {g.lost_count} offsets" for g in gaps
+        )
         super().__init__(
             f"{len(self.gaps)} partition(s) lost uncopied records to source retention: {lines}. "
             "Re-run with accept_retention_gaps=True to skip them and record the loss."

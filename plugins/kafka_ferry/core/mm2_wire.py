@@ -65,8 +65,7 @@ class _StringType:
             raise WireFormatError(f"{where} ({self.name}) value {value!r} is not valid UTF-8: {exc}") from exc
         if len(raw) > STRING_MAX_BYTES:
             raise WireFormatError(
-                f"{where} ({self.name}) is {len(raw)} UTF-8 bytes, max {STRING_MAX_BYTES} "
-                f"(value starts {value[:40]!r})"
+                f"{where} ({self.name}) is {len(raw)} UTF-8 bytes, max {STRING_MAX_BYTES} (value starts {value[:40]!r})"
             )
         return INT16.packer.pack(len(raw)) + raw
 
@@ -168,18 +167,14 @@ def _decode_versioned(what: str, bodies: Mapping[int, Layout], data: Any) -> dic
 
 OFFSET_SYNC_KEY = Layout("OffsetSync key", Field("topic", STRING), Field("partition", INT32))
 OFFSET_SYNC_VALUE = Layout("OffsetSync value", Field("upstreamOffset", INT64), Field("offset", INT64))
-CHECKPOINT_KEY = Layout(
-    "Checkpoint key", Field("group", STRING), Field("topic", STRING), Field("partition", INT32)
-)
+CHECKPOINT_KEY = Layout("Checkpoint key", Field("group", STRING), Field("topic", STRING), Field("partition", INT32))
 CHECKPOINT_VALUE_V0 = Layout(
     "Checkpoint value v0",
     Field("upstreamOffset", INT64),
     Field("offset", INT64),
     Field("metadata", STRING),
 )
-HEARTBEAT_KEY = Layout(
-    "Heartbeat key", Field("sourceClusterAlias", STRING), Field("targetClusterAlias", STRING)
-)
+HEARTBEAT_KEY = Layout("Heartbeat key", Field("sourceClusterAlias", STRING), Field("targetClusterAlias", STRING))
 HEARTBEAT_VALUE_V0 = Layout("Heartbeat value v0", Field("timestamp", INT64))
 
 
@@ -200,9 +195,7 @@ class OffsetSync:
         return OFFSET_SYNC_KEY.encode({"topic": self.topic, "partition": self.partition})
 
     def value_bytes(self) -> bytes:
-        return OFFSET_SYNC_VALUE.encode(
-            {"upstreamOffset": self.upstream_offset, "offset": self.downstream_offset}
-        )
+        return OFFSET_SYNC_VALUE.encode({"upstreamOffset": self.upstream_offset, "offset": self.downstream_offset})
 
     @classmethod
     def from_record(cls, key: bytes, value: bytes) -> OffsetSync:
@@ -231,9 +224,7 @@ class Checkpoint:
         self.value_bytes()
 
     def key_bytes(self) -> bytes:
-        return CHECKPOINT_KEY.encode(
-            {"group": self.consumer_group, "topic": self.topic, "partition": self.partition}
-        )
+        return CHECKPOINT_KEY.encode({"group": self.consumer_group, "topic": self.topic, "partition": self.partition})
 
     def value_bytes(self) -> bytes:
         return _encode_versioned(
@@ -267,9 +258,7 @@ class Heartbeat:
         self.value_bytes()
 
     def key_bytes(self) -> bytes:
-        return HEARTBEAT_KEY.encode(
-            {"sourceClusterAlias": self.source_alias, "targetClusterAlias": self.target_alias}
-        )
+        return HEARTBEAT_KEY.encode({"sourceClusterAlias": self.source_alias, "targetClusterAlias": self.target_alias})
 
     def value_bytes(self) -> bytes:
         return _encode_versioned(HEARTBEAT_VALUE_V0, {"timestamp": self.timestamp_ms})

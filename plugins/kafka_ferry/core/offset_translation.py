@@ -14,8 +14,9 @@ record at or after the result downstream is the first copied record at or after 
 none, the result is ``last.down + 1``). So a consumer resuming there sees every copied record it had
 not consumed (no loss) and none it had (no duplicates). The result *is* that record's offset, except
 in one case the syncs cannot tell from a run: a hole as wide upstream as downstream (only possible
-when the downstream has holes, e.g. transaction markers); then it lands inside the downstream hole. Offsets above the copy are clamped to the copied end and flagged ``ahead-of-copy``;
-offsets below the first sync are not translated (``before-first-sync``), like MM2.
+when the downstream has holes, e.g. transaction markers); then it lands inside the downstream hole.
+Offsets above the copy are clamped to the copied end and flagged ``ahead-of-copy``; offsets below the
+first sync are not translated (``before-first-sync``), like MM2.
 
 ``translate_mm2`` is MirrorMaker 2's rule (3.5+): never skips a record, may re-deliver up to the sync
 interval. Simplification: the whole sync set is kept; MM2's store evicts down to 64 exponentially

@@ -36,39 +36,15 @@ from confluent_kafka.admin import (
 )
 
 from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
+from kafka_ferry.io.kafka_errors import KafkaClusterError
 
 TIMEOUT_S = 30.0
-
-_ADVICE = {
-    KafkaError._TRANSPORT: "the cluster is unreachable: check bootstrap.servers and the network",
-    KafkaError._TIMED_OUT: "the cluster did not answer in time: check bootstrap.servers and that brokers are up",
-    KafkaError._ALL_BROKERS_DOWN: "no broker answers: check bootstrap.servers",
-    KafkaError.TOPIC_AUTHORIZATION_FAILED: "the connection's principal lacks a topic ACL",
-    KafkaError.GROUP_AUTHORIZATION_FAILED: "the connection's principal lacks a group ACL",
-    KafkaError.CLUSTER_AUTHORIZATION_FAILED: "the connection's principal lacks a cluster ACL",
-    KafkaError.SASL_AUTHENTICATION_FAILED: "authentication failed: check the SASL settings of the connection",
-    KafkaError.UNKNOWN_TOPIC_OR_PART: "the topic does not exist",
-    KafkaError.INVALID_REPLICATION_FACTOR: "the cluster has fewer brokers than the replication factor",
-    KafkaError.POLICY_VIOLATION: "a broker-side create/alter policy rejected the request",
-}
-
-
-class KafkaClusterError(RuntimeError):
-    """A Kafka call failed; the message names the connection, the operation and what to check."""
-
-    def __init__(self, connection_id: str, operation: str, error: KafkaError | Exception):
-        code = error.code() if isinstance(error, KafkaError) else None
-        reason = error.str() if isinstance(error, KafkaError) else str(error)
-        advice = _ADVICE.get(code, "")
-        self.code = code
-        super().__init__(f"Kafka connection '{connection_id}': {operation} failed: {reason}"
-                         + (f" ({advice})" if advice else ""))
-
 
 class KafkaClusterHook(KafkaBaseHook):
     """Admin, producer and consumer access to one cluster; one hook per Airflow connection."""
 
     hook_name = "Kafka cluster (kafka-ferry)"
+    request_timeout_s = TIMEOUT_S  # per call; an instance may lower it (tests of unreachable clusters)
 
     def __init__(self, kafka_config_id: str = KafkaBaseHook.default_conn_name) -> None:
         super().__init__(kafka_config_id=kafka_config_id)
@@ -92,24 +68,24 @@ class KafkaClusterHook(KafkaBaseHook):
 
     def _wait(self, future: Future, operation: str) -> Any:
         try:
-            return future.result(timeout=TIMEOUT_S)
+            return future.result(timeout=self.request_timeout_s)
         except KafkaException as exc:
             raise KafkaClusterError(self.kafka_config_id, operation, exc.args[0]) from None
         except TimeoutError:
             raise KafkaClusterError(self.kafka_config_id, operation,
-                                    KafkaError(KafkaError._TIMED_OUT, "no answer within 30 s")) from None
+                                    KafkaError(KafkaError._TIMED_OUT, f"no answer within {self.request_timeout_s:g} s")) from None
 
     def _wait_all(self, futures: Mapping[Any, Future], operation: str) -> dict[Any, Any]:
         return {key: self._wait(f, f"{operation} {key}") for key, f in futures.items()}
 
     # --- cluster and topics --------------------------------------------------------------------
     def describe_cluster(self) -> ClusterInfo:
-        result = self._wait(self.admin.describe_cluster(request_timeout=TIMEOUT_S), "describe cluster")
+        result = self._wait(self.admin.describe_cluster(request_timeout=self.request_timeout_s), "describe cluster")
         return ClusterInfo(cluster_id=result.cluster_id, broker_count=len(result.nodes))
 
     def list_topic_names(self) -> list[str]:
         try:
-            metadata = self.admin.list_topics(timeout=TIMEOUT_S)
+            metadata = self.admin.list_topics(timeout=self.request_timeout_s)
         except KafkaException as exc:
             raise KafkaClusterError(self.kafka_config_id, "list topics", exc.args[0]) from None
         return sorted(metadata.topics)
@@ -139,10 +115,10 @@ class KafkaClusterHook(KafkaBaseHook):
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]) -> bool:
         """Create a topic; returns False when it already exists (a retried run)."""
         future = self.admin.create_topics(
-            [NewTopic(name, partitions, replication_factor, config=dict(configs))], request_timeout=TIMEOUT_S
+            [NewTopic(name, partitions, replication_factor, config=dict(configs))], request_timeout=self.request_timeout_s
         )[name]
         try:
-            future.result(timeout=TIMEOUT_S)
+            future.result(timeout=self.request_timeout_s)
             return True
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
@@ -167,7 +143,7 @@ class KafkaClusterHook(KafkaBaseHook):
         if not request:
             return {}
         isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
-        futures = self.admin.list_offsets(request, isolation_level=isolation, request_timeout=TIMEOUT_S)
+        futures = self.admin.list_offsets(request, isolation_level=isolation, request_timeout=self.request_timeout_s)
         return {(tp.topic, tp.partition): info.offset
                 for tp, info in self._wait_all(futures, f"list {which} offsets of").items()}
 
@@ -176,27 +152,27 @@ class KafkaClusterHook(KafkaBaseHook):
 
     # --- consumer groups -----------------------------------------------------------------------
     def list_group_ids(self) -> list[str]:
-        result = self._wait(self.admin.list_consumer_groups(request_timeout=TIMEOUT_S), "list consumer groups")
+        result = self._wait(self.admin.list_consumer_groups(request_timeout=self.request_timeout_s), "list consumer groups")
         return sorted(g.group_id for g in result.valid)
 
     def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
         group_ids = sorted(set(group_ids))
         if not group_ids:
             return {}
-        futures = self.admin.describe_consumer_groups(group_ids, request_timeout=TIMEOUT_S)
+        futures = self.admin.describe_consumer_groups(group_ids, request_timeout=self.request_timeout_s)
         return {gid: GroupInfo(gid, d.state.name, len(d.members))
                 for gid, d in self._wait_all(futures, "describe group").items()}
 
     def group_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
         """Committed offsets of a group (partitions without a commit are left out)."""
         futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)],
-                                                         request_timeout=TIMEOUT_S)
+                                                         request_timeout=self.request_timeout_s)
         result = self._wait(futures[group_id], f"read offsets of group {group_id}")
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
     def group_offsets_with_metadata(self, group_id: str) -> dict[tuple[str, int], tuple[int, str]]:
         futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)],
-                                                         request_timeout=TIMEOUT_S)
+                                                         request_timeout=self.request_timeout_s)
         result = self._wait(futures[group_id], f"read offsets of group {group_id}")
         return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
                 for tp in result.topic_partitions if tp.offset >= 0}
@@ -205,9 +181,14 @@ class KafkaClusterHook(KafkaBaseHook):
                             metadata: Mapping[tuple[str, int], str] | None = None) -> None:
         """Commit offsets for a group; the broker refuses this while the group has members."""
         metadata = metadata or {}
-        tps = [TopicPartition(t, p, o, metadata=metadata.get((t, p)) or None) for (t, p), o in sorted(offsets.items())]
+        tps = []
+        for (t, p), o in sorted(offsets.items()):
+            tp = TopicPartition(t, p, o)
+            if metadata.get((t, p)):
+                tp = TopicPartition(t, p, o, metadata=metadata[(t, p)])
+            tps.append(tp)
         futures = self.admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id, tps)],
-                                                          request_timeout=TIMEOUT_S)
+                                                          request_timeout=self.request_timeout_s)
         result = self._wait(futures[group_id], f"commit offsets of group {group_id}")
         failed = [tp for tp in result.topic_partitions if tp.error is not None]
         if failed:

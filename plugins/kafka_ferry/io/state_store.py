@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterError, KafkaClusterHook
+from kafka_ferry.io.kafka_errors import KafkaClusterError
+
+if TYPE_CHECKING:  # the Spark job passes kafka_ferry.copy.clients.ClusterClients, which has no Airflow
+    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
 
 STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0", "segment.ms": "3600000"}
 

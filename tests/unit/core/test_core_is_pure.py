@@ -16,11 +16,14 @@ FORBIDDEN = ("airflow", "confluent_kafka", "pyspark")
 PROBE = """
 import json, pkgutil, sys
 import kafka_ferry.core as core
+forbidden = {forbidden}
 names = [m.name for m in pkgutil.walk_packages(core.__path__, core.__name__ + ".")]
-for name in names:
+leaks = {{}}  # forbidden top-level package -> first core module after whose import it appeared
+for name in ["kafka_ferry.core", *names]:
     __import__(name)
-forbidden = sorted(m for m in sys.modules if m.split(".")[0] in {forbidden})
-print(json.dumps({{"imported": names, "forbidden": forbidden}}))
+    for top in {{m.split(".")[0] for m in sys.modules}} & forbidden:
+        leaks.setdefault(top, name)
+print(json.dumps({{"imported": names, "leaks": leaks}}))
 """
 
 
@@ -32,4 +35,4 @@ def test_core_modules_import_no_airflow_kafka_client_or_spark():
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert {"kafka_ferry.core.mm2_wire", "kafka_ferry.core.offset_translation"} <= set(report["imported"])
-    assert report["forbidden"] == [], f"kafka_ferry.core pulled in {report['forbidden']}"
+    assert report["leaks"] == {}, f"imported by kafka_ferry.core ({{package: first module}}): {report['leaks']}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from kafka_ferry.core.mm2_wire import (
     CHECKPOINT_VALUE_V0,
     OFFSET_SYNC_KEY,
@@ -122,7 +121,9 @@ class TestRejects:
         with pytest.raises(WireFormatError, match=r"'topic'.*length 6.*only 3 left"):
             OFFSET_SYNC_KEY.decode(hexbytes("0006 6f7264"))
 
-    @pytest.mark.parametrize("record", [OffsetSync("t", 0, 1, 2), Checkpoint("g", "t", 0, 1, 2, "m"), Heartbeat("a", "b", 3)])
+    @pytest.mark.parametrize(
+        "record", [OffsetSync("t", 0, 1, 2), Checkpoint("g", "t", 0, 1, 2, "m"), Heartbeat("a", "b", 3)]
+    )
     def test_trailing_and_truncated_values_and_keys(self, record):
         cls = type(record)
         key, value = record.key_bytes(), record.value_bytes()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker, SyncPoint, is_contiguous
 
 
@@ -132,7 +131,9 @@ def copied_records(draw) -> list[tuple[int, int]]:
     down = draw(st.integers(0, 10**6))
     records = []
     for run_length, up_gap, down_gap in draw(
-        st.lists(st.tuples(st.integers(1, 25), st.integers(1, 6), st.sampled_from([1, 1, 1, 2, 4])), min_size=1, max_size=8)
+        st.lists(
+            st.tuples(st.integers(1, 25), st.integers(1, 6), st.sampled_from([1, 1, 1, 2, 4])), min_size=1, max_size=8
+        )
     ):
         records.extend(contiguous(up, down, run_length))
         up, down = records[-1][0] + up_gap, records[-1][1] + down_gap

@@ -7,7 +7,6 @@ from bisect import bisect_left
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
 from kafka_ferry.core.offset_translation import (
     AHEAD_OF_COPY,
@@ -71,7 +70,11 @@ class TestExactCases:
 
     def test_no_syncs(self):
         result = translate_exact([], 5, 10)
-        assert (result.downstream_offset, result.method, result.reason) == (None, BEFORE_FIRST_SYNC, "no offset syncs for this partition")
+        assert (result.downstream_offset, result.method, result.reason) == (
+            None,
+            BEFORE_FIRST_SYNC,
+            "no offset syncs for this partition",
+        )
 
     def test_reason_names_the_syncs_used(self):
         assert "(109, 9)" in translate_exact(SYNCS, 115, COPIED_END).reason
@@ -96,7 +99,19 @@ class TestExactCases:
 class TestMm2Cases:
     @pytest.mark.parametrize(
         ("upstream", "downstream"),
-        [(99, None), (100, 0), (101, 1), (103, 1), (104, 4), (109, 9), (110, 10), (119, 10), (120, 10), (121, 11), (500, 15)],
+        [
+            (99, None),
+            (100, 0),
+            (101, 1),
+            (103, 1),
+            (104, 4),
+            (109, 9),
+            (110, 10),
+            (119, 10),
+            (120, 10),
+            (121, 11),
+            (500, 15),
+        ],
     )
     def test_plus_one_rule(self, upstream, downstream):
         assert translate_mm2(SYNCS, upstream) == downstream
@@ -218,7 +233,7 @@ def assert_translations(copied, syncs, copied_end, interval):
 @given(copied_partition(downstream_holes=False), st.integers(1, 10))
 def test_exact_translation_of_a_single_batch(partition, interval):
     records, copied_end = partition
-    (copied, syncs, _), = run_batches(records, [], interval, fresh_tracker_per_batch=False)
+    ((copied, syncs, _),) = run_batches(records, [], interval, fresh_tracker_per_batch=False)
     assert_translations(copied, syncs, copied_end, interval)
 
 

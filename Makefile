@@ -1,0 +1,52 @@
+# kafka-ferry: the two commands a newcomer needs are `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
+
+.PHONY: install demo test test-unit test-integration testbed-up testbed-down testbed-status lint dags lock clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade "pip>=24"
+	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
+	$(PY) -c "import pyspark, airflow, confluent_kafka, kafka_ferry"  # pyspark/pyspark-client mismatch shows here
+	rm -f $(VENV)/.installed-* && touch $@
+
+testbed-up:
+	$(PYTHON) testbed/kafka_testbed.py up
+
+testbed-down:
+	$(PYTHON) testbed/kafka_testbed.py down
+
+testbed-status:
+	$(PYTHON) testbed/kafka_testbed.py status
+
+## The main job on the embedded default: local test bed, Airflow on SQLite, Spark local[*].
+demo: install testbed-up
+	$(PY) testbed/demo.py
+
+## Every test: pure units, then integration against the real two-cluster test bed (started if needed).
+test: install
+	$(PY) -m pytest -q
+
+test-unit: install
+	$(PY) -m pytest -q tests/unit
+
+lint: install
+	$(VENV)/bin/ruff check plugins dags spark_jobs tests testbed bench
+
+## Write the two-line DAG file of every dags/migrations/*.yaml that lacks one.
+dags: install
+	$(PY) -m kafka_ferry.dag_factory dags
+
+## Re-pin constraints.txt from the current venv (after changing pyproject.toml).
+lock:
+	( sed -n '1,2p' constraints.txt; $(PY) -m pip freeze --exclude-editable | grep -v '^-e' ) > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+
+clean:
+	$(PYTHON) testbed/kafka_testbed.py wipe
+	rm -rf .pytest_cache .hypothesis build *.egg-info

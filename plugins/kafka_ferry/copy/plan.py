@@ -1,0 +1,111 @@
+"""The copy plan handed from the Airflow side to the Spark job: plain data in a JSON file, no secrets.
+
+A plan is the core ``BatchPlan`` plus what the executors need and cannot look up cheaply: destination
+topic names, both cluster ids (provenance and loop guard), where syncs and progress go, and the lag
+measured at planning time for the report. A retried Spark task re-reads the same file, so a retry
+re-runs the same batch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka_ferry.core.batch_planning import PartitionRange, RetentionGap
+from kafka_ferry.core.progress import partition_key
+
+WORK_DIR_ENV = "KFERRY_WORK_DIR"
+
+
+@dataclass(frozen=True)
+class PartitionTask:
+    """Copy upstream offsets ``[start_offset, end_offset)`` of one source partition to the same partition."""
+
+    source_topic: str
+    partition: int
+    destination_topic: str
+    start_offset: int
+    end_offset: int
+
+    @property
+    def key(self) -> str:
+        return partition_key(self.source_topic, self.partition)
+
+    def as_range(self) -> PartitionRange:
+        return PartitionRange(self.source_topic, self.partition, self.start_offset, self.end_offset)
+
+
+@dataclass(frozen=True)
+class CopyPlan:
+    migration: str
+    batch_id: str
+    source_cluster_id: str
+    destination_cluster_id: str
+    state_topic: str
+    offset_syncs_topic: str
+    provenance_headers: bool
+    offset_sync_interval: int
+    max_records_per_partition: int
+    max_bytes_per_partition: int
+    tasks: tuple[PartitionTask, ...]
+    gaps: tuple[RetentionGap, ...] = ()
+    lag_before: dict[str, int] = field(default_factory=dict)  # partition_key -> uncopied offsets
+    planned_at_ms: int = 0
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.tasks
+
+    def task_for(self, source_topic: str, partition: int) -> PartitionTask:
+        for task in self.tasks:
+            if (task.source_topic, task.partition) == (source_topic, partition):
+                return task
+        raise KeyError(f"{source_topic}-{partition} is not in batch {self.batch_id}")
+
+    def summary(self) -> dict[str, Any]:
+        """What the planning task returns through XCom: small, and no secrets."""
+        return {
+            "migration": self.migration,
+            "batch_id": self.batch_id,
+            "empty": self.is_empty,
+            "partitions": len(self.tasks),
+            "offsets": sum(t.end_offset - t.start_offset for t in self.tasks),
+            "gaps": [asdict(g) for g in self.gaps],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> CopyPlan:
+        data = json.loads(text)
+        data["tasks"] = tuple(PartitionTask(**t) for t in data["tasks"])
+        data["gaps"] = tuple(RetentionGap(**g) for g in data.get("gaps", ()))
+        return cls(**data)
+
+    def write(self, directory: str | Path) -> Path:
+        """Write ``plan-<batch_id>.json`` atomically (a reader never sees half a plan)."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"plan-{self.batch_id}.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(self.to_json())
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def read(cls, path: str | Path) -> CopyPlan:
+        return cls.from_json(Path(path).read_text())
+
+
+def work_dir(migration: str, environ: dict[str, str] | None = None) -> Path:
+    """Where plans and reports go: ``$KFERRY_WORK_DIR/<migration>`` or ``$AIRFLOW_HOME/kafka-ferry/<migration>``."""
+    env = os.environ if environ is None else environ
+    base = env.get(WORK_DIR_ENV)
+    if base:
+        return Path(base) / migration
+    airflow_home = env.get("AIRFLOW_HOME") or str(Path.home() / "airflow")
+    return Path(airflow_home) / "kafka-ferry" / migration

@@ -1,0 +1,79 @@
+"""Read bounded offset ranges of many partitions with one consumer.
+
+Why: translation, reconciliation and the sensors read internal topics and copied ranges to a known end.
+A poll that returns nothing does not mean "done": under read_committed the consumer skips aborted
+records and transaction markers, so a range is finished only when the consumer's *position* reaches its
+end. One assigned (never subscribed) consumer serves every partition, so no group join is involved.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+
+from confluent_kafka import KafkaError, Message, TopicPartition
+
+from kafka_ferry.hooks.kafka_cluster import KafkaClusterError, KafkaClusterHook
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def read_ranges(
+    hook: KafkaClusterHook,
+    ranges: Mapping[tuple[str, int], tuple[int, int]],
+    read_committed: bool = True,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> Iterator[Message]:
+    """Yield the records of each ``(topic, partition) -> [start, end)``, in offset order per partition.
+
+    Records of different partitions interleave. Raises ``KafkaClusterError`` if a range is not read to
+    its end within ``timeout_s`` (the end must be at most the partition's end offset for the isolation).
+    """
+    pending = {tp: (start, end) for tp, (start, end) in ranges.items() if end > start}
+    if not pending:
+        return
+    consumer = hook.consumer(**{
+        "group.id": "kafka-ferry-range-reader",
+        "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+        "fetch.wait.max.ms": 50,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "error",
+    })
+    try:
+        consumer.assign([TopicPartition(t, p, start) for (t, p), (start, _) in pending.items()])
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            if time.monotonic() > deadline:
+                left = ", ".join(f"{t}-{p}[{s},{e})" for (t, p), (s, e) in sorted(pending.items())[:5])
+                raise KafkaClusterError(hook.kafka_config_id, "read offset ranges",
+                                        KafkaError(KafkaError._TIMED_OUT, f"not read to the end: {left}"))
+            for msg in consumer.consume(num_messages=1000, timeout=0.2):
+                tp = (msg.topic(), msg.partition())
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise KafkaClusterError(hook.kafka_config_id, f"read {tp[0]}-{tp[1]}", msg.error())
+                if tp in pending and msg.offset() < pending[tp][1]:
+                    yield msg
+            _drop_finished(consumer, pending)
+    finally:
+        consumer.close()
+
+
+def _drop_finished(consumer, pending: dict[tuple[str, int], tuple[int, int]]) -> None:
+    """Stop reading partitions whose position reached their end (skipped markers count as read)."""
+    positions = consumer.position([TopicPartition(t, p) for t, p in pending])
+    done = [TopicPartition(tp.topic, tp.partition) for tp in positions
+            if tp.offset >= 0 and tp.offset >= pending[(tp.topic, tp.partition)][1]]
+    for tp in done:
+        del pending[(tp.topic, tp.partition)]
+    if done and pending:
+        consumer.incremental_unassign(done)
+
+
+def read_whole_partitions(hook: KafkaClusterHook, partitions: list[tuple[str, int]],
+                          read_committed: bool = True) -> Iterator[Message]:
+    """Every record from the log start to the end of each partition (internal topics)."""
+    starts = hook.list_offsets(partitions, "earliest", read_committed=read_committed)
+    ends = hook.list_offsets(partitions, "latest", read_committed=read_committed)
+    return read_ranges(hook, {tp: (starts[tp], ends[tp]) for tp in partitions}, read_committed=read_committed)

@@ -1,0 +1,1 @@
+"""Offset translation for migrated consumer groups: decisions (pure), offset-map export, and the I/O around them."""

@@ -1,0 +1,56 @@
+"""The cluster hook against the real brokers: offsets, groups, and errors a person can act on."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from kafka_ferry.hooks.kafka_cluster import KafkaClusterError, KafkaClusterHook
+
+pytestmark = pytest.mark.integration
+
+
+def test_offsets_and_group_offsets_round_trip(clusters):
+    topic = clusters.create_topic("source", clusters.unique("hook"), 2)
+    producer = clusters.producer("source")
+    for i in range(7):
+        producer.produce(topic, value=str(i).encode(), partition=i % 2, timestamp=1_000_000 + i * 1000)
+    producer.flush(30)
+    hook = clusters.hook("source")
+
+    partitions = hook.partitions_of([topic])
+    assert partitions == [(topic, 0), (topic, 1)]
+    assert hook.list_offsets(partitions, "earliest") == {(topic, 0): 0, (topic, 1): 0}
+    assert hook.list_offsets(partitions, "latest") == {(topic, 0): 4, (topic, 1): 3}
+    # by time: the first record at or after the timestamp (record 4 -> partition 0 offset 2)
+    assert hook.list_offsets([(topic, 0)], "time", timestamp_ms=1_004_000) == {(topic, 0): 2}
+
+    group = clusters.unique("hook-group")
+    hook.alter_group_offsets(group, {(topic, 0): 3, (topic, 1): 1}, metadata={(topic, 0): "from-test"})
+    assert hook.group_offsets(group) == {(topic, 0): 3, (topic, 1): 1}
+    assert hook.group_offsets_with_metadata(group)[(topic, 0)] == (3, "from-test")
+    assert group in hook.list_group_ids()
+    info = hook.describe_groups([group])[group]
+    assert info.member_count == 0 and not info.is_active
+
+
+def test_unreachable_cluster_error_names_connection_and_hides_secrets(monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_KF_TEST_DEAD", json.dumps({"conn_type": "kafka", "extra": {
+        "bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+        "sasl.username": "ferry", "sasl.password": "hunter2-secret"}}))
+    hook = KafkaClusterHook("kf_test_dead")
+    hook.request_timeout_s = 3
+    with pytest.raises(KafkaClusterError) as raised:
+        hook.describe_cluster()
+    message = str(raised.value)
+    assert "Kafka connection 'kf_test_dead': describe cluster failed" in message
+    assert "hunter2" not in message and "hunter2" not in repr(raised.value)
+
+
+def test_missing_bootstrap_servers_is_refused(monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_KF_TEST_EMPTY", json.dumps({"conn_type": "kafka", "extra": {}}))
+    with pytest.raises(ValueError, match="bootstrap.servers"):
+        KafkaClusterHook("kf_test_empty").describe_cluster()
+    assert os.environ["AIRFLOW_CONN_KF_TEST_EMPTY"]

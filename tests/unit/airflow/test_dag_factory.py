@@ -1,0 +1,66 @@
+"""Every migration YAML yields one DAG; a broken YAML is an import error of its own DAG file only."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kafka_ferry.dag_factory import write_stubs
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture()
+def dags_folder(tmp_path):
+    folder = tmp_path / "dags"
+    (folder / "migrations").mkdir(parents=True)
+    shutil.copy(REPO / "dags" / "migrations" / "demo-tenant.yaml", folder / "migrations" / "demo-tenant.yaml")
+    good = (REPO / "dags" / "migrations" / "demo-tenant.yaml").read_text()
+    (folder / "migrations" / "other.yaml").write_text(good.replace("name: demo-tenant", "name: other"))
+    (folder / "migrations" / "broken.yaml").write_text(
+        good.replace("name: demo-tenant", "name: broken").replace("max_records_per_partition: 50000",
+                                                                    "max_records_per_partition: -1"))
+    write_stubs(folder)
+    return folder
+
+
+def load(folder):
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(folder))
+
+
+def test_repo_dags_import_without_errors():
+    bag = load(REPO / "dags")
+    assert bag.import_errors == {}
+    yamls = sorted(p.stem for p in (REPO / "dags" / "migrations").glob("*.yaml"))
+    assert sorted(d.removeprefix("kafka_ferry__") for d in bag.dag_ids) == yamls
+
+
+def test_every_yaml_has_its_dag_file():
+    stubs = {p.name for p in (REPO / "dags").glob("migration_*.py")}
+    expected = {f"migration_{p.stem.replace('-', '_')}.py" for p in (REPO / "dags" / "migrations").glob("*.yaml")}
+    assert stubs == expected, "run `make dags`"
+
+
+def test_broken_yaml_breaks_only_its_own_dag(dags_folder):
+    bag = load(dags_folder)
+    assert sorted(bag.dag_ids) == ["kafka_ferry__demo-tenant", "kafka_ferry__other"]
+    assert list(bag.import_errors) == [str(dags_folder / "migration_broken.py")]
+    message = next(iter(bag.import_errors.values()))
+    assert "broken.yaml: field 'copy.max_records_per_partition' = -1" in message
+
+
+def test_dag_shape_and_params(dags_folder):
+    dag = load(dags_folder).get_dag("kafka_ferry__demo-tenant")
+    assert dag.max_active_runs == 1
+    assert "tenant:demo" in dag.tags
+    assert dag.get_task("preflight").downstream_task_ids == {"provision_topics"}
+    assert dag.get_task("provision_topics").downstream_task_ids >= {"provision_groups"}
+    assert dag.params["dry_run"] is False
+
+
+def test_write_stubs_is_idempotent(dags_folder):
+    assert write_stubs(dags_folder) == []

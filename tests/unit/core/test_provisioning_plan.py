@@ -1,0 +1,91 @@
+"""Provisioning plans are decided before any change: creations, growth, config drift and refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_ferry.core.cluster_model import GroupInfo, TopicInfo
+from kafka_ferry.core.provisioning_plan import ProvisioningRefused, plan_groups, plan_topics, select_topics
+from kafka_ferry.core.spec import parse_spec
+
+SPEC = parse_spec({
+    "name": "t", "tenant": "t",
+    "source": {"connection_id": "s", "alias": "src"}, "destination": {"connection_id": "d", "alias": "dst"},
+    "topics": {"include": ["orders.*", "pay"], "exclude": ["orders-tmp"]},
+    "groups": {"include": ["g-.*"]},
+})
+CONFIGS = {"cleanup.policy": "delete", "retention.ms": "1000", "min.insync.replicas": "2", "segment.bytes": "1"}
+
+
+def topic(name, partitions=3, rf=3, **configs):
+    return TopicInfo(name, partitions, rf, {**CONFIGS, **configs})
+
+
+def test_select_topics_skips_internal_and_excluded():
+    assert select_topics(SPEC, ["orders", "orders-tmp", "orders-eu", "__consumer_offsets", "pay", "payx"]) == [
+        "orders", "orders-eu", "pay"]
+
+
+def test_missing_topic_is_created_with_mapped_rf_and_capped_min_isr():
+    plan = plan_topics(SPEC, {"orders": topic("orders")}, {}, destination_brokers=1)
+    (action,) = plan.actions
+    assert (action.action, action.partitions, action.replication_factor) == ("create", 3, 1)
+    assert action.configs == {"cleanup.policy": "delete", "retention.ms": "1000", "min.insync.replicas": "1"}
+    assert "segment.bytes" not in action.configs  # cluster tuning is not mirrored
+
+
+def test_identical_destination_needs_nothing():
+    source = topic("orders", rf=1, **{"min.insync.replicas": "1"})
+    plan = plan_topics(SPEC, {"orders": source}, {"orders": source}, destination_brokers=1)
+    assert plan.changes == () and plan.refusals == ()
+
+
+def test_growth_and_config_drift_are_planned_together():
+    plan = plan_topics(SPEC, {"orders": topic("orders", 6, rf=1)},
+                       {"orders": topic("orders", 4, rf=1, **{"retention.ms": "5"})}, destination_brokers=1)
+    (action,) = plan.changes
+    assert action.action == "grow+alter"
+    assert action.config_changes == {"retention.ms": ("5", "1000"), "min.insync.replicas": ("2", "1")}
+    assert "partitions 4 -> 6" in action.describe()
+
+
+def test_every_refusal_is_reported_at_once():
+    plan = plan_topics(
+        SPEC,
+        {"orders": topic("orders", 2), "pay": topic("pay", 1, **{"cleanup.policy": "compact"})},
+        {"orders": topic("orders", 4), "pay": topic("pay", 1)},
+        destination_brokers=3,
+    )
+    with pytest.raises(ProvisioningRefused) as raised:
+        plan.raise_if_refused()
+    assert len(raised.value.refusals) == 2
+    assert "orders: destination has 4 partitions" in str(raised.value)
+    assert "pay: cleanup.policy is delete on the destination but compact" in str(raised.value)
+
+
+def test_cleanup_policy_order_does_not_matter():
+    plan = plan_topics(SPEC, {"pay": topic("pay", **{"cleanup.policy": "compact,delete"})},
+                       {"pay": topic("pay", **{"cleanup.policy": "delete, compact"})}, destination_brokers=3)
+    assert plan.refusals == ()
+
+
+def test_prefix_rename_collision_is_refused():
+    spec = parse_spec({**SPEC.model_dump(by_alias=True), "topics": {"include": [".*"], "rename": {
+        "policy": "prefix", "prefix": "x"}}})
+    plan = plan_topics(spec, {"a": topic("a"), "xa": topic("xa")}, {}, destination_brokers=3)
+    assert plan.refusals == ()  # "xa" and "xxa" are distinct
+    assert [a.destination_topic for a in plan.actions] == ["xa", "xxa"]
+
+
+def test_groups_plan_selects_skips_and_refuses():
+    plan = plan_groups(
+        SPEC,
+        {"g-a": {"orders", "other"}, "g-b": {"other"}, "h": {"orders"}, "g-live": {"pay"}},
+        migrated_topics={"orders", "pay"},
+        destination_groups={"g-live": GroupInfo("g-live", "STABLE", 2), "g-a": GroupInfo("g-a", "EMPTY", 0)},
+    )
+    assert plan.migrated == {"g-a": ("orders",)}
+    assert plan.skipped == {"g-b": "no committed offsets on migrated topics",
+                            "h": "not selected by groups.include/exclude"}
+    assert plan.refusals == ("group g-live: has 2 active member(s) on the destination (state STABLE); "
+                             "stop those consumers before migrating its offsets",)
