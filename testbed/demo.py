@@ -22,7 +22,8 @@ ENV = {
     "AIRFLOW_HOME": str(AIRFLOW_HOME),
     "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
     "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-    "AIRFLOW_CONN_KAFKA_SOURCE": json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": tb.SOURCE.bootstrap}}),
+    "AIRFLOW_CONN_KAFKA_SOURCE": json.dumps(
+        {"conn_type": "kafka", "extra": {"bootstrap.servers": tb.SOURCE.bootstrap}}),
     "AIRFLOW_CONN_KAFKA_DESTINATION": json.dumps(
         {"conn_type": "kafka", "extra": {"bootstrap.servers": tb.DESTINATION.bootstrap}}),
     "AIRFLOW_CONN_SPARK_LOCAL": json.dumps({"conn_type": "spark", "host": "local[*]"}),

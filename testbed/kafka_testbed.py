@@ -50,8 +50,15 @@ class ClusterSpec:
         return RUN_DIR / self.name
 
 
-SOURCE = ClusterSpec("source", os.environ.get("KFERRY_SOURCE_KAFKA", "3.9.2"), 19092, 19093)
-DESTINATION = ClusterSpec("destination", os.environ.get("KFERRY_DESTINATION_KAFKA", "4.3.0"), 29092, 29093)
+def _cluster(name: str, default_version: str, default_port: int) -> ClusterSpec:
+    """Versions and ports can be moved by env (KFERRY_SOURCE_PORT=…) so two checkouts can run side by side."""
+    prefix = f"KFERRY_{name.upper()}"
+    port = int(os.environ.get(f"{prefix}_PORT", default_port))
+    return ClusterSpec(name, os.environ.get(f"{prefix}_KAFKA", default_version), port, port + 1)
+
+
+SOURCE = _cluster("source", "3.9.2", 19092)
+DESTINATION = _cluster("destination", "4.3.0", 29092)
 CLUSTERS = (SOURCE, DESTINATION)
 
 

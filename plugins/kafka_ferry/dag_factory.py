@@ -20,7 +20,7 @@ from kafka_ferry.operators.provision import (
 )
 
 # Airflow's safe mode only parses files that mention both "airflow" and "dag": the docstring does.
-STUB_TEMPLATE = '''"""Airflow DAG of the kafka-ferry migration in {yaml_name} (written by `make dags`; logic in kafka_ferry)."""
+STUB_TEMPLATE = '''"""Airflow DAG of the kafka-ferry migration {yaml_name} (written by `make dags`)."""
 from kafka_ferry.dag_factory import dag_from_yaml
 
 dag = dag_from_yaml(__file__, "migrations/{yaml_name}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -95,7 +95,7 @@ def gap_key(gap: RetentionGap) -> str:
     return f"{partition_key(gap.topic, gap.partition)}@{gap.lost_start}"
 
 
-def record_accepted_gaps(plan: CopyPlan, store: MigrationStateStore,
+def record_accepted_gaps(plan: CopyPlan, store: MigrationStateStore, destination_topic: Callable[[str], str],
                          progress: Mapping[tuple[str, int], PartitionProgress] | None = None) -> list[str]:
     """Write accepted gaps to the ledger; move progress past a gap where nothing is left to copy.
 
@@ -117,7 +117,7 @@ def record_accepted_gaps(plan: CopyPlan, store: MigrationStateStore,
         if old is None or old.next_upstream_offset < g.lost_end:
             moved[partition_key(g.topic, g.partition)] = PartitionProgress(
                 source_topic=g.topic, partition=g.partition,
-                destination_topic=old.destination_topic if old else "",
+                destination_topic=destination_topic(g.topic),
                 next_upstream_offset=g.lost_end,
                 last_upstream_offset=old.last_upstream_offset if old else None,
                 last_downstream_offset=old.last_downstream_offset if old else None,

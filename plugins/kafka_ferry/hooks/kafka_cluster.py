@@ -72,8 +72,8 @@ class KafkaClusterHook(KafkaBaseHook):
         except KafkaException as exc:
             raise KafkaClusterError(self.kafka_config_id, operation, exc.args[0]) from None
         except TimeoutError:
-            raise KafkaClusterError(self.kafka_config_id, operation,
-                                    KafkaError(KafkaError._TIMED_OUT, f"no answer within {self.request_timeout_s:g} s")) from None
+            timed_out = KafkaError(KafkaError._TIMED_OUT, f"no answer within {self.request_timeout_s:g} s")
+            raise KafkaClusterError(self.kafka_config_id, operation, timed_out) from None
 
     def _wait_all(self, futures: Mapping[Any, Future], operation: str) -> dict[Any, Any]:
         return {key: self._wait(f, f"{operation} {key}") for key, f in futures.items()}
@@ -115,7 +115,8 @@ class KafkaClusterHook(KafkaBaseHook):
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]) -> bool:
         """Create a topic; returns False when it already exists (a retried run)."""
         future = self.admin.create_topics(
-            [NewTopic(name, partitions, replication_factor, config=dict(configs))], request_timeout=self.request_timeout_s
+            [NewTopic(name, partitions, replication_factor, config=dict(configs))],
+            request_timeout=self.request_timeout_s,
         )[name]
         try:
             future.result(timeout=self.request_timeout_s)
@@ -152,7 +153,8 @@ class KafkaClusterHook(KafkaBaseHook):
 
     # --- consumer groups -----------------------------------------------------------------------
     def list_group_ids(self) -> list[str]:
-        result = self._wait(self.admin.list_consumer_groups(request_timeout=self.request_timeout_s), "list consumer groups")
+        future = self.admin.list_consumer_groups(request_timeout=self.request_timeout_s)
+        result = self._wait(future, "list consumer groups")
         return sorted(g.group_id for g in result.valid)
 
     def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:

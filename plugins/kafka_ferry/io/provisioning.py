@@ -42,7 +42,8 @@ def apply_topic_plan(plan: TopicPlan, destination: KafkaClusterHook) -> list[str
         if "grow" in action.action:
             destination.grow_partitions(action.destination_topic, action.partitions)
         if action.config_changes:
-            destination.set_topic_configs(action.destination_topic, {k: v for k, (_, v) in action.config_changes.items()})
+            new_values = {k: v for k, (_, v) in action.config_changes.items()}
+            destination.set_topic_configs(action.destination_topic, new_values)
         done.append(action.describe())
     for line in done:
         log.info("provisioned: %s", line)

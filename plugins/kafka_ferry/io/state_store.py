@@ -75,7 +75,7 @@ class MigrationStateStore:
         end = self.hook.list_offsets([(self.topic, 0)], "latest", read_committed=False).get((self.topic, 0), 0)
         if end <= 0:
             return
-        consumer = self.hook.consumer(**{"group.id": f"kafka-ferry-state-reader", "enable.partition.eof": True})
+        consumer = self.hook.consumer(**{"group.id": "kafka-ferry-state-reader", "enable.partition.eof": True})
         try:
             consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
             deadline = time.monotonic() + 60

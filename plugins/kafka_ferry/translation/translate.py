@@ -1,0 +1,191 @@
+"""Translate every migrated group's committed source offsets, write checkpoints, commit destination groups.
+
+Why in this order: translation only reads (sync log, copy progress, source commits), so it can run after
+every copy batch; checkpoints are MM2's public record of it; committing to destination groups changes
+what consumers see, so it is guarded: only groups with no members (checked first, and the broker refuses
+anyway), never backwards unless ``allow_rewind``, and with the source commit's metadata kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka_ferry.core.mm2_wire import Checkpoint
+from kafka_ferry.core.progress import PROGRESS_KIND, PartitionProgress
+from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.hooks.kafka_cluster import KafkaClusterError, KafkaClusterHook
+from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.translation.decisions import OffsetDecision, PartitionCopy, partition_copy, translate_groups
+from kafka_ferry.translation.offset_map import write_offset_map
+from kafka_ferry.translation.sync_log import read_migration_syncs, write_checkpoints
+
+log = logging.getLogger(__name__)
+
+GROUP_KIND = "group"
+
+
+def default_work_dir(spec: MigrationSpec) -> Path:
+    """Per-migration files (offset maps, reports): ``$KFERRY_WORK_DIR/<name>``, else under the temp dir."""
+    root = os.environ.get("KFERRY_WORK_DIR") or os.path.join(tempfile.gettempdir(), "kafka-ferry")
+    return Path(root) / spec.name
+
+
+def read_progress(store: MigrationStateStore, state: Mapping | None = None) -> dict[tuple[str, int], PartitionProgress]:
+    records = (state or store.read_all()).get(PROGRESS_KIND, {})
+    progress = [PartitionProgress.from_record(v) for v in records.values()]
+    return {(p.source_topic, p.partition): p for p in progress}
+
+
+def migrated_groups(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, list[str]]:
+    """Groups recorded by ProvisionMirrorGroupsOperator -> their migrated source topics."""
+    records = (state or store.read_all()).get(GROUP_KIND, {})
+    return {g: list(v.get("source_topics", [])) for g, v in sorted(records.items())}
+
+
+def load_partition_copies(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+                          progress: Mapping[tuple[str, int], PartitionProgress]) -> dict[tuple[str, int], PartitionCopy]:
+    """Join progress, the sync log and both clusters' partition bounds into one PartitionCopy each."""
+    if not progress:
+        return {}
+    syncs = read_migration_syncs(spec, source, destination)
+    source_parts = sorted(progress)
+    dest_parts = [(progress[k].destination_topic, k[1]) for k in source_parts]
+    source_start = source.list_offsets(source_parts, "earliest")
+    dest_start = destination.list_offsets(dest_parts, "earliest")
+    dest_end = destination.list_offsets(dest_parts, "latest")
+    return {
+        key: partition_copy(progress[key], syncs.get(key, ()), source_start[key], dest_start[dest],
+                            dest_end[dest])
+        for key, dest in zip(source_parts, dest_parts, strict=True)
+    }
+
+
+def source_commits(source: KafkaClusterHook, groups: Mapping[str, Iterable[str]]
+                   ) -> dict[str, dict[tuple[str, int], tuple[int, str]]]:
+    """Committed (offset, metadata) of each group on its migrated source topics."""
+    out = {}
+    for group, topics in groups.items():
+        wanted = set(topics)
+        out[group] = {tp: om for tp, om in source.group_offsets_with_metadata(group).items() if tp[0] in wanted}
+    return out
+
+
+@dataclass
+class TranslationResult:
+    decisions: list[OffsetDecision]
+    copies: dict[tuple[str, int], PartitionCopy]
+
+    @property
+    def flagged(self) -> list[OffsetDecision]:
+        return [d for d in self.decisions if d.flagged]
+
+    def summary(self) -> dict:
+        methods: dict[str, int] = defaultdict(int)
+        for d in self.decisions:
+            methods[d.method] += 1
+        return {"groups": len({d.group for d in self.decisions}), "decisions": len(self.decisions),
+                "partitions": len(self.copies), "methods": dict(sorted(methods.items())),
+                "flagged": [d.describe() for d in self.flagged]}
+
+
+def translate_migration(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+                        store: MigrationStateStore, groups: Iterable[str] | None = None) -> TranslationResult:
+    """Read everything and decide, logging each decision with its reason; changes nothing."""
+    state = store.read_all()
+    copies = load_partition_copies(spec, source, destination, read_progress(store, state))
+    wanted = migrated_groups(store, state)
+    if groups is not None:
+        wanted = {g: t for g, t in wanted.items() if g in set(groups)}
+    decisions = translate_groups(source_commits(source, wanted), copies)
+    for d in decisions:
+        (log.warning if d.flagged else log.info)("translate: %s", d.describe())
+    return TranslationResult(decisions, copies)
+
+
+def checkpoint_translations(spec: MigrationSpec, destination: KafkaClusterHook,
+                            decisions: Iterable[OffsetDecision]) -> int:
+    """One MM2 checkpoint per translated decision (destination-side topic name); returns how many."""
+    checkpoints = [Checkpoint(d.group, d.destination_topic, d.partition, d.upstream_offset, d.downstream_offset,
+                              d.metadata) for d in decisions if d.downstream_offset is not None]
+    written = write_checkpoints(spec, destination, checkpoints)
+    log.info("wrote %d checkpoints", written)
+    return written
+
+
+@dataclass
+class GroupCommit:
+    """What happened to one destination group: committed offsets, skipped partitions, or a refusal."""
+
+    group: str
+    committed: dict[str, int] = field(default_factory=dict)  # "topic:partition" -> offset
+    skipped: dict[str, str] = field(default_factory=dict)  # "topic:partition" -> reason
+    refused: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"group": self.group, "committed": self.committed, "skipped": self.skipped, "refused": self.refused}
+
+
+class GroupCommitRefused(RuntimeError):
+    """A destination group could not be committed (members present, broker refusal)."""
+
+
+def commit_translated_offsets(destination: KafkaClusterHook, decisions: Iterable[OffsetDecision],
+                              allow_rewind: bool = False, strict: bool = False) -> list[GroupCommit]:
+    """Commit translations to destination groups that have no members; ``strict`` raises on any refusal."""
+    by_group: dict[str, list[OffsetDecision]] = defaultdict(list)
+    for d in decisions:
+        if d.downstream_offset is not None:
+            by_group[d.group].append(d)
+    outcomes = [_commit_group(destination, g, ds, allow_rewind) for g, ds in sorted(by_group.items())]
+    refused = [o for o in outcomes if o.refused]
+    if strict and refused:
+        raise GroupCommitRefused("; ".join(f"group {o.group}: {o.refused}" for o in refused))
+    return outcomes
+
+
+def _commit_group(destination: KafkaClusterHook, group: str, decisions: list[OffsetDecision],
+                  allow_rewind: bool) -> GroupCommit:
+    outcome = GroupCommit(group)
+    info = destination.describe_groups([group]).get(group)
+    if info is not None and info.is_active:
+        outcome.refused = f"{info.member_count} member(s), state {info.state}: commit only while the group is empty"
+        log.warning("commit: group %s refused: %s", group, outcome.refused)
+        return outcome
+    current = destination.group_offsets(group)
+    offsets, metadata = {}, {}
+    for d in decisions:
+        tp, name = (d.destination_topic, d.partition), f"{d.destination_topic}:{d.partition}"
+        now = current.get(tp)
+        if now == d.downstream_offset:
+            outcome.skipped[name] = f"already at {now}"
+        elif now is not None and now > d.downstream_offset and not allow_rewind:
+            outcome.skipped[name] = f"destination at {now} is ahead of {d.downstream_offset}: not rewinding"
+        else:
+            offsets[tp], metadata[tp] = d.downstream_offset, d.metadata
+            outcome.committed[name] = d.downstream_offset
+    for name, reason in outcome.skipped.items():
+        log.info("commit: group %s %s skipped: %s", group, name, reason)
+    if offsets:
+        try:
+            destination.alter_group_offsets(group, offsets, metadata)
+        except KafkaClusterError as exc:
+            outcome.refused, outcome.committed = f"broker refused: {exc}", {}
+            log.warning("commit: group %s refused: %s", group, outcome.refused)
+            return outcome
+        for name, offset in outcome.committed.items():
+            log.info("commit: group %s %s -> %d", group, name, offset)
+    return outcome
+
+
+def export_offset_map(spec: MigrationSpec, copies: Iterable[PartitionCopy], out_dir: str | Path | None = None
+                      ) -> tuple[Path, Path]:
+    """JSON + CSV offset map under ``<work dir>/offset-map`` (or ``out_dir``)."""
+    paths = write_offset_map(spec.name, copies, out_dir or default_work_dir(spec) / "offset-map")
+    log.info("offset map written to %s and %s", *paths)
+    return paths
