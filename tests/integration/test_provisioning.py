@@ -170,3 +170,24 @@ def test_groups_are_recorded_and_an_active_destination_group_is_refused(clusters
             ProvisionMirrorGroupsOperator(task_id="g", spec_path=spec_path).execute({})
     finally:
         live.close()
+
+
+def test_credentials_stay_out_of_xcom_and_logs(clusters, tmp_path, monkeypatch, caplog, capfd):
+    import json
+
+    secret = "s3cret-" + clusters.unique("pw")
+    monkeypatch.setenv("AIRFLOW_CONN_KF_TEST_SOURCE_SECRET", json.dumps({"conn_type": "kafka", "extra": {
+        "bootstrap.servers": clusters.source_bootstrap, "sasl.username": "ferry", "sasl.password": secret}}))
+    p = clusters.unique("secret")
+    clusters.create_topic("source", f"{p}.t", 1)
+    spec_path = write_spec(tmp_path, clusters, p,
+                           source={"connection_id": "kf_test_source_secret", "alias": "src"})
+    caplog.set_level("DEBUG")
+
+    diff = MigrationPreflightOperator(task_id="pf", spec_path=spec_path).execute({})
+    applied = provision(spec_path)
+
+    out, err = capfd.readouterr()
+    for text in (json.dumps(diff), json.dumps(applied), caplog.text, out, err):
+        assert secret not in text
+    assert diff["topics"]["changes"]  # the run did real work through that connection

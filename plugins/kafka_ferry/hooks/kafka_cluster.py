@@ -8,7 +8,8 @@ logged, returned or put into an error message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from functools import cached_property
 from typing import Any
@@ -39,6 +40,12 @@ from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
 from kafka_ferry.io.kafka_errors import KafkaClusterError
 
 TIMEOUT_S = 30.0
+# Group coordinator moves and loads (after a broker start or a leader change) pass within seconds.
+RETRIABLE_CODES = frozenset({
+    KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
+})
+RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
 
 class KafkaClusterHook(KafkaBaseHook):
     """Admin, producer and consumer access to one cluster; one hook per Airflow connection."""
@@ -74,6 +81,18 @@ class KafkaClusterHook(KafkaBaseHook):
         except TimeoutError:
             timed_out = KafkaError(KafkaError._TIMED_OUT, f"no answer within {self.request_timeout_s:g} s")
             raise KafkaClusterError(self.kafka_config_id, operation, timed_out) from None
+
+    def _retrying(self, call: Callable[[], Any]) -> Any:
+        """Run a call again while it fails with a transient coordinator/leader error."""
+        for delay in RETRY_DELAYS_S:
+            try:
+                return call()
+            except KafkaClusterError as exc:
+                if exc.code not in RETRIABLE_CODES:
+                    raise
+                self.log.info("transient Kafka error, retrying in %.1f s: %s", delay, exc)
+                time.sleep(delay)
+        return call()
 
     def _wait_all(self, futures: Mapping[Any, Future], operation: str) -> dict[Any, Any]:
         return {key: self._wait(f, f"{operation} {key}") for key, f in futures.items()}
@@ -161,21 +180,23 @@ class KafkaClusterHook(KafkaBaseHook):
         group_ids = sorted(set(group_ids))
         if not group_ids:
             return {}
-        futures = self.admin.describe_consumer_groups(group_ids, request_timeout=self.request_timeout_s)
-        return {gid: GroupInfo(gid, d.state.name, len(d.members))
-                for gid, d in self._wait_all(futures, "describe group").items()}
+        def call():
+            futures = self.admin.describe_consumer_groups(group_ids, request_timeout=self.request_timeout_s)
+            return self._wait_all(futures, "describe group")
+
+        return {gid: GroupInfo(gid, d.state.name, len(d.members)) for gid, d in self._retrying(call).items()}
 
     def group_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
         """Committed offsets of a group (partitions without a commit are left out)."""
-        futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)],
-                                                         request_timeout=self.request_timeout_s)
-        result = self._wait(futures[group_id], f"read offsets of group {group_id}")
-        return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+        return {tp: offset for tp, (offset, _) in self.group_offsets_with_metadata(group_id).items()}
 
     def group_offsets_with_metadata(self, group_id: str) -> dict[tuple[str, int], tuple[int, str]]:
-        futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)],
-                                                         request_timeout=self.request_timeout_s)
-        result = self._wait(futures[group_id], f"read offsets of group {group_id}")
+        def call():
+            futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)],
+                                                             request_timeout=self.request_timeout_s)
+            return self._wait(futures[group_id], f"read offsets of group {group_id}")
+
+        result = self._retrying(call)
         return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
                 for tp in result.topic_partitions if tp.offset >= 0}
 
@@ -189,9 +210,14 @@ class KafkaClusterHook(KafkaBaseHook):
             if metadata.get((t, p)):
                 tp = TopicPartition(t, p, o, metadata=metadata[(t, p)])
             tps.append(tp)
-        futures = self.admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id, tps)],
-                                                          request_timeout=self.request_timeout_s)
-        result = self._wait(futures[group_id], f"commit offsets of group {group_id}")
-        failed = [tp for tp in result.topic_partitions if tp.error is not None]
-        if failed:
-            raise KafkaClusterError(self.kafka_config_id, f"commit offsets of group {group_id}", failed[0].error)
+        operation = f"commit offsets of group {group_id}"
+
+        def call():
+            futures = self.admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id, tps)],
+                                                              request_timeout=self.request_timeout_s)
+            result = self._wait(futures[group_id], operation)
+            failed = [tp for tp in result.topic_partitions if tp.error is not None]
+            if failed:
+                raise KafkaClusterError(self.kafka_config_id, operation, failed[0].error)
+
+        self._retrying(call)

@@ -54,7 +54,7 @@ def test_broken_yaml_breaks_only_its_own_dag(dags_folder):
 
 
 def test_dag_shape_and_params(dags_folder):
-    dag = load(dags_folder).get_dag("kafka_ferry__demo-tenant")
+    dag = load(dags_folder).dags["kafka_ferry__demo-tenant"]  # .dags: no metadata DB needed
     assert dag.max_active_runs == 1
     assert "tenant:demo" in dag.tags
     assert dag.get_task("preflight").downstream_task_ids == {"provision_topics"}
