@@ -13,6 +13,8 @@ from pathlib import Path
 from airflow.sdk import DAG, Param
 
 from kafka_ferry.core.spec import MigrationSpec, load_spec
+from kafka_ferry.dag_promotion import add_mode_branch, add_promotion_tasks, add_translation_tasks, promotion_params
+from kafka_ferry.operators.copy import copy_batch_tasks
 from kafka_ferry.operators.provision import (
     MigrationPreflightOperator,
     ProvisionMirrorGroupsOperator,
@@ -28,7 +30,12 @@ dag = dag_from_yaml(__file__, "migrations/{yaml_name}")
 
 
 def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
-    """The migration's DAG: pre-flight diff -> provision topics -> provision groups."""
+    """The migration's DAG: pre-flight -> provision topics -> provision groups -> mode branch.
+
+    catch-up (every scheduled run, and the trigger form's default): plan -> Spark copy batch from the stored
+    offsets -> report -> translate offsets + write checkpoints. promote (trigger form only): source quiesced
+    and groups inactive -> final copy -> lag 0 -> translate + commit groups -> synced -> reconcile + mark.
+    """
     with DAG(
         dag_id=spec.dag_id,
         description=spec.description or f"Kafka migration {spec.name} for tenant {spec.tenant}",
@@ -39,7 +46,8 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
         default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
         params={
             "dry_run": Param(False, type="boolean", title="Dry run",
-                             description="Plan and report the pre-flight diff, change nothing."),
+                             description="Plan and report the pre-flight diff and the next batch, change nothing."),
+            **promotion_params(),
         },
         doc_md=f"Migration **{spec.name}** (tenant `{spec.tenant}`) from `{spec.source.alias}` to "
                f"`{spec.destination.alias}`. Spec: `{spec_path.name}`.",
@@ -49,6 +57,11 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
                                                dry_run="{{ params.dry_run }}")
         groups = ProvisionMirrorGroupsOperator(task_id="provision_groups", spec_path=str(spec_path))
         preflight >> topics >> groups
+        branch = add_mode_branch(groups, catch_up_entry="plan_copy")
+        plan_copy, _, report = copy_batch_tasks(spec, str(spec_path))
+        branch >> plan_copy
+        add_translation_tasks(dag, spec_path, report)
+        add_promotion_tasks(dag, spec, spec_path, branch)
     return dag
 
 

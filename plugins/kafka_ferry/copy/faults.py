@@ -1,9 +1,9 @@
 """Fault injection for crash tests: hard-kill the copying process at a named point.
 
 ``KFERRY_FAULT="<point>:<topic>:<partition>[:<n>]"`` (several separated by ``,``) with points
-``before_produce`` (before producing the n-th record of the partition, default the first),
-``after_produce`` (records acknowledged, before syncs and progress; with n: after the n-th record is
-acknowledged) and ``after_partition`` (progress written, before the next partition). ``os._exit`` is a
+``before_produce`` (when n records of the partition were produced, before the next; default n=0),
+``after_produce`` (with n: once n records are acknowledged; without: all acknowledged, before the last
+syncs and progress) and ``after_partition`` (progress written, before the next partition). ``os._exit`` is a
 real crash: no ``finally``, no flush, no Python cleanup, exactly like a killed executor.
 """
 
@@ -36,6 +36,8 @@ class Fault:
             numbers = [int(x) for x in parts[2:]]
         except ValueError:
             raise ValueError(usage) from None
+        if len(numbers) == 1 and parts[0] == "before_produce":
+            numbers.append(0)
         return cls(parts[0], parts[1], *numbers)
 
 
@@ -47,9 +49,7 @@ class Faults:
 
     def hit(self, point: str, topic: str, partition: int, count: int | None = None) -> None:
         for fault in self.faults:
-            if (fault.point, fault.topic, fault.partition) == (point, topic, partition) and (
-                fault.count is None or fault.count == count
-            ):
+            if (fault.point, fault.topic, fault.partition, fault.count) == (point, topic, partition, count):
                 sys.stderr.write(f"kafka-ferry fault injection: {point} {topic}-{partition} n={count}: exiting\n")
                 sys.stderr.flush()
                 os._exit(EXIT_CODE)

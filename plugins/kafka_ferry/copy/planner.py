@@ -15,6 +15,7 @@ from dataclasses import asdict
 from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
+from kafka_ferry.copy.state import stored_progress
 from kafka_ferry.core.batch_planning import PartitionPosition, RetentionGap, plan_batch
 from kafka_ferry.core.mm2_wire import offset_syncs_topic
 from kafka_ferry.core.progress import GAP_KIND, PROGRESS_KIND, PartitionProgress, partition_key
@@ -27,15 +28,6 @@ log = logging.getLogger(__name__)
 
 class DestinationNotProvisioned(RuntimeError):
     """A source partition has no destination partition to copy into: provisioning has not run (or lagged)."""
-
-
-def stored_progress(store: MigrationStateStore) -> dict[tuple[str, int], PartitionProgress]:
-    """Every partition's progress record, by (source topic, partition)."""
-    progress = {}
-    for value in store.read_kind(PROGRESS_KIND).values():
-        p = PartitionProgress.from_record(value)
-        progress[(p.source_topic, p.partition)] = p
-    return progress
 
 
 def plan_copy(spec: MigrationSpec, source: Any, destination: Any, store: MigrationStateStore,

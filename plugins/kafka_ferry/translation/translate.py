@@ -9,13 +9,12 @@ anyway), never backwards unless ``allow_rewind``, and with the source commit's m
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.mm2_wire import Checkpoint
 from kafka_ferry.core.progress import PROGRESS_KIND, PartitionProgress
 from kafka_ferry.core.spec import MigrationSpec
@@ -31,9 +30,8 @@ GROUP_KIND = "group"
 
 
 def default_work_dir(spec: MigrationSpec) -> Path:
-    """Per-migration files (offset maps, reports): ``$KFERRY_WORK_DIR/<name>``, else under the temp dir."""
-    root = os.environ.get("KFERRY_WORK_DIR") or os.path.join(tempfile.gettempdir(), "kafka-ferry")
-    return Path(root) / spec.name
+    """Per-migration files (offset maps, reports), next to the copy's plans and reports."""
+    return work_dir(spec.name)
 
 
 def read_progress(store: MigrationStateStore, state: Mapping | None = None) -> dict[tuple[str, int], PartitionProgress]:
@@ -48,8 +46,10 @@ def migrated_groups(store: MigrationStateStore, state: Mapping | None = None) ->
     return {g: list(v.get("source_topics", [])) for g, v in sorted(records.items())}
 
 
-def load_partition_copies(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
-                          progress: Mapping[tuple[str, int], PartitionProgress]) -> dict[tuple[str, int], PartitionCopy]:
+def load_partition_copies(
+    spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+    progress: Mapping[tuple[str, int], PartitionProgress],
+) -> dict[tuple[str, int], PartitionCopy]:
     """Join progress, the sync log and both clusters' partition bounds into one PartitionCopy each."""
     if not progress:
         return {}
@@ -64,6 +64,26 @@ def load_partition_copies(spec: MigrationSpec, source: KafkaClusterHook, destina
                             dest_end[dest])
         for key, dest in zip(source_parts, dest_parts, strict=True)
     }
+
+
+def empty_partition_copies(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+                           partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], PartitionCopy]:
+    """Partitions the copy never planned because the source holds nothing there (log start == end).
+
+    The planner writes no progress for them, yet a group may have committed there; every record it
+    will read arrives on the destination later, so it resumes at the destination's start.
+    """
+    partitions = sorted(partitions)
+    if not partitions:
+        return {}
+    starts = source.list_offsets(partitions, "earliest")
+    ends = source.list_offsets(partitions, "latest")
+    empty = [tp for tp in partitions if starts[tp] == ends[tp]]
+    dest = {tp: (spec.topics.rename.destination_topic(tp[0]), tp[1]) for tp in empty}
+    dest_start = destination.list_offsets(dest.values(), "earliest")
+    dest_end = destination.list_offsets(dest.values(), "latest")
+    return {tp: partition_copy(PartitionProgress(tp[0], tp[1], dest[tp][0], ends[tp]), (), starts[tp],
+                               dest_start[dest[tp]], dest_end[dest[tp]]) for tp in empty}
 
 
 def source_commits(source: KafkaClusterHook, groups: Mapping[str, Iterable[str]]
@@ -102,7 +122,10 @@ def translate_migration(spec: MigrationSpec, source: KafkaClusterHook, destinati
     wanted = migrated_groups(store, state)
     if groups is not None:
         wanted = {g: t for g, t in wanted.items() if g in set(groups)}
-    decisions = translate_groups(source_commits(source, wanted), copies)
+    commits = source_commits(source, wanted)
+    uncopied = {tp for offsets in commits.values() for tp in offsets if tp not in copies}
+    copies.update(empty_partition_copies(spec, source, destination, uncopied))
+    decisions = translate_groups(commits, copies)
     for d in decisions:
         (log.warning if d.flagged else log.info)("translate: %s", d.describe())
     return TranslationResult(decisions, copies)

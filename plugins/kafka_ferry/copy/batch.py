@@ -1,0 +1,38 @@
+"""Close a copy batch: measure lag after, build the report, keep it (JSON file + state topic, kind "batch").
+
+Runs in the Spark job's driver after the tasks returned, or in-process for a copy without Spark.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kafka_ferry.copy.clients import ClusterClients
+from kafka_ferry.copy.plan import CopyPlan
+from kafka_ferry.copy.report import build_report, measure_lag, write_report
+from kafka_ferry.core.progress import BATCH_KIND
+from kafka_ferry.io.state_store import MigrationStateStore
+
+# The state record keeps totals and gaps; per-partition rows stay in the JSON file (a record has a size cap).
+STATE_FIELDS = ("migration", "batch_id", "status", "started_at_ms", "finished_at_ms", "duration_s",
+                "partitions_planned", "partitions_copied", "records_copied", "bytes_copied", "records_resumed",
+                "records_skipped_loop", "syncs_written", "lag_before_total", "lag_after_total", "gaps")
+
+
+def report_path_for(plan_path: str | Path, plan: CopyPlan) -> Path:
+    return Path(plan_path).with_name(f"report-{plan.batch_id}.json")
+
+
+def finish_batch(plan: CopyPlan, results: Iterable[Mapping[str, Any]], configs: Mapping[str, Mapping[str, Any]],
+                 started_at_ms: int, report_path: str | Path) -> dict[str, Any]:
+    source = ClusterClients("source", configs["source"])
+    store = MigrationStateStore(ClusterClients("destination", configs["destination"]), plan.state_topic)
+    lag_after = measure_lag(plan, source, store)
+    report = build_report(plan, results, lag_after, started_at_ms, int(time.time() * 1000))
+    report["report_path"] = str(report_path)
+    write_report(report, report_path)
+    store.put(BATCH_KIND, plan.batch_id, {k: report[k] for k in STATE_FIELDS} | {"report_path": report["report_path"]})
+    return report

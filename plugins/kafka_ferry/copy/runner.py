@@ -1,0 +1,63 @@
+"""Run a plan's partitions: one group per Spark task, or all of them in this process (no Spark).
+
+``copy_group`` is what a Spark task executes: it builds its own clients from the configs the driver
+passes in the task closure (executors on a standalone cluster do not inherit the driver's
+environment), reads current progress once (a retried plan may be behind the state topic), and copies
+its partitions one after another.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import kafka_ferry
+from kafka_ferry.copy.clients import ClusterClients
+from kafka_ferry.copy.faults import Faults
+from kafka_ferry.copy.partition_copier import PartitionCopier
+from kafka_ferry.copy.plan import CopyPlan, PartitionTask
+from kafka_ferry.copy.state import stored_progress
+from kafka_ferry.copy.sync_writer import OffsetSyncWriter
+from kafka_ferry.core.batch_planning import split_into_task_groups
+from kafka_ferry.io.state_store import MigrationStateStore
+
+
+def task_groups(plan: CopyPlan, task_count: int) -> list[list[tuple[str, int]]]:
+    """Partitions per Spark task, balanced by offsets; a partition never spans two tasks."""
+    groups = split_into_task_groups([t.as_range() for t in plan.tasks], task_count)
+    return [[(r.topic, r.partition) for r in group] for group in groups]
+
+
+def copy_group(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[str, Mapping[str, Any]],
+               fault_spec: str | None = None) -> list[dict]:
+    """Copy these partitions in order; returns one result dict per partition."""
+    source = ClusterClients("source", configs["source"])
+    destination = ClusterClients("destination", configs["destination"])
+    store = MigrationStateStore(destination, plan.state_topic)
+    progress = stored_progress(store)
+    copier = PartitionCopier(plan, source, destination, OffsetSyncWriter(destination, plan.offset_syncs_topic),
+                             store, Faults(fault_spec))
+    results = []
+    try:
+        for task in tasks:
+            result = copier.copy(task, progress.get((task.source_topic, task.partition))).as_dict()
+            result["executor"] = {"pid": os.getpid(), "package": kafka_ferry.__file__}
+            results.append(result)
+    finally:
+        copier.close()
+    return results
+
+
+def spark_task(plan_json: str, configs: Mapping[str, Mapping[str, Any]], fault_spec: str | None,
+               groups: Iterable[list[tuple[str, int]]]) -> Iterator[dict]:
+    """``mapPartitions`` body: each Spark partition holds one group of (topic, partition) pairs."""
+    plan = CopyPlan.from_json(plan_json)
+    for group in groups:
+        yield from copy_group(plan, [plan.task_for(t, p) for t, p in group], configs, fault_spec)
+
+
+def copy_plan_in_process(plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]],
+                         fault_spec: str | None = None) -> list[dict]:
+    """The whole plan in this process, one partition after another: the copy without Spark."""
+    return copy_group(plan, plan.tasks, configs, fault_spec)

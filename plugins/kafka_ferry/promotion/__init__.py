@@ -1,0 +1,1 @@
+"""Cutover: reconciliation, the resumable promotion steps, the promotion guard and report, readiness checks."""

@@ -1,0 +1,38 @@
+"""The promotion marker in the migration state, and the guard the copy planner calls before copying.
+
+Why a guard: after promotion the destination is the system of record; a copy run would append source
+records behind consumers that already moved. Only an explicit ``reset_promotion`` lifts it.
+"""
+
+from __future__ import annotations
+
+from kafka_ferry.core.progress import PROMOTION_KIND
+from kafka_ferry.io.state_store import MigrationStateStore
+
+MIGRATION_KEY = "migration"
+PROMOTED = "promoted"
+
+
+class MigrationPromotedError(RuntimeError):
+    """The migration was promoted: copy runs are refused until ``reset_promotion``."""
+
+
+def promotion_status(store: MigrationStateStore) -> dict | None:
+    return store.read_kind(PROMOTION_KIND).get(MIGRATION_KEY)
+
+
+def assert_not_promoted(store: MigrationStateStore) -> None:
+    """Raise ``MigrationPromotedError`` if the migration behind ``store`` was promoted."""
+    status = promotion_status(store)
+    if status and status.get("status") == PROMOTED:
+        raise MigrationPromotedError(
+            f"migration state {store.topic} was promoted at {status.get('promoted_at_ms')} ms: copy runs are "
+            "refused; call kafka_ferry.promotion.guard.reset_promotion(store) to reset it explicitly")
+
+
+def reset_promotion(store: MigrationStateStore) -> list[str]:
+    """Delete every promotion record (marker, steps, translations): a later promotion starts over."""
+    keys = sorted(store.read_kind(PROMOTION_KIND))
+    if keys:
+        store.put_many(PROMOTION_KIND, {k: None for k in keys})
+    return keys

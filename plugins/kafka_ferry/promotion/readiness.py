@@ -1,0 +1,97 @@
+"""The checks that gate promotion, shared by the sensors (poke) and their triggers (deferred).
+
+Why one place: a poke and a trigger must decide identically. Each check is a blocking function of hooks
+and primitives returning ``(ready, details)``; triggers run it with ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterable, Mapping
+
+from kafka_ferry.core.progress import PROMOTION_KIND, partition_key
+from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.translation.translate import read_progress
+
+QUIESCE_KEY = "quiesce/source-end-offsets"
+
+
+def replication_lag(source: KafkaClusterHook, store: MigrationStateStore, topics: Iterable[str]) -> dict:
+    """Per partition: source end (last stable offset) minus the copy's next upstream offset."""
+    parts = source.partitions_of(topics)
+    ends = source.list_offsets(parts, "latest", read_committed=True)
+    starts = source.list_offsets(parts, "earliest")
+    progress = read_progress(store)
+    lags = {}
+    for tp in parts:
+        copied = progress[tp].next_upstream_offset if tp in progress else starts[tp]
+        lags[partition_key(*tp)] = max(0, ends[tp] - max(copied, starts[tp]))
+    worst = max(lags, key=lags.get) if lags else None
+    return {"max_lag": lags[worst] if worst else 0, "worst": worst, "total_lag": sum(lags.values()),
+            "partitions": len(lags)}
+
+
+def check_replication_lag(source, store, topics, max_lag: int) -> tuple[bool, dict]:
+    lag = replication_lag(source, store, topics)
+    return lag["max_lag"] <= max_lag, lag
+
+
+def source_end_offsets(source: KafkaClusterHook, topics: Iterable[str]) -> dict[str, int]:
+    """High watermarks (read_uncommitted): an open transaction is activity too."""
+    parts = source.partitions_of(topics)
+    ends = source.list_offsets(parts, "latest", read_committed=False)
+    return {partition_key(*tp): o for tp, o in sorted(ends.items())}
+
+
+def fingerprint(offsets: Mapping[str, int]) -> str:
+    return hashlib.sha256(json.dumps(sorted(offsets.items())).encode()).hexdigest()[:32]
+
+
+def check_quiesced_persistent(source, store: MigrationStateStore, topics, window_s: float,
+                              now_s: float | None = None) -> tuple[bool, dict]:
+    """Quiesced when the end offsets match the ones stored at least ``window_s`` ago (survives reschedules)."""
+    now = time.time() if now_s is None else now_s
+    current = fingerprint(source_end_offsets(source, topics))
+    seen = store.read_kind(PROMOTION_KIND).get(QUIESCE_KEY)
+    if not seen or seen.get("fingerprint") != current:
+        store.put(PROMOTION_KIND, QUIESCE_KEY, {"fingerprint": current, "since_s": now})
+        return False, {"unchanged_for_s": 0.0, "window_s": window_s}
+    unchanged = now - seen["since_s"]
+    return unchanged >= window_s, {"unchanged_for_s": round(unchanged, 3), "window_s": window_s}
+
+
+def active_groups(source: KafkaClusterHook, groups: Iterable[str]) -> dict[str, str]:
+    """Groups with members on the source -> why they count as active."""
+    return {g: f"{info.member_count} member(s), state {info.state}"
+            for g, info in source.describe_groups(groups).items() if info.is_active}
+
+
+def check_groups_inactive(source, groups) -> tuple[bool, dict]:
+    active = active_groups(source, groups)
+    return not active, {"active": active}
+
+
+def group_offset_mismatches(destination: KafkaClusterHook,
+                            expected: Mapping[str, Mapping[tuple[str, int], int]]) -> dict[str, str]:
+    """Per group, the first partition whose committed destination offset differs from the translation."""
+    out = {}
+    for group, offsets in sorted(expected.items()):
+        committed = destination.group_offsets(group)
+        for tp, want in sorted(offsets.items()):
+            if committed.get(tp) != want:
+                out[group] = f"{tp[0]}-{tp[1]} committed {committed.get(tp)}, translation {want}"
+                break
+    return out
+
+
+def check_group_offsets_synced(destination, store: MigrationStateStore) -> tuple[bool, dict]:
+    from kafka_ferry.promotion.runner import expected_group_offsets, stored_decisions
+
+    state = store.read_kind(PROMOTION_KIND)
+    if state.get("step/final_translation", {}).get("status") != "done":
+        return False, {"waiting_for": "final_translation"}
+    mismatches = group_offset_mismatches(destination, expected_group_offsets(stored_decisions(state)))
+    return not mismatches, {"mismatches": mismatches}

@@ -1,0 +1,202 @@
+"""The promotion steps, each idempotent and recorded in the migration state, so a killed run resumes.
+
+    final_copy -> final_translation -> commit_offsets -> reconcile -> mark_promoted
+
+Why record each step: a promotion runs inside the cutover window; a retry must not redo finished work
+nor redo it differently. ``final_translation`` stores its decisions per group (kind "promotion", key
+``translation/<group>``); ``commit_offsets`` and ``GroupOffsetsSyncedSensor`` use exactly those. A step is
+marked done only after its effects are durable; a step that fails (a reconciliation mismatch, an active
+destination group) leaves no mark and stops the run, so the next run starts there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from kafka_ferry.core.progress import PROMOTION_KIND
+from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.promotion.guard import MIGRATION_KEY, PROMOTED
+from kafka_ferry.promotion.readiness import replication_lag
+from kafka_ferry.promotion.reconcile import reconcile
+from kafka_ferry.promotion.report import build_report, write_report
+from kafka_ferry.translation.translate import (
+    OffsetDecision,
+    checkpoint_translations,
+    commit_translated_offsets,
+    default_work_dir,
+    export_offset_map,
+    migrated_groups,
+    translate_migration,
+)
+
+log = logging.getLogger(__name__)
+
+STEPS = ("final_copy", "final_translation", "commit_offsets", "reconcile", "mark_promoted")
+FinalCopy = Callable[[MigrationSpec, KafkaClusterHook, KafkaClusterHook, MigrationStateStore], dict]
+
+
+class FinalCopyIncomplete(RuntimeError):
+    """The final copy did not bring every partition to lag 0 (producers still running?)."""
+
+
+def in_process_final_copy(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+                          store: MigrationStateStore, max_batches: int = 100, workers: int = 16) -> dict:
+    """Copy batches without Spark (issue 3's copier) until nothing is left to copy.
+
+    Why threads: inside the cutover window the per-partition fixed cost (destination tail read, sync and
+    progress writes) dominates, and it is waiting, not CPU; ``copy_group`` builds its own clients, so
+    partitions are split over ``workers`` threads as they would be over Spark tasks.
+    """
+    from kafka_ferry.copy.planner import plan_copy, record_accepted_gaps
+    from kafka_ferry.copy.runner import copy_group, task_groups
+
+    configs = {"source": source.client_config, "destination": destination.client_config}
+    batches = records = 0
+    for _ in range(max_batches):
+        plan = plan_copy(spec, source, destination, store)
+        if plan.gaps:
+            record_accepted_gaps(plan, store, spec.topics.rename.destination_topic)
+        if plan.is_empty:
+            return {"batches": batches, "records_copied": records}
+        groups = [[plan.task_for(t, p) for t, p in group] for group in task_groups(plan, workers)]
+        with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+            rows = pool.map(lambda tasks, plan=plan: copy_group(plan, tasks, configs), groups)
+            results = [r for group_rows in rows for r in group_rows]
+        batches += 1
+        records += sum(r.get("records_copied", 0) for r in results)
+    raise FinalCopyIncomplete(f"still records to copy after {max_batches} batches: is the source quiesced?")
+
+
+class PromotionRunner:
+    """Runs the promotion steps for one migration; ``after_step`` is a test seam (e.g. to kill the run)."""
+
+    def __init__(self, spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+                 store: MigrationStateStore | None = None, work_dir: str | Path | None = None,
+                 allow_rewind: bool = False, final_copy: FinalCopy | None = None,
+                 after_step: Callable[[str], None] | None = None) -> None:
+        self.spec, self.source, self.destination = spec, source, destination
+        self.store = store or MigrationStateStore(destination, spec.state_topic_name)
+        self.work_dir = Path(work_dir) if work_dir else default_work_dir(spec)
+        self.allow_rewind = allow_rewind
+        self.final_copy = final_copy or in_process_final_copy
+        self.after_step = after_step
+        self._reconciliation: dict | None = None
+
+    # --- state ------------------------------------------------------------------------------
+    def _state(self) -> dict[str, dict]:
+        return self.store.read_kind(PROMOTION_KIND)
+
+    def completed_steps(self) -> list[str]:
+        state = self._state()
+        return [s for s in STEPS if state.get(f"step/{s}", {}).get("status") == "done"]
+
+    def _mark(self, step: str, summary: dict, duration_s: float) -> None:
+        self.store.put(PROMOTION_KIND, f"step/{step}", {"status": "done", "finished_at_ms": int(time.time() * 1000),
+                                                         "duration_s": round(duration_s, 3), "summary": summary})
+
+    # --- run --------------------------------------------------------------------------------
+    def run(self, steps: Sequence[str] = STEPS) -> dict:
+        """Run the given steps (in STEPS order), skipping those already done; returns the report."""
+        unknown = set(steps) - set(STEPS)
+        if unknown:
+            raise ValueError(f"unknown promotion steps {sorted(unknown)}; known: {list(STEPS)}")
+        started = time.monotonic()
+        done = set(self.completed_steps())
+        timings: dict[str, dict] = {}
+        for step in (s for s in STEPS if s in steps):
+            if step in done:
+                log.info("promotion %s: step %s already done, skipped (resume)", self.spec.name, step)
+                timings[step] = {"status": "resumed"}
+                continue
+            t0 = time.monotonic()
+            log.info("promotion %s: step %s starting", self.spec.name, step)
+            summary = getattr(self, f"_step_{step}")()
+            elapsed = time.monotonic() - t0
+            self._mark(step, summary, elapsed)
+            timings[step] = {"status": "done", "duration_s": round(elapsed, 3), "summary": summary}
+            log.info("promotion %s: step %s done in %.2f s: %s", self.spec.name, step, elapsed, summary)
+            if self.after_step:
+                self.after_step(step)
+        report = build_report(self.spec, self._state(), timings, self._reconciliation,
+                              time.monotonic() - started)
+        path = write_report(report, self.work_dir)
+        report["report_path"] = str(path)
+        return report
+
+    # --- steps ------------------------------------------------------------------------------
+    def _step_final_copy(self) -> dict:
+        summary = self.final_copy(self.spec, self.source, self.destination, self.store)
+        lag = replication_lag(self.source, self.store, self._source_topics())
+        if lag["max_lag"] > 0:
+            raise FinalCopyIncomplete(f"lag after the final copy is {lag['max_lag']} on {lag['worst']}")
+        return {**summary, "max_lag": lag["max_lag"]}
+
+    def _step_final_translation(self) -> dict:
+        result = translate_migration(self.spec, self.source, self.destination, self.store)
+        checkpoints = checkpoint_translations(self.spec, self.destination, result.decisions)
+        json_path, _ = export_offset_map(self.spec, result.copies.values(), self.work_dir / "offset-map")
+        by_group: dict[str, list[dict]] = {}
+        for d in result.decisions:
+            by_group.setdefault(d.group, []).append(d.as_dict())
+        stale = [k for k in self._state() if k.startswith("translation/") and k[len("translation/"):] not in by_group]
+        records = {f"translation/{g}": {"decisions": rows} for g, rows in by_group.items()}
+        self.store.put_many(PROMOTION_KIND, {**records, **{k: None for k in stale}})
+        return {**result.summary(), "checkpoints": checkpoints, "offset_map": str(json_path)}
+
+    def _step_commit_offsets(self) -> dict:
+        decisions = stored_decisions(self._state())
+        outcomes = commit_translated_offsets(self.destination, decisions, allow_rewind=self.allow_rewind, strict=True)
+        return {"groups": len(outcomes), "committed": sum(len(o.committed) for o in outcomes),
+                "skipped": {o.group: o.skipped for o in outcomes if o.skipped}}
+
+    def _step_reconcile(self) -> dict:
+        report = reconcile(self.spec, self.source, self.destination, self.store)
+        self._reconciliation = report.as_dict()
+        if not report.ok:
+            write_report(build_report(self.spec, self._state(), {}, self._reconciliation, 0.0), self.work_dir)
+        report.raise_if_mismatched()
+        return {k: v for k, v in self._reconciliation.items() if k != "partitions"}
+
+    def _step_mark_promoted(self) -> dict:
+        groups = migrated_groups(self.store)
+        topics = self._source_topics()
+        now = int(time.time() * 1000)
+        records: dict[str, Any] = {f"topic/{t}": {"status": PROMOTED, "destination_topic":
+                                                  self.spec.topics.rename.destination_topic(t), "promoted_at_ms": now}
+                                   for t in topics}
+        records.update({f"group/{g}": {"status": PROMOTED, "promoted_at_ms": now} for g in groups})
+        records[MIGRATION_KEY] = {"status": PROMOTED, "promoted_at_ms": now, "topics": topics,
+                                  "groups": sorted(groups)}
+        self.store.put_many(PROMOTION_KIND, records)
+        return {"topics": len(topics), "groups": len(groups)}
+
+    def _source_topics(self) -> list[str]:
+        from kafka_ferry.core.provisioning_plan import select_topics
+
+        return select_topics(self.spec, self.source.list_topic_names())
+
+
+def stored_decisions(state: dict[str, dict]) -> list[OffsetDecision]:
+    """The final translation as ``final_translation`` recorded it."""
+    fields = set(OffsetDecision.__dataclass_fields__)
+    out = []
+    for key, value in sorted(state.items()):
+        if key.startswith("translation/"):
+            out += [OffsetDecision(**{k: v for k, v in row.items() if k in fields}) for row in value["decisions"]]
+    return out
+
+
+def expected_group_offsets(decisions: Iterable[OffsetDecision]) -> dict[str, dict[tuple[str, int], int]]:
+    """Per destination group, the offsets the final translation wants committed."""
+    out: dict[str, dict[tuple[str, int], int]] = {}
+    for d in decisions:
+        if d.downstream_offset is not None:
+            out.setdefault(d.group, {})[(d.destination_topic, d.partition)] = d.downstream_offset
+    return out

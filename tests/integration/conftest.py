@@ -1,0 +1,63 @@
+"""Fixtures of the copy tests: a work dir per test, spark-submit on PATH, both clusters' configs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def work_dir(tmp_path, monkeypatch) -> Path:
+    """Plans, reports and package zips of this test only (KFERRY_WORK_DIR)."""
+    path = tmp_path / "work"
+    monkeypatch.setenv("KFERRY_WORK_DIR", str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def spark_on_path():
+    """SparkSubmitHook runs `spark-submit` from PATH: the venv's (pyspark's) one."""
+    bin_dir = str(Path(sys.executable).parent)
+    old = os.environ.get("PATH", "")
+    os.environ["PATH"] = os.pathsep.join([bin_dir, old])
+    yield bin_dir
+    os.environ["PATH"] = old
+
+
+@pytest.fixture(scope="session")
+def cluster_configs(clusters) -> dict:
+    """The configs the DAG's copy task would hand to the Spark job (from the same Airflow connections)."""
+    return {"source": clusters.hook("source").client_config, "destination": clusters.hook("destination").client_config}
+
+
+@pytest.fixture(scope="session")
+def configs_env(cluster_configs) -> str:
+    """KFERRY_CLUSTER_CONFIGS as the copy task sets it for the job."""
+    from kafka_ferry.copy.clients import encode_cluster_configs
+
+    return encode_cluster_configs(cluster_configs["source"], cluster_configs["destination"])
+
+
+STANDALONE_CONN = "kf_test_spark_standalone"
+
+
+@pytest.fixture(scope="session")
+def spark_standalone(spark_on_path) -> str:
+    """A master and two 1-core workers (testbed/spark_cluster.py); the Airflow connection id onto it.
+
+    Started here unless already running, and then stopped at the end of the session.
+    """
+    import json
+
+    import spark_cluster
+
+    started_here = spark_cluster.master_state() is None
+    spark_cluster.up(workers=2)
+    os.environ[f"AIRFLOW_CONN_{STANDALONE_CONN.upper()}"] = json.dumps(
+        {"conn_type": "spark", "host": f"spark://{spark_cluster.HOST}", "port": spark_cluster.MASTER_PORT})
+    yield STANDALONE_CONN
+    if started_here:
+        spark_cluster.down()

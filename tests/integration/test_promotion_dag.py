@@ -1,0 +1,60 @@
+"""A promote run of the DAG pieces through Airflow itself (dag.test: deferrable sensors' triggers run inline)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from scenarios import commit_source_group, consume_as_group, provision, provision_groups, seed_plain, write_spec
+
+from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promoted
+
+pytestmark = [pytest.mark.integration, pytest.mark.airflow]
+
+RUN = textwrap.dedent("""
+    import json, sys
+    from airflow.dag_processing.dagbag import DagBag
+    bag = DagBag(dag_folder=sys.argv[1])
+    assert not bag.import_errors, bag.import_errors
+    run = bag.get_dag("kf_promo_test").test(run_conf={"mode": sys.argv[2]})
+    print("RESULT " + json.dumps({"state": str(run.state)}))
+""")
+
+
+def test_promote_mode_runs_sensors_and_steps_to_promoted(clusters, tmp_path):
+    p = clusters.unique("dagp")
+    topic = clusters.create_topic("source", f"{p}.t", 2)
+    seed_plain(clusters, topic, 2, 15)
+    commit_source_group(clusters, f"{p}-g", {(topic, 0): 4, (topic, 1): 11})
+    spec_path, spec = write_spec(tmp_path, clusters, p)
+    provision(spec_path)
+    provision_groups(spec_path)
+    home, dags = tmp_path / "airflow", tmp_path / "airflow" / "dags"
+    dags.mkdir(parents=True)
+    shutil.copy(Path(__file__).parent / "airflow_dags" / "kf_promotion_test_dag.py", dags)
+    env = {**os.environ, "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+           "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "KF_SPEC": spec_path, "KFERRY_WORK_DIR": str(tmp_path / "work")}
+    env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
+    airflow = str(Path(sys.executable).parent / "airflow")
+    subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=300)
+
+    done = subprocess.run([sys.executable, "-c", RUN, str(dags), "promote"], env=env, capture_output=True,
+                          text=True, timeout=600)
+
+    result = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert result and json.loads(result[0][7:])["state"] == "success", (done.stdout + done.stderr)[-4000:]
+    log = done.stdout + done.stderr
+    assert "source_quiesced: ready: " in log  # it deferred: its trigger's event completed it (2 s window)
+    store = MigrationStateStore(clusters.hook("destination"), spec.state_topic_name)
+    with pytest.raises(MigrationPromotedError):
+        assert_not_promoted(store)
+    assert consume_as_group(clusters, f"{p}-g", topic, 2) == {0: list(range(4, 15)), 1: list(range(11, 15))}
+    report = json.loads((tmp_path / "work" / spec.name / "promotion-report.json").read_text())
+    assert report["status"] == "promoted" and report["reconciliation"]["ok"]

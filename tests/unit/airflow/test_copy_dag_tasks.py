@@ -1,0 +1,75 @@
+"""The copy tasks in every migration DAG, and the Spark task's guards, without a broker or a Spark run."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture()
+def dag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    assert bag.import_errors == {}
+    return bag.dags["kafka_ferry__demo-tenant"]
+
+
+def test_groups_then_branch_then_plan_copy_then_spark_then_report(dag):
+    assert dag.get_task("provision_groups").downstream_task_ids == {"choose_mode"}
+    assert "plan_copy" in dag.get_task("choose_mode").downstream_task_ids
+    assert dag.get_task("plan_copy").downstream_task_ids == {"copy_batch", "copy_report"}
+    assert "copy_report" in dag.get_task("copy_batch").downstream_task_ids
+    report = dag.get_task("copy_report")
+    # runs (after plan_copy) and reports lag when the copy was skipped; skipped with both in a promote run
+    assert report.trigger_rule == "none_failed_min_one_success"
+    assert dag.get_task("translate_offsets").upstream_task_ids == {"copy_report"}
+
+
+def test_spark_task_uses_the_specs_connection_and_holds_no_secret_at_parse_time(dag):
+    copy = dag.get_task("copy_batch")
+    assert copy._conn_id == "spark_local"  # copy.spark_connection_id of demo-tenant.yaml
+    assert not copy.env_vars
+    assert Path(copy.application or REPO / "spark_jobs" / "copy_batch.py").name == "copy_batch.py"
+
+
+class _TI:
+    def __init__(self, value):
+        self.value = value
+
+    def xcom_pull(self, task_ids):
+        return self.value
+
+
+def test_an_empty_plan_skips_spark_without_starting_it():
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from kafka_ferry.operators.copy import CopyBatchSparkOperator
+
+    op = CopyBatchSparkOperator(task_id="copy_batch", spec_path=str(REPO / "dags/migrations/demo-tenant.yaml"))
+    with pytest.raises(AirflowSkipException, match="nothing to copy: batch batch-x"):
+        op.execute({"ti": _TI({"empty": True, "batch_id": "batch-x"})})
+    with pytest.raises(AirflowSkipException, match="dry run"):
+        op.execute({"ti": _TI({"empty": False, "dry_run": True, "batch_id": "batch-y"})})
+
+
+def test_yarn_and_kubernetes_masters_are_refused(monkeypatch):
+    """spark-submit puts env_vars on its command line there: the credentials would leak."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from kafka_ferry.operators.copy import CopyBatchSparkOperator
+
+    monkeypatch.setenv("AIRFLOW_CONN_KF_YARN", json.dumps({"conn_type": "spark", "host": "yarn"}))
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_SOURCE", json.dumps({"conn_type": "kafka",
+                                                                "extra": {"bootstrap.servers": "x:1"}}))
+    op = CopyBatchSparkOperator(task_id="copy_batch", conn_id="kf_yarn",
+                                spec_path=str(REPO / "dags/migrations/demo-tenant.yaml"))
+    summary = {"empty": False, "batch_id": "b", "plan_path": "/nonexistent", "report_path": "/nonexistent"}
+    with pytest.raises(AirflowFailException, match="would put the cluster credentials on its command line"):
+        op.execute({"ti": _TI(summary)})
+    assert "KFERRY_CLUSTER_CONFIGS" not in os.environ

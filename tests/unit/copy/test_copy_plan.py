@@ -1,0 +1,52 @@
+"""The plan file: a lossless JSON round trip, an atomic write, no secrets, and where it lives."""
+
+from __future__ import annotations
+
+import json
+
+from kafka_ferry.copy.plan import CopyPlan, PartitionTask, work_dir
+from kafka_ferry.core.batch_planning import RetentionGap
+
+
+def sample_plan() -> CopyPlan:
+    return CopyPlan(
+        migration="m", batch_id="batch-abc", source_cluster_id="src-id", destination_cluster_id="dst-id",
+        state_topic="kafka-ferry.m.state", offset_syncs_topic="mm2-offset-syncs.dst.internal",
+        provenance_headers=True, offset_sync_interval=100, max_records_per_partition=1000,
+        max_bytes_per_partition=2**20,
+        tasks=(PartitionTask("orders", 1, "src.orders", 10, 500), PartitionTask("orders", 0, "src.orders", 0, 7)),
+        gaps=(RetentionGap("orders", 2, 0, 40),), lag_before={"orders:0": 7, "orders:1": 490, "orders:2": 0},
+        planned_at_ms=1_700_000_000_000)
+
+
+def test_json_round_trip_keeps_every_field(tmp_path):
+    plan = sample_plan()
+    path = plan.write(tmp_path / "work")
+    assert path.name == "plan-batch-abc.json"
+    assert CopyPlan.read(path) == plan
+    assert not list(path.parent.glob("*.tmp"))
+
+
+def test_summary_is_small_and_task_lookup_names_the_partition():
+    plan = sample_plan()
+    assert plan.summary() == {"migration": "m", "batch_id": "batch-abc", "empty": False, "partitions": 2,
+                              "offsets": 497, "gaps": [{"topic": "orders", "partition": 2, "lost_start": 0,
+                                                        "lost_end": 40}]}
+    assert plan.task_for("orders", 0).end_offset == 7
+    try:
+        plan.task_for("orders", 9)
+    except KeyError as exc:
+        assert "orders-9 is not in batch batch-abc" in str(exc)
+    else:
+        raise AssertionError("no KeyError")
+
+
+def test_the_plan_holds_no_client_config():
+    text = sample_plan().to_json()
+    assert "bootstrap" not in text and "sasl" not in text.lower()
+    assert set(json.loads(text)) >= {"tasks", "gaps", "source_cluster_id", "destination_cluster_id"}
+
+
+def test_work_dir_defaults_under_airflow_home_and_env_overrides():
+    assert str(work_dir("m", {"AIRFLOW_HOME": "/opt/af"})) == "/opt/af/kafka-ferry/m"
+    assert str(work_dir("m", {"AIRFLOW_HOME": "/opt/af", "KFERRY_WORK_DIR": "/data/kf"})) == "/data/kf/m"
