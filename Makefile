@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: install demo test test-unit test-integration testbed-up testbed-down testbed-status lint dags lock clean
+.PHONY: install demo demo-promote e2e test test-unit test-integration testbed-up testbed-down testbed-status lint dags lock clean
 
 install: $(STAMP)
 
@@ -27,6 +27,14 @@ testbed-status:
 ## The main job on the embedded default: local test bed, Airflow on SQLite, Spark local[*].
 demo: install testbed-up
 	$(PY) testbed/demo.py
+
+## The demo tenant's sensor-gated promotion (run `make demo` first); resets the promotion afterwards.
+demo-promote: install testbed-up
+	$(PY) testbed/demo.py promote
+
+## A real `airflow standalone` runs the demo DAG, triggered over REST with Params (takes minutes).
+e2e: install testbed-up
+	$(PY) testbed/e2e_standalone.py
 
 ## Every test: pure units, then integration against the real two-cluster test bed (started if needed).
 test: install

@@ -22,6 +22,7 @@ ENV = {
     "AIRFLOW_HOME": str(AIRFLOW_HOME),
     "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
     "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+    "AIRFLOW__LOGGING__LOGGING_LEVEL": os.environ.get("KFERRY_DEMO_LOG_LEVEL", "WARNING"),
     "AIRFLOW_CONN_KAFKA_SOURCE": json.dumps(
         {"conn_type": "kafka", "extra": {"bootstrap.servers": tb.SOURCE.bootstrap}}),
     "AIRFLOW_CONN_KAFKA_DESTINATION": json.dumps(
@@ -77,19 +78,80 @@ def main() -> int:
     if bag.import_errors:
         print("DAG import errors:", json.dumps(bag.import_errors, indent=2))
         return 1
-    dag = bag.get_dag("kafka_ferry__demo-tenant")
-    run = dag.test()
-    print(f"\nDAG run {run.run_id}: {run.state}")
+    dag = bag.dags["kafka_ferry__demo-tenant"]
+    print("running the demo tenant's DAG (pre-flight, provisioning, then catch-up copy on Spark + translation, "
+          "or the sensor-gated promotion) ...")
+    mode = sys.argv[1] if len(sys.argv) > 1 else "catch-up"
+    run = dag.test(run_conf={"mode": mode})
+    print_summary(run)
+    if mode == "promote":
+        reset_demo_promotion()
+    return 0 if str(run.state) in ("success", "DagRunState.SUCCESS") else 1
+
+
+def reset_demo_promotion() -> None:
+    """Demo only: lift the promotion so `make demo` can run catch-up batches again (production never does)."""
     from kafka_ferry.core.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
     from kafka_ferry.io.state_store import MigrationStateStore
+    from kafka_ferry.promotion.guard import reset_promotion
 
     spec = load_spec(REPO / "dags" / "migrations" / "demo-tenant.yaml")
-    state = MigrationStateStore(KafkaClusterHook(spec.destination.connection_id), spec.state_topic_name).read_all()
-    print(f"migration state ({spec.state_topic_name}):")
-    for kind, records in sorted(state.items()):
-        print(f"  {kind}: {len(records)} record(s): {', '.join(sorted(records)[:8])}")
-    return 0 if str(run.state) in ("success", "DagRunState.SUCCESS") else 1
+    reset_promotion(MigrationStateStore(KafkaClusterHook(spec.destination.connection_id), spec.state_topic_name))
+    print("  (demo: promotion reset so that `make demo` can run again; a real migration stays promoted)")
+
+
+def task_results(run) -> dict[str, object]:
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        rows = session.scalars(XComModel.get_many(run_id=run.run_id, dag_ids=run.dag_id, key="return_value")).all()
+        return {row.task_id: XComModel.deserialize_value(row) for row in rows}
+
+
+def print_summary(run) -> None:
+    from kafka_ferry.copy.report import report_lines
+
+    results = task_results(run)
+    states = {ti.task_id: str(ti.state).rsplit(".", 1)[-1].lower() for ti in run.get_task_instances()}
+    print(f"\nDAG run {run.run_id}: {str(run.state).rsplit('.', 1)[-1].lower()}")
+    print("  tasks: " + ", ".join(f"{t}={s}" for t, s in sorted(states.items())))
+    diff = results.get("preflight") or {}
+    for line in (diff.get("topics") or {}).get("changes", []):
+        print(f"  pre-flight: {line}")
+    for group, topics in ((diff.get("groups") or {}).get("migrated") or {}).items():
+        print(f"  pre-flight: migrate group {group} ({', '.join(topics)})")
+    plan = results.get("plan_copy") or {}
+    report_path = Path(plan["report_path"]) if plan.get("report_path") else None
+    if report_path and report_path.exists():
+        for line in report_lines(json.loads(report_path.read_text())):
+            print(f"  copy: {line}")
+    translation = results.get("translate_offsets") or {}
+    for key, value in translation.items():
+        if key not in ("decisions", "commits"):
+            print(f"  translation: {key} = {value}")
+    if "promote_reconcile_mark" in results:
+        print_promotion(work_dir("demo-tenant") / "promotion-report.json")
+
+
+def work_dir(migration: str) -> Path:
+    from kafka_ferry.copy.plan import work_dir as ferry_work_dir
+
+    return ferry_work_dir(migration)
+
+
+def print_promotion(path: Path) -> None:
+    report = json.loads(path.read_text())
+    steps = ", ".join(f"{name} {step.get('duration_s', '?')} s" for name, step in report["steps"].items())
+    print(f"  promotion: {report['status']} ({steps})")
+    rec = report["reconciliation"]
+    print(f"  reconciliation: {'ok' if rec['ok'] else 'MISMATCH'}: {rec['partitions_checked']} partitions, "
+          f"{rec['records_checked']} records, counts and digests equal; mismatched: {rec['mismatched']}")
+    for g in report["groups"][:6]:
+        print(f"  group {g['group']} {g['source_topic']}-{g['partition']}: source offset {g['upstream_offset']} -> "
+              f"destination offset {g['downstream_offset']} ({g['method']}), lag {g['downstream_lag']}")
+    print(f"  ... {len(report['groups'])} group partitions in {path}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ def work_dir(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture(scope="session")
 def spark_on_path():
-    """SparkSubmitHook runs `spark-submit` from PATH: the venv's (pyspark's) one."""
+    """Tests that run spark-submit themselves need the venv's (pyspark's) on PATH; the copy task finds it alone."""
     bin_dir = str(Path(sys.executable).parent)
     old = os.environ.get("PATH", "")
     os.environ["PATH"] = os.pathsep.join([bin_dir, old])

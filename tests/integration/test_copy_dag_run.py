@@ -48,7 +48,7 @@ def run_dag(dags: Path, dag_id: str, env: dict) -> tuple[dict, str]:
     return json.loads(lines[0][7:]), done.stdout + done.stderr
 
 
-def test_catch_up_runs_copy_then_skip_spark_when_nothing_is_new(clusters, tmp_path, spark_on_path):
+def test_catch_up_runs_copy_then_skip_spark_when_nothing_is_new(clusters, tmp_path):
     secret = "s3cret-" + clusters.unique("pw")
     p = clusters.unique("dagc")
     topic = clusters.create_topic("source", f"{p}.t", 2)
@@ -67,6 +67,9 @@ def test_catch_up_runs_copy_then_skip_spark_when_nothing_is_new(clusters, tmp_pa
            "AIRFLOW_CONN_KF_TEST_SOURCE_SECRET": json.dumps({"conn_type": "kafka", "extra": {
                "bootstrap.servers": clusters.source_bootstrap, "sasl.username": "ferry", "sasl.password": secret}})}
     env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
+    # like a worker in an unactivated venv: spark-submit is not on PATH, the copy task must find it itself
+    venv_bin = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep) if d and d != venv_bin)
     subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"], env=env, check=True,
                    capture_output=True, timeout=300)
     dag_id = f"kafka_ferry__{p}"

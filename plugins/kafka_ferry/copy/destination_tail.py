@@ -3,7 +3,8 @@
 Why: progress is written only after a partition's records and syncs are acknowledged, so a crash in
 between leaves copied records that progress does not cover. Every record past the last progressed
 downstream offset whose provenance names this source cluster was copied by such an attempt; its
-(upstream, downstream) pair tells the copy where to resume and which syncs are still owed.
+(upstream, downstream) pair tells the copy where to resume and which syncs are still owed. The same
+read maps a produced chunk to exact offsets when foreign records share its range (``copy.delivery``).
 """
 
 from __future__ import annotations
@@ -28,9 +29,16 @@ def copied_pairs(destination, topic: str, partition: int, after_offset: int | No
     """
     tp = (topic, partition)
     end = destination.list_offsets([tp], "latest", read_committed=False)[tp]
-    start = destination.list_offsets([tp], "earliest", read_committed=False)[tp]
-    if after_offset is not None:
-        start = max(start, after_offset + 1)
+    start = 0 if after_offset is None else after_offset + 1
+    if start >= end:  # the common case, nothing past progress: skip the log-start lookup
+        return []
+    start = max(start, destination.list_offsets([tp], "earliest", read_committed=False)[tp])
+    return provenance_pairs(destination, topic, partition, start, end, source_cluster_id)
+
+
+def provenance_pairs(destination, topic: str, partition: int, start: int, end: int,
+                     source_cluster_id: str) -> list[tuple[int, int]]:
+    """(upstream, downstream) of the records in downstream ``[start, end)`` whose provenance names the source."""
     if start >= end:
         return []
     consumer = destination.consumer(**{"group.id": "kafka-ferry-resume", "isolation.level": "read_uncommitted",
@@ -44,6 +52,8 @@ def copied_pairs(destination, topic: str, partition: int, after_offset: int | No
                 if msg.error():
                     raise KafkaClusterError(destination.kafka_config_id, f"read tail of {topic}-{partition}",
                                             msg.error())
+                if msg.offset() >= end:
+                    return pairs
                 cluster, upstream = read_provenance(msg.headers())
                 if cluster == source_cluster_id and upstream is not None:
                     pairs.append((upstream, msg.offset()))

@@ -47,6 +47,10 @@ class Faults:
     def __init__(self, spec: str | None) -> None:
         self.faults = tuple(Fault.parse(part) for part in (spec or "").split(",") if part.strip())
 
+    def armed(self, point: str, topic: str, partition: int, count: int | None = None) -> bool:
+        """True when ``hit`` with these arguments would exit (lets the copier flush a held record first)."""
+        return any((f.point, f.topic, f.partition, f.count) == (point, topic, partition, count) for f in self.faults)
+
     def hit(self, point: str, topic: str, partition: int, count: int | None = None) -> None:
         for fault in self.faults:
             if (fault.point, fault.topic, fault.partition, fault.count) == (point, topic, partition, count):

@@ -15,18 +15,24 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
 from dataclasses import asdict, dataclass
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, TopicPartition
 
+from kafka_ferry.copy.delivery import Chunk, ChunkAcks, CopyError
 from kafka_ferry.copy.destination_tail import copied_pairs
 from kafka_ferry.copy.faults import Faults
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.sync_writer import OffsetSyncWriter
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker, SyncPoint
 from kafka_ferry.core.progress import PROGRESS_KIND, PartitionProgress
-from kafka_ferry.core.provenance import is_loop, provenance_headers, user_headers
+from kafka_ferry.core.provenance import (
+    PROVENANCE_HEADERS,
+    SOURCE_CLUSTER_HEADER,
+    SOURCE_OFFSET_HEADER,
+    is_loop,
+    user_headers,
+)
 from kafka_ferry.io.kafka_errors import KafkaClusterError
 from kafka_ferry.io.state_store import MigrationStateStore
 
@@ -61,10 +67,6 @@ STALL_TIMEOUT_S = 120.0
 FLUSH_TIMEOUT_S = 120.0
 
 
-class CopyError(RuntimeError):
-    """A partition cannot be copied safely; the message says which and why."""
-
-
 @dataclass
 class PartitionResult:
     """What one partition's copy did; the driver collects these (small, no record data)."""
@@ -86,27 +88,6 @@ class PartitionResult:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-class _InFlight:
-    """Upstream offsets of produced records awaiting delivery reports, which arrive in produce order."""
-
-    def __init__(self, task: PartitionTask, tracker: PartitionSyncTracker, emit, faults: Faults) -> None:
-        self.task, self.tracker, self.emit, self.faults = task, tracker, emit, faults
-        self.pending: deque[int] = deque()
-        self.error: KafkaError | None = None
-        self.acked = 0
-
-    def on_delivery(self, err, msg) -> None:
-        upstream = self.pending.popleft()
-        if self.error is not None:
-            return  # after a failure nothing may be observed: the sync log must stay a prefix
-        if err is not None:
-            self.error = err
-            return
-        self.emit(self.tracker.observe(upstream, msg.offset()))
-        self.acked += 1
-        self.faults.hit("after_produce", self.task.source_topic, self.task.partition, self.acked)
 
 
 class PartitionCopier:
@@ -175,78 +156,132 @@ class PartitionCopier:
         return start
 
     def _copy_range(self, task: PartitionTask, start: int, tracker, emit, result: PartitionResult) -> None:
-        inflight = _InFlight(task, tracker, emit, self.faults)
-        tp = TopicPartition(task.source_topic, task.partition)
-        self.consumer.assign([TopicPartition(task.source_topic, task.partition, start)])
+        """The hot loop: per record only what the guarantees need; bookkeeping per consume() batch."""
+        acks = ChunkAcks(self.destination, task.destination_topic, task.partition, self.plan.source_cluster_id,
+                         tracker, emit, self._fault_hook(task) if self.faults else None)
+        topic, partition, dest_topic = task.source_topic, task.partition, task.destination_topic
+        tp = TopicPartition(topic, partition)
+        self.consumer.assign([TopicPartition(topic, partition, start)])
+        consume, position, produce, poll = (self.consumer.consume, self.consumer.position, self.producer.produce,
+                                            self.producer.poll)
+        faults = self.faults if self.faults else None
+        stamp = self.plan.provenance_headers
+        cluster_header = (SOURCE_CLUSTER_HEADER, self.plan.source_cluster_id.encode())
+        destination_cluster = self.plan.destination_cluster_id
+        per_record = not stamp  # without provenance a chunk could not be read back: a report per record
         end, next_offset, last_activity, last_position = task.end_offset, start, time.monotonic(), start
         max_records, max_bytes = self.plan.max_records_per_partition, self.plan.max_bytes_per_partition
+        copied = copied_bytes = skipped = 0
         done = False
         while not done:
-            messages = self.consumer.consume(CONSUME_BATCH, 0.2)
+            messages = consume(CONSUME_BATCH, 0.2)
+            chunk = Chunk()
+            ups = chunk.upstream
+            held = None  # the chunk's last record is produced after the loop, with its delivery report
             for msg in messages:
                 if msg.error():
                     raise self._read_error(task, next_offset, msg.error())
-                offset = msg.offset()
-                if msg.partition() != task.partition or msg.topic() != task.source_topic:
+                if msg.partition() != partition or msg.topic() != topic:
                     continue  # fetched for the previous assignment of this reused consumer
+                offset = msg.offset()
                 if offset >= end:
                     next_offset, done = end, True
                     break
                 headers = msg.headers()
                 next_offset = offset + 1
-                if headers and is_loop(headers, self.plan.destination_cluster_id):
-                    result.records_skipped_loop += 1
-                    continue
-                self.faults.hit("before_produce", task.source_topic, task.partition, result.records_copied)
-                result.bytes_copied += self._produce(task, msg, headers, offset, inflight)
-                result.records_copied += 1
-                if (result.records_copied >= max_records or result.bytes_copied >= max_bytes) and next_offset < end:
+                if headers:
+                    for name, _ in headers:
+                        if name in PROVENANCE_HEADERS:  # copied before: loop guard, then drop the old stamp
+                            if is_loop(headers, destination_cluster):
+                                skipped += 1
+                                headers = None
+                            elif stamp:
+                                headers = user_headers(headers)
+                            break
+                    if headers is None:
+                        continue
+                if stamp:
+                    if headers:
+                        headers.append(cluster_header)  # msg.headers() is this message's own list
+                        headers.append((SOURCE_OFFSET_HEADER, b"%d" % offset))
+                    else:
+                        headers = [cluster_header, (SOURCE_OFFSET_HEADER, b"%d" % offset)]
+                if faults is not None and faults.armed("before_produce", topic, partition, copied):
+                    if held is not None:  # "n records produced": the held one too, before the crash
+                        self._produce_last(produce, poll, acks, dest_topic, partition, held, chunk)
+                    faults.hit("before_produce", topic, partition, copied)
+                if held is not None:
+                    if per_record:
+                        self._produce_last(produce, poll, acks, dest_topic, partition, held, chunk)
+                        chunk = Chunk()
+                        ups = chunk.upstream
+                    else:
+                        self._produce(produce, poll, acks, dest_topic, partition, held,
+                                      chunk.on_first if len(ups) == 1 else None)
+                key, value = msg.key(), msg.value()
+                ts_type, ts = msg.timestamp()
+                held = (key, value, headers, ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0)
+                ups.append(offset)
+                copied += 1
+                copied_bytes += (len(key) if key else 0) + (len(value) if value else 0)
+                if (copied >= max_records or copied_bytes >= max_bytes) and next_offset < end:
                     result.capped = done = True
                     break
-            position = last_position
+            if held is not None:
+                self._produce_last(produce, poll, acks, dest_topic, partition, held, chunk)
+            at = last_position
             if not done:
-                position = self.consumer.position([tp])[0].offset
-                if position >= end:
+                at = position([tp])[0].offset
+                if at >= end:
                     next_offset, done = end, True
             now = time.monotonic()
-            if messages or position > last_position:  # skipping aborted records moves only the position
-                last_activity, last_position = now, position
+            if messages or at > last_position:  # skipping aborted records moves only the position
+                last_activity, last_position = now, at
             elif not done and now - last_activity > STALL_TIMEOUT_S:
-                raise CopyError(f"{task.source_topic}-{task.partition}: no record for {STALL_TIMEOUT_S:.0f} s at "
+                raise CopyError(f"{topic}-{partition}: no record for {STALL_TIMEOUT_S:.0f} s at "
                                 f"offset {next_offset}, planned end {end} (source truncated or unreachable?)")
-            self.producer.poll(0)
-        self._drain(task, inflight)
-        self.faults.hit("after_produce", task.source_topic, task.partition)
+            poll(0)
+            acks.settle()
+        result.records_copied, result.bytes_copied, result.records_skipped_loop = copied, copied_bytes, skipped
+        self._drain(task, acks)
+        self.faults.hit("after_produce", topic, partition)
         result.next_upstream_offset = next_offset
 
-    def _produce(self, task: PartitionTask, msg, headers, offset: int, inflight: _InFlight) -> int:
-        if self.plan.provenance_headers:
-            stamp = provenance_headers(self.plan.source_cluster_id, offset)
-            headers = user_headers(headers) + stamp if headers else stamp
-        kwargs = {}
-        timestamp_type, timestamp = msg.timestamp()
-        if timestamp_type != TIMESTAMP_NOT_AVAILABLE:
-            kwargs["timestamp"] = timestamp
-        key, value = msg.key(), msg.value()
+    def _produce(self, produce, poll, acks: ChunkAcks, topic: str, partition: int, record, on_delivery) -> None:
+        key, value, headers, timestamp = record
         while True:
             try:
-                self.producer.produce(task.destination_topic, value=value, key=key, partition=task.partition,
-                                      headers=headers, on_delivery=inflight.on_delivery, **kwargs)
-                break
+                produce(topic, value, key, partition, on_delivery=on_delivery, timestamp=timestamp, headers=headers)
+                return
             except BufferError:  # local queue full: serve delivery reports, then retry
-                self.producer.poll(0.05)
-        inflight.pending.append(offset)
-        return (len(key) if key else 0) + (len(value) if value else 0)
+                poll(0.05)
+                acks.settle()
 
-    def _drain(self, task: PartitionTask, inflight: _InFlight) -> None:
+    def _produce_last(self, produce, poll, acks: ChunkAcks, topic, partition, record, chunk: Chunk) -> None:
+        """Produce the chunk's last record (unless already produced) with the report that closes it."""
+        if record is not None:
+            self._produce(produce, poll, acks, topic, partition, record,
+                          chunk.on_only if len(chunk.upstream) == 1 else chunk.on_last)
+        acks.pending.append(chunk)
+
+    def _fault_hook(self, task: PartitionTask):
+        """Crash tests: ``after_produce:<n>`` fires once n records are acknowledged (and observed)."""
+        def hit(before: int, after: int) -> None:
+            for n in range(before + 1, after + 1):
+                self.faults.hit("after_produce", task.source_topic, task.partition, n)
+        return hit
+
+    def _drain(self, task: PartitionTask, acks: ChunkAcks) -> None:
         remaining = self.producer.flush(FLUSH_TIMEOUT_S)
-        if inflight.error is not None:
+        acks.settle()
+        if acks.error is not None:
             raise KafkaClusterError(self.destination.kafka_config_id,
-                                    f"copy to {task.destination_topic}-{task.partition}", inflight.error)
-        if remaining or inflight.pending:
+                                    f"copy to {task.destination_topic}-{task.partition}", acks.error)
+        if remaining or acks.pending:
             raise KafkaClusterError(self.destination.kafka_config_id,
                                     f"copy to {task.destination_topic}-{task.partition}",
-                                    TimeoutError(f"{len(inflight.pending)} records unacknowledged after flush"))
+                                    TimeoutError(f"{sum(len(c.upstream) for c in acks.pending)} records "
+                                                 "unacknowledged after flush"))
 
     def _read_error(self, task: PartitionTask, offset: int, error: KafkaError) -> Exception:
         hint = ""

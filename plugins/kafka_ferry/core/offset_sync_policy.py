@@ -112,6 +112,31 @@ class PartitionSyncTracker:
             return self._emit([current])
         return []
 
+    def observe_run(self, upstream_offset: int, downstream_offset: int, count: int) -> list[SyncPoint]:
+        """Record ``count`` records copied contiguously on both sides, starting at this pair.
+
+        Emits exactly what ``count`` calls of ``observe(up + i, down + i)`` would, in O(syncs) instead of
+        O(records): inside a run only the interval counter moves, so its emissions are arithmetic.
+        """
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ValueError(f"count must be an int >= 1, got {count!r}")
+        emitted = self.observe(upstream_offset, downstream_offset)  # checks, batch start, discontinuity
+        rest = count - 1
+        if not rest:
+            return emitted
+        last = _point(upstream_offset + rest, downstream_offset + rest)
+        # observe() would add 1 per record and emit whenever the counter reaches the interval.
+        first_due = self._interval - self._since_emitted
+        if first_due <= rest:
+            due = range(first_due, rest + 1, self._interval)
+            emitted = [*emitted, *(SyncPoint(upstream_offset + i, downstream_offset + i) for i in due)]
+            self._last_emitted = emitted[-1]
+            self._since_emitted = rest - due[-1]
+        else:
+            self._since_emitted += rest
+        self._last_observed = last
+        return emitted
+
     def finish(self) -> list[SyncPoint]:
         """End the batch: emit its last record unless already emitted. Safe to call on an empty batch."""
         was_open, self._batch_open = self._batch_open, False

@@ -12,17 +12,13 @@ from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
 from kafka_ferry.io.state_store import MigrationStateStore
 
 
-class MigrationOperator(BaseOperator):
-    """Base for operators that act for one migration spec (a YAML path, re-read at run time)."""
+class MigrationContext:
+    """The spec (a YAML path, re-read at run time) and the hooks and state of the migration it names.
 
-    template_fields: Sequence[str] = ("spec_path",)
-    ui_color = "#d8e8f8"
+    Shared by operators and sensors; clients are created lazily, on first use in the task.
+    """
 
-    def __init__(self, *, spec_path: str, **kwargs) -> None:
-        super().__init__(**kwargs)
-        if not spec_path:
-            raise ValueError("spec_path is required")
-        self.spec_path = spec_path
+    spec_path: str
 
     @cached_property
     def spec(self) -> MigrationSpec:
@@ -39,6 +35,19 @@ class MigrationOperator(BaseOperator):
     @cached_property
     def state_store(self) -> MigrationStateStore:
         return MigrationStateStore(self.destination_hook, self.spec.state_topic_name)
+
+
+class MigrationOperator(MigrationContext, BaseOperator):
+    """Base for operators that act for one migration spec."""
+
+    template_fields: Sequence[str] = ("spec_path",)
+    ui_color = "#d8e8f8"
+
+    def __init__(self, *, spec_path: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if not spec_path:
+            raise ValueError("spec_path is required")
+        self.spec_path = spec_path
 
     def check_connections_exist(self) -> None:
         """Fail, naming the spec field, before anything changes when a connection id is unknown."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -116,6 +117,7 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         if master.startswith("local") and "PYSPARK_PYTHON" not in env and "PYSPARK_PYTHON" not in os.environ:
             env["PYSPARK_PYTHON"] = sys.executable  # local executors: this worker's Python has confluent-kafka
         self.env_vars = {**env, CLUSTER_CONFIGS_ENV: secret}
+        _put_spark_submit_on_path()
         Path(summary["report_path"]).unlink(missing_ok=True)  # the report task must never read a stale one
         try:
             super().execute(context)
@@ -131,6 +133,13 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
                 f"Spark connection '{self._conn_id}' uses master {master!r}: spark-submit would put the cluster "
                 "credentials on its command line there; use a local[*] or spark:// (client mode) connection")
         return master
+
+
+def _put_spark_submit_on_path() -> None:
+    """SparkSubmitHook runs `spark-submit` from PATH; in an unactivated venv that is pyspark's, next to Python."""
+    if shutil.which("spark-submit") is None:
+        bin_dir = str(Path(sys.executable).parent)
+        os.environ["PATH"] = os.pathsep.join(filter(None, [bin_dir, os.environ.get("PATH")]))
 
 
 def _application() -> str:

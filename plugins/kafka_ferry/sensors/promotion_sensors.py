@@ -9,16 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from functools import cached_property
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowException
 
 from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.core.spec import MigrationSpec, load_spec
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.operators.base import MigrationContext
 from kafka_ferry.promotion import readiness
 from kafka_ferry.translation.translate import migrated_groups
 from kafka_ferry.triggers.promotion_triggers import (
@@ -30,7 +27,7 @@ from kafka_ferry.triggers.promotion_triggers import (
 )
 
 
-class MigrationSensor(BaseSensorOperator):
+class MigrationSensor(MigrationContext, BaseSensorOperator):
     """A sensor for one migration spec; subclasses give ``check()`` and ``build_trigger()``."""
 
     template_fields: Sequence[str] = ("spec_path",)
@@ -43,22 +40,6 @@ class MigrationSensor(BaseSensorOperator):
         self.spec_path = spec_path
         self.deferrable = (conf.getboolean("operators", "default_deferrable", fallback=False)
                            if deferrable is None else deferrable)
-
-    @cached_property
-    def spec(self) -> MigrationSpec:
-        return load_spec(self.spec_path)
-
-    @cached_property
-    def source_hook(self) -> KafkaClusterHook:
-        return KafkaClusterHook(self.spec.source.connection_id)
-
-    @cached_property
-    def destination_hook(self) -> KafkaClusterHook:
-        return KafkaClusterHook(self.spec.destination.connection_id)
-
-    @cached_property
-    def state_store(self) -> MigrationStateStore:
-        return MigrationStateStore(self.destination_hook, self.spec.state_topic_name)
 
     @property
     def poke_interval_seconds(self) -> float:

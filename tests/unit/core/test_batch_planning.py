@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from kafka_ferry.core.batch_planning import (
     BatchPlan,
     PartitionPosition,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from kafka_ferry.core.mm2_wire import (
     CHECKPOINT_VALUE_V0,
     OFFSET_SYNC_KEY,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker, SyncPoint, is_contiguous
 
 
@@ -182,3 +183,44 @@ def test_invariant_across_resumed_batches(records, interval, data):
         assert batch[0] in syncs and batch[-1] in syncs
         previous = tracker.last_observed
     assert_invariant(syncs, records, interval)
+
+
+def runs_of(records: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """(first up, first down, count) of each stretch contiguous on both sides."""
+    runs: list[list[int]] = []
+    for i, record in enumerate(records):
+        if runs and is_contiguous(records[i - 1], record):
+            runs[-1][2] += 1
+        else:
+            runs.append([record[0], record[1], 1])
+    return [tuple(r) for r in runs]
+
+
+@given(records=copied_records(), interval=st.integers(1, 12), data=st.data())
+def test_observe_run_emits_exactly_what_observe_emits(records, interval, data):
+    """The fast path the copier uses per delivered chunk: same syncs, same state, split anywhere."""
+    previous = data.draw(st.none() | st.just((records[0][0] - 1, records[0][1] - 1)).filter(lambda p: min(p) >= 0))
+    slow, fast = PartitionSyncTracker(interval, previous), PartitionSyncTracker(interval, previous)
+    expected = [s for batch in feed(slow, records) for s in batch]
+    got: list[tuple[int, int]] = []
+    for up, down, count in runs_of(records):
+        cuts = sorted(data.draw(st.sets(st.integers(1, max(1, count - 1)), max_size=3))) if count > 1 else []
+        for a, b in zip([0, *cuts], [*cuts, count], strict=False):  # a run may arrive in several chunks
+            got.extend(fast.observe_run(up + a, down + a, b - a))
+    assert got == expected
+    assert all(isinstance(s, SyncPoint) for s in got)
+    assert (fast.last_observed, fast.last_emitted) == (slow.last_observed, slow.last_emitted)
+    assert fast.finish() == slow.finish()
+
+
+@pytest.mark.parametrize("count", [0, -1, True, 1.5])
+def test_observe_run_refuses_bad_counts(count):
+    with pytest.raises(ValueError, match="count"):
+        PartitionSyncTracker(3).observe_run(0, 0, count)
+
+
+def test_observe_run_checks_offsets_keep_increasing():
+    tracker = PartitionSyncTracker(3)
+    tracker.observe_run(10, 10, 5)
+    with pytest.raises(ValueError, match="strictly increase"):
+        tracker.observe_run(14, 20, 2)

@@ -7,6 +7,7 @@ from bisect import bisect_left
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
 from kafka_ferry.core.offset_translation import (
     AHEAD_OF_COPY,
