@@ -80,6 +80,7 @@ def kafka_ferry_copy(spec_path: Path, master: str) -> tuple[float, dict]:
            "--py-files", str(package), str(REPO / "spark_jobs" / "copy_batch.py"), "--plan", plan["plan_path"]]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     elapsed = time.monotonic() - started
+    (spec_path.parent / "spark-submit.log").write_text(done.stdout + done.stderr)  # where the seconds went
     if done.returncode:
         raise RuntimeError(f"copy job failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return elapsed, json.loads(Path(plan["report_path"]).read_text())

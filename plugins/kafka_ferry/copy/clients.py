@@ -53,16 +53,24 @@ class ClusterClients:
     ``kafka_config_id`` names the cluster's role in errors, as the hook names its connection.
     """
 
-    def __init__(self, role: str, config: Mapping[str, Any]) -> None:
+    def __init__(self, role: str, config: Mapping[str, Any], reuse_producers: bool = False) -> None:
         self.kafka_config_id = role
         self._config = dict(config)
+        # Why: a producer per call costs a connection and an InitProducerId round trip (~0.3-0.5 s), which
+        # the state store paid per partition. Callers that flush after every use may share one per config.
+        self._producers: dict[tuple, Producer] | None = {} if reuse_producers else None
 
     @cached_property
     def admin(self) -> AdminClient:
         return AdminClient(dict(self._config))
 
     def producer(self, **overrides: Any) -> Producer:
-        return Producer({**self._config, **overrides})
+        if self._producers is None:
+            return Producer({**self._config, **overrides})
+        key = tuple(sorted((k, repr(v)) for k, v in overrides.items()))
+        if key not in self._producers:
+            self._producers[key] = Producer({**self._config, **overrides})
+        return self._producers[key]
 
     def consumer(self, **overrides: Any) -> Consumer:
         config = {"group.id": "kafka-ferry-reader", "enable.auto.commit": False, **overrides}

@@ -89,6 +89,8 @@ class ChunkAcks:
     def _observe(self, chunk: Chunk) -> None:
         ups, first, n = chunk.upstream, chunk.first, len(chunk.upstream)
         emit, tracker = self.emit, self.tracker
+        if first is None or chunk.last is None:  # reports arrive in produce order: cannot happen, never guess
+            raise CopyError(f"{self.topic}-{self.partition}: a chunk ended without both delivery reports")
         if chunk.last - first != n - 1:
             self.fallbacks += 1
             for up, down in self._read_back(chunk):

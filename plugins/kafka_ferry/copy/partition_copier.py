@@ -3,8 +3,9 @@
 Per partition: resume from the destination's tail (records a crashed attempt wrote, found by their
 provenance), read ``[start, end)`` under read_committed (aborted records and control markers never
 surface), produce each record with its key, value, headers and CreateTime to the same partition
-through an idempotent producer, learn each destination offset from the delivery reports (in produce
-order: idempotence keeps a partition's order), feed (upstream, downstream) to the sync tracker, then,
+through an idempotent producer, learn each destination offset from the delivery reports (two per
+consume() batch, see ``copy.delivery`` for why that is exact), feed the contiguous runs to the sync
+tracker, then,
 once records and syncs are acknowledged, write the partition's progress. A crash anywhere leaves either
 progress that covers everything before it, or copied records the next attempt finds on the tail.
 Without provenance headers the tail cannot be recognised and a retry re-copies: at-least-once. The loop
@@ -61,6 +62,9 @@ CONSUMER_CONFIG = {
     # One partition at a time: let each fetch bring more than the 1 MB default so the loop never waits.
     "max.partition.fetch.bytes": 8 * 1024 * 1024,
     "queued.max.messages.kbytes": 256 * 1024,
+    # The consumer is reassigned per partition, and a new partition is fetched only after the previous
+    # fetch returns: with the 500 ms default long poll, every partition started with ~0.5 s of idling.
+    "fetch.wait.max.ms": 10,
 }
 CONSUME_BATCH = 5000
 STALL_TIMEOUT_S = 120.0
@@ -174,10 +178,12 @@ class PartitionCopier:
         copied = copied_bytes = skipped = 0
         done = False
         while not done:
-            messages = consume(CONSUME_BATCH, 0.2)
+            # consume() waits for all it asks for: near the end ask only for what is left, or it idles.
+            messages = consume(min(CONSUME_BATCH, max(1, end - next_offset)), 0.2)
             chunk = Chunk()
             ups = chunk.upstream
             held = None  # the chunk's last record is produced after the loop, with its delivery report
+            first_report = chunk.on_first
             for msg in messages:
                 if msg.error():
                     raise self._read_error(task, next_offset, msg.error())
@@ -214,10 +220,14 @@ class PartitionCopier:
                     if per_record:
                         self._produce_last(produce, poll, acks, dest_topic, partition, held, chunk)
                         chunk = Chunk()
-                        ups = chunk.upstream
+                        ups, first_report = chunk.upstream, chunk.on_first
                     else:
-                        self._produce(produce, poll, acks, dest_topic, partition, held,
-                                      chunk.on_first if len(ups) == 1 else None)
+                        try:
+                            produce(dest_topic, held[1], held[0], partition, on_delivery=first_report,
+                                    timestamp=held[3], headers=held[2])
+                        except BufferError:  # local queue full: the slow path serves reports and retries
+                            self._produce(produce, poll, acks, dest_topic, partition, held, first_report)
+                        first_report = None
                 key, value = msg.key(), msg.value()
                 ts_type, ts = msg.timestamp()
                 held = (key, value, headers, ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0)

@@ -34,7 +34,9 @@ def copy_group(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[
     """Copy these partitions in order; returns one result dict per partition."""
     source = ClusterClients("source", configs["source"])
     destination = ClusterClients("destination", configs["destination"])
-    store = MigrationStateStore(destination, plan.state_topic)
+    # The store flushes after every put: it can keep one producer for the whole task (progress per partition).
+    store = MigrationStateStore(ClusterClients("destination", configs["destination"], reuse_producers=True),
+                                plan.state_topic)
     progress = stored_progress(store)
     copier = PartitionCopier(plan, source, destination, OffsetSyncWriter(destination, plan.offset_syncs_topic),
                              store, Faults(fault_spec))

@@ -1,0 +1,110 @@
+"""ChunkAcks: exact destination offsets from two reports per chunk, read-back when foreign records interleave."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kafka_ferry.copy import delivery
+from kafka_ferry.copy.delivery import Chunk, ChunkAcks, CopyError
+from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
+
+
+class Msg:
+    def __init__(self, offset):
+        self._offset = offset
+
+    def offset(self):
+        return self._offset
+
+
+def deliver(chunk: Chunk, downs: list[int]) -> None:
+    if len(downs) == 1:
+        chunk.on_only(None, Msg(downs[0]))
+    else:
+        chunk.on_first(None, Msg(downs[0]))
+        chunk.on_last(None, Msg(downs[-1]))
+
+
+def make(interval=3):
+    emitted = []
+    tracker = PartitionSyncTracker(interval)
+    acks = ChunkAcks(None, "t", 0, "src", tracker, emitted.extend)
+    return acks, tracker, emitted
+
+
+@st.composite
+def chunks(draw):
+    """Chunks of upstream offsets (with holes) and their destination offsets (foreign records sometimes between)."""
+    up, down, out = draw(st.integers(0, 50)), draw(st.integers(0, 50)), []
+    for _ in range(draw(st.integers(1, 5))):
+        ups, downs = [], []
+        for _ in range(draw(st.integers(1, 12))):
+            up += draw(st.sampled_from([1, 1, 1, 2, 5]))
+            down += draw(st.sampled_from([1, 1, 1, 1, 3]))
+            ups.append(up)
+            downs.append(down)
+        out.append((ups, downs))
+    return out
+
+
+@given(chunks(), st.integers(1, 6))
+def test_same_syncs_as_per_record_observe(monkeypatch_chunks, interval):
+    acks, tracker, emitted = make(interval)
+    reference = PartitionSyncTracker(interval)
+    expected = []
+    by_range = {}
+    for ups, downs in monkeypatch_chunks:
+        chunk = Chunk()
+        chunk.upstream.extend(ups)
+        deliver(chunk, downs)
+        acks.pending.append(chunk)
+        by_range[(downs[0], downs[-1] + 1)] = list(zip(ups, downs, strict=True))
+        for pair in zip(ups, downs, strict=True):
+            expected.extend(reference.observe(*pair))
+    original = delivery.provenance_pairs
+    delivery.provenance_pairs = lambda _d, _t, _p, start, end, _c: by_range[(start, end)]
+    try:
+        acks.settle()
+    finally:
+        delivery.provenance_pairs = original
+    assert emitted == expected
+    assert acks.acked == sum(len(u) for u, _ in monkeypatch_chunks) and not acks.pending
+    assert tracker.finish() == reference.finish()
+
+
+def test_foreign_records_are_read_back_and_must_match(monkeypatch):
+    acks, _, _ = make()
+    chunk = Chunk()
+    chunk.upstream.extend([10, 11, 12])
+    deliver(chunk, [0, 3])  # 4 offsets for 3 records: someone else wrote in between
+    acks.pending.append(chunk)
+    monkeypatch.setattr(delivery, "provenance_pairs", lambda *a: [(10, 0), (12, 3)])  # one of ours missing
+    with pytest.raises(CopyError, match="could not map"):
+        acks.settle()
+
+
+def test_an_error_stops_observing():
+    acks, _, emitted = make()
+    good, bad, later = Chunk(), Chunk(), Chunk()
+    for c, ups in ((good, [1, 2]), (bad, [3, 4]), (later, [5, 6])):
+        c.upstream.extend(ups)
+        acks.pending.append(c)
+    deliver(good, [0, 1])
+    bad.on_first(None, Msg(2))
+    bad.on_last("boom", None)
+    deliver(later, [4, 5])
+    acks.settle()
+    assert acks.error == "boom" and acks.acked == 2 and emitted == [(1, 0)]
+    acks.settle()
+    assert acks.acked == 2
+
+
+def test_undelivered_chunks_wait():
+    acks, _, emitted = make()
+    chunk = Chunk()
+    chunk.upstream.extend([1, 2])
+    chunk.on_first(None, Msg(0))
+    acks.pending.append(chunk)
+    assert acks.settle() == 0 and emitted == [] and acks.pending
