@@ -172,3 +172,19 @@ def provision(spec_path: str) -> None:
 def provision_groups(spec_path: str) -> dict:
     return ProvisionMirrorGroupsOperator(task_id="g", spec_path=spec_path).execute({})
 
+
+
+def one_group_migration(clusters, tmp_path, prefix: str, partitions: int, per_partition: int,
+                        group_offsets: dict[int, int], metadata: str = "", seeded_partitions: int | None = None):
+    """A provisioned migration of one plain topic and one source group `<p>-g` at the given offsets.
+
+    Returns (p, topic, spec_path, spec). `seeded_partitions` leaves the higher partitions empty.
+    """
+    p = clusters.unique(prefix)
+    topic = clusters.create_topic("source", f"{p}.t", partitions)
+    seed_plain(clusters, topic, partitions if seeded_partitions is None else seeded_partitions, per_partition)
+    spec_path, spec = write_spec(tmp_path, clusters, p)
+    commit_source_group(clusters, f"{p}-g", {(topic, q): o for q, o in group_offsets.items()}, metadata=metadata)
+    provision(spec_path)
+    provision_groups(spec_path)
+    return p, topic, spec_path, spec

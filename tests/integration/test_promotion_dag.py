@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from scenarios import commit_source_group, consume_as_group, provision, provision_groups, seed_plain, write_spec
+from scenarios import consume_as_group, one_group_migration
 
 from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promoted
@@ -29,13 +29,7 @@ RUN = textwrap.dedent("""
 
 
 def test_promote_mode_runs_sensors_and_steps_to_promoted(clusters, tmp_path):
-    p = clusters.unique("dagp")
-    topic = clusters.create_topic("source", f"{p}.t", 2)
-    seed_plain(clusters, topic, 2, 15)
-    commit_source_group(clusters, f"{p}-g", {(topic, 0): 4, (topic, 1): 11})
-    spec_path, spec = write_spec(tmp_path, clusters, p)
-    provision(spec_path)
-    provision_groups(spec_path)
+    p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "dagp", 2, 15, {0: 4, 1: 11})
     home, dags = tmp_path / "airflow", tmp_path / "airflow" / "dags"
     dags.mkdir(parents=True)
     shutil.copy(Path(__file__).parent / "airflow_dags" / "kf_promotion_test_dag.py", dags)

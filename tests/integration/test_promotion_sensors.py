@@ -7,7 +7,7 @@ import time
 
 import pytest
 from airflow.sdk.exceptions import TaskDeferred
-from scenarios import commit_source_group, provision, provision_groups, seed_plain, write_spec
+from scenarios import one_group_migration, seed_plain
 
 from kafka_ferry.promotion.runner import PromotionRunner
 from kafka_ferry.sensors.promotion_sensors import (
@@ -37,13 +37,7 @@ def first_event(trigger, timeout: float):
 
 @pytest.fixture()
 def mig(clusters, tmp_path):
-    p = clusters.unique("sn")
-    topic = clusters.create_topic("source", f"{p}.t", 2)
-    seed_plain(clusters, topic, 2, 12)
-    commit_source_group(clusters, f"{p}-g", {(topic, 0): 5, (topic, 1): 7})
-    spec_path, spec = write_spec(tmp_path, clusters, p)
-    provision(spec_path)
-    provision_groups(spec_path)
+    p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "sn", 2, 12, {0: 5, 1: 7})
     runner = PromotionRunner(spec, clusters.hook("source"), clusters.hook("destination"), work_dir=tmp_path / "w")
     return {"p": p, "topic": topic, "spec_path": spec_path, "spec": spec, "runner": runner}
 

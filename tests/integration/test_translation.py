@@ -13,6 +13,7 @@ from scenarios import (
     committed_offsets,
     consume_as_group,
     destination_provenance,
+    one_group_migration,
     provision,
     provision_groups,
     seed_compacted,
@@ -155,13 +156,7 @@ def test_kafka_checkpoint_formatter_decodes_our_checkpoints(clusters, migrated):
 
 
 def test_offsets_beyond_the_copy_are_clamped_and_flagged(clusters, tmp_path):
-    p = clusters.unique("ahead")
-    topic = clusters.create_topic("source", f"{p}.t", 1)
-    seed_plain(clusters, topic, 1, 10)
-    spec_path, spec = write_spec(tmp_path, clusters, p)
-    commit_source_group(clusters, f"{p}-g", {(topic, 0): 4})
-    provision(spec_path)
-    provision_groups(spec_path)
+    p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "ahead", 1, 10, {0: 4})
     source, destination = clusters.hook("source"), clusters.hook("destination")
     store = MigrationStateStore(destination, spec.state_topic_name)
     in_process_final_copy(spec, source, destination, store)
@@ -175,13 +170,7 @@ def test_offsets_beyond_the_copy_are_clamped_and_flagged(clusters, tmp_path):
 
 
 def test_commit_refuses_active_groups_and_never_rewinds(clusters, tmp_path):
-    p = clusters.unique("cm")
-    topic = clusters.create_topic("source", f"{p}.t", 1)
-    seed_plain(clusters, topic, 1, 10)
-    spec_path, spec = write_spec(tmp_path, clusters, p)
-    commit_source_group(clusters, f"{p}-g", {(topic, 0): 6}, metadata="keep-me")
-    provision(spec_path)
-    provision_groups(spec_path)
+    p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "cm", 1, 10, {0: 6}, metadata="keep-me")
     source, destination = clusters.hook("source"), clusters.hook("destination")
     store = MigrationStateStore(destination, spec.state_topic_name)
     in_process_final_copy(spec, source, destination, store)
@@ -215,13 +204,9 @@ def test_commit_refuses_active_groups_and_never_rewinds(clusters, tmp_path):
 
 
 def test_a_group_on_a_partition_with_nothing_to_copy_starts_at_the_destination_start(clusters, tmp_path):
-    p = clusters.unique("empty")
-    topic = clusters.create_topic("source", f"{p}.t", 2)
-    seed_plain(clusters, topic, 1, 6)  # partition 1 stays empty: the planner never writes progress for it
-    spec_path, spec = write_spec(tmp_path, clusters, p)
-    commit_source_group(clusters, f"{p}-g", {(topic, 0): 2, (topic, 1): 0})
-    provision(spec_path)
-    provision_groups(spec_path)
+    # partition 1 stays empty: the planner never writes progress for it
+    p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "empty", 2, 6, {0: 2, 1: 0},
+                                                    seeded_partitions=1)
     source, destination = clusters.hook("source"), clusters.hook("destination")
     store = MigrationStateStore(destination, spec.state_topic_name)
     in_process_final_copy(spec, source, destination, store)
