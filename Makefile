@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: install demo demo-promote e2e test test-unit test-integration testbed-up testbed-down testbed-status lint dags lock clean
+.PHONY: install demo demo-secure demo-promote e2e test test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec lock clean
 
 install: $(STAMP)
 
@@ -32,13 +32,21 @@ demo: install testbed-up
 demo-promote: install testbed-up
 	$(PY) testbed/demo.py promote
 
-## A real `airflow standalone` runs the demo DAG, triggered over REST with Params (takes minutes).
-e2e: install testbed-up
-	$(PY) testbed/e2e_standalone.py
+## `make demo` over the SASL_SSL listeners, as two principals holding exactly the minimum ACLs (made per run).
+demo-secure: install testbed-up
+	$(PY) testbed/demo.py --secure
 
-## Every test: pure units, then integration against the real two-cluster test bed (started if needed).
+## The production-like stack (PostgreSQL, Airflow services, Chromium) against the test bed (takes minutes).
+e2e: install testbed-up
+	$(PY) -m pytest -q tests/e2e
+
+## Every test but the fault matrix and the end-to-end stack: pure units, then integration against the real two-cluster test bed.
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --ignore=tests/integration/faults --ignore=tests/e2e
+
+## The fault matrix: broker kills, job kills, refusals, load, on a private cluster pair (ports 21092/22092).
+test-faults: install
+	$(PY) -m pytest -q -s tests/integration/faults
 
 test-unit: install
 	$(PY) -m pytest -q tests/unit
@@ -49,6 +57,11 @@ lint: install
 ## Write the two-line DAG file of every dags/migrations/*.yaml that lacks one.
 dags: install
 	$(PY) -m kafka_ferry.dag_factory dags
+
+## Every problem of every migration spec (or SPECS="a.yaml b.yaml"), no Airflow needed; exit 1 on any.
+SPECS ?= dags/migrations/*.yaml
+check-spec: install
+	$(PY) -m kafka_ferry.core.spec check $(SPECS)
 
 ## Re-pin constraints.txt from the current venv (after changing pyproject.toml).
 lock:

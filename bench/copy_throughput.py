@@ -1,13 +1,18 @@
 """Copy throughput: kafka-ferry's copy job vs a raw confluent-kafka loop vs MirrorMaker 2, on the same data.
 
     .venv/bin/python bench/copy_throughput.py [--records 2000000] [--partitions 12] [--record-bytes 1024]
-                                              [--master local[2]] [--skip-mm2] [--profile]
+                                              [--master local[2]] [--skip-mm2] [--skip-connect]
+                                              [--profile]
 
 One run, side by side (these machines are noisy): seed one source topic, then copy it to three destination
-topics: (a) kafka-ferry (plan -> spark-submit copy_batch.py -> report, as the DAG runs it), (b) the raw
+topics: (a) kafka-ferry (plan -> spark-submit copy_batch.py -> report, as the DAG runs it), (a') kafka-ferry
+on a running Spark Connect server (plan -> the copy task as a Connect client -> report; the server is started
+before the clock starts, as a platform keeps it running, and its start-up is printed apart), (b) the raw
 consume->produce loop of bench/raw_loop.py (the limit here), (c) MirrorMaker 2 in dedicated mode.
-Prints records/s and MB/s of each and the ratios (a)/(c), (a)/(b) as JSON. `--profile` also copies one
-partition in-process under cProfile and prints where the time goes. Needs the test bed up.
+Prints records/s and MB/s of each and the ratios (a)/(c), (a)/(b), (a')/(c), (a')/(b) as JSON, the
+steady rates of (a') and (c) and their ratio, and the fixed costs: a catch-up of one record per
+partition on each engine (plan + engine + report) and a no-op catch-up (nothing new). `--profile`
+also copies one partition in-process under cProfile and prints where the time goes. Needs the test bed up.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from raw_loop import raw_copy
 import mirrormaker
 
 SOURCE_CONN, DESTINATION_CONN, SPARK_CONN = "kf_bench_source", "kf_bench_destination", "kf_bench_spark"
+CONNECT_CONN = "kf_bench_spark_connect"
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
@@ -50,13 +56,14 @@ def setup_connections(master: str) -> None:
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
 
-def write_spec(work: Path, name: str, topic: str, per_partition: int) -> Path:
+def write_spec(work: Path, name: str, topic: str, per_partition: int, prefix: str = "ferry.",
+               spark_conn: str = SPARK_CONN) -> Path:
     spec = {"name": name, "tenant": "bench",
             "source": {"connection_id": SOURCE_CONN, "alias": "src"},
             "destination": {"connection_id": DESTINATION_CONN, "alias": f"bench-{name}"},
-            "topics": {"include": [topic.replace(".", "\\.")], "rename": {"policy": "prefix", "prefix": "ferry."}},
+            "topics": {"include": [topic.replace(".", "\\.")], "rename": {"policy": "prefix", "prefix": prefix}},
             "copy": {"max_records_per_partition": per_partition + 1, "max_bytes_per_partition": 2**62,
-                     "spark_connection_id": SPARK_CONN}}
+                     "spark_connection_id": spark_conn}}
     path = work / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec))
     return path
@@ -84,6 +91,80 @@ def kafka_ferry_copy(spec_path: Path, master: str) -> tuple[float, dict]:
     if done.returncode:
         raise RuntimeError(f"copy job failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return elapsed, json.loads(Path(plan["report_path"]).read_text())
+
+
+class _TaskInstance:
+    """XCom hand-over from plan_copy to copy_batch, as the DAG does it."""
+
+    def __init__(self, xcom: dict) -> None:
+        self.xcom = xcom
+
+    def xcom_pull(self, task_ids: str):
+        return self.xcom.get(task_ids)
+
+
+def kafka_ferry_connect_copy(spec_path: Path) -> tuple[float, dict]:
+    """Plan, then the copy task as a Spark Connect client (the server already runs); wall clock of both."""
+    from kafka_ferry.operators.copy import CopyBatchSparkOperator, PlanCopyBatchOperator
+    from kafka_ferry.operators.provision import ProvisionMirrorTopicsOperator
+
+    ProvisionMirrorTopicsOperator(task_id="provision_topics", spec_path=str(spec_path)).execute({})
+    started = time.monotonic()
+    plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=str(spec_path)).execute({})
+    CopyBatchSparkOperator(task_id="copy_batch", spec_path=str(spec_path), conn_id=CONNECT_CONN).execute(
+        {"ti": _TaskInstance({"plan_copy": plan})})
+    elapsed = time.monotonic() - started
+    return elapsed, json.loads(Path(plan["report_path"]).read_text())
+
+
+def catch_up_run(spec_path: Path, spark_conn: str) -> float:
+    """One catch-up as the DAG chains it: plan_copy >> copy_batch >> copy_report; wall clock of the three.
+
+    The copy task skips itself when the plan is empty (nothing new), as in the DAG."""
+    from airflow.exceptions import AirflowSkipException
+
+    from kafka_ferry.operators.copy import CopyBatchSparkOperator, CopyReportOperator, PlanCopyBatchOperator
+    from kafka_ferry.operators.provision import ProvisionMirrorTopicsOperator
+
+    ProvisionMirrorTopicsOperator(task_id="provision_topics", spec_path=str(spec_path)).execute({})
+    started = time.monotonic()
+    plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=str(spec_path)).execute({})
+    context = {"ti": _TaskInstance({"plan_copy": plan})}
+    try:
+        CopyBatchSparkOperator(task_id="copy_batch", spec_path=str(spec_path), conn_id=spark_conn).execute(context)
+    except AirflowSkipException:
+        pass
+    CopyReportOperator(task_id="copy_report", spec_path=str(spec_path)).execute(context)
+    return time.monotonic() - started
+
+
+def fixed_costs(work: Path, name: str, partitions: int, connect: bool) -> dict:
+    """What a batch costs besides copying: a catch-up of one record per partition on each engine (plan +
+    engine start + report), then the same catch-up again with nothing new (the no-op run)."""
+    topic = f"{name}.tiny"
+    create_topic(tb.SOURCE.bootstrap, topic, partitions)
+    seed(topic, partitions, partitions, 100)
+    costs = {}
+    engines = [("spark_submit", SPARK_CONN)] + ([("spark_connect", CONNECT_CONN)] if connect else [])
+    for engine, conn in engines:
+        spec_path = write_spec(work, f"{name}-fx-{engine.replace('_', '')}", topic, 1,
+                               prefix=f"fx{engine.replace('_', '')}.", spark_conn=conn)
+        costs[f"batch_{engine}_s"] = round(catch_up_run(spec_path, conn), 2)
+        costs[f"noop_{engine}_s"] = round(catch_up_run(spec_path, conn), 2)
+    return costs
+
+
+def start_connect_server(master: str) -> tuple[float, bool]:
+    """Start (unless running) the test bed's Spark Connect server; seconds it took and whether we started it."""
+    import spark_connect
+
+    cores = int(master[len("local["):-1]) if master.startswith("local[") and master[-2].isdigit() else 2
+    started_here = not spark_connect.answers()
+    began = time.monotonic()
+    spark_connect.up(cores=cores)
+    os.environ[f"AIRFLOW_CONN_{CONNECT_CONN.upper()}"] = json.dumps(
+        {"conn_type": "spark_connect", "host": spark_connect.HOST, "port": spark_connect.PORT})
+    return time.monotonic() - began, started_here
 
 
 def mm2_copy(work: Path, topic: str, partitions: int, records: int) -> dict:
@@ -153,6 +234,7 @@ def main() -> int:
     parser.add_argument("--record-bytes", type=int, default=1024)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--skip-mm2", action="store_true")
+    parser.add_argument("--skip-connect", action="store_true", help="skip the Spark Connect engine")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     records, partitions, size = args.records, args.partitions, args.record_bytes
@@ -174,6 +256,26 @@ def main() -> int:
                               "slowest_partition_s": max(p["duration_s"] for p in report["partitions"]),
                               "syncs_written": report["syncs_written"]}
 
+    if not args.skip_connect:
+        server_s, started_here = start_connect_server(args.master)
+        try:
+            connect_spec = write_spec(work, f"{name}-sc", topic, records // partitions + 1, prefix="ferrysc.",
+                                      spark_conn=CONNECT_CONN)
+            connect_s, connect_report = kafka_ferry_connect_copy(connect_spec)
+            results["fixed_costs"] = fixed_costs(work, name, partitions, connect=True)
+        finally:
+            if started_here:
+                import spark_connect
+
+                spark_connect.down()
+        if connect_report["records_copied"] != records:
+            raise RuntimeError(f"kafka-ferry on Spark Connect copied {connect_report['records_copied']} of {records}")
+        results["kafka_ferry_connect"] = {**rate(records, size, connect_s), "job_s": connect_report["duration_s"],
+                                          "server_start_s": round(server_s, 1)}
+
+    else:
+        results["fixed_costs"] = fixed_costs(work, name, partitions, connect=False)
+
     create_topic(tb.DESTINATION.bootstrap, f"raw.{topic}", partitions)
     results["raw_loop"] = rate(records, size, raw_copy(topic, f"raw.{topic}", partitions, records))
 
@@ -183,6 +285,17 @@ def main() -> int:
                                    "steady": rate(mm2["steady_records"], size, mm2["steady_s"])}
         results["ratio_ferry_to_mm2"] = round(results["kafka_ferry"]["records_per_s"]
                                               / results["mirrormaker2"]["records_per_s"], 2)
+    if "kafka_ferry_connect" in results:
+        connect = results["kafka_ferry_connect"]
+        # Steady: records over the copy job alone (session, tasks and all partitions; not plan and report),
+        # against MM2's rate from its first record on the destination to its last.
+        connect["steady_records_per_s"] = round(records / connect["job_s"])
+        for peer, key in (("mirrormaker2", "ratio_connect_to_mm2"), ("raw_loop", "ratio_connect_to_raw")):
+            if peer in results:
+                results[key] = round(connect["records_per_s"] / results[peer]["records_per_s"], 2)
+        if "mirrormaker2" in results:
+            results["ratio_connect_steady_to_mm2_steady"] = round(
+                connect["steady_records_per_s"] / results["mirrormaker2"]["steady"]["records_per_s"], 2)
     results["ratio_ferry_to_raw"] = round(results["kafka_ferry"]["records_per_s"]
                                           / results["raw_loop"]["records_per_s"], 2)
     print(json.dumps(results, indent=1))

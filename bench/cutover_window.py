@@ -1,10 +1,14 @@
 """Cutover window: producers stopped -> promoted, for 100 partitions and 20 groups (issue 4 target <= 30 s).
 
     .venv/bin/python bench/cutover_window.py [--partitions 100] [--groups 20] [--quiesce-window 5]
+                                             [--engine in-process|spark-connect]
 
 Catch-up first (not timed): seed, copy, translate. Then a last burst of production, the source groups
 commit and stop, and the clock starts: quiesce gate (its window is a spec setting and dominates),
 groups-inactive gate, then the promotion steps (final copy -> translation -> commit -> reconcile -> mark).
+The final copy runs where a migration's would: in the promotion task (a spark-submit engine), or on
+the running Spark Connect server of the catch-up batches (`--engine spark-connect`, started before the
+clock as a platform keeps it running).
 Prints each phase and the total as JSON. Needs the test bed (`python testbed/kafka_testbed.py up`).
 """
 
@@ -52,8 +56,33 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=20, help="records per partition produced just before it")
     parser.add_argument("--quiesce-window", type=float, default=5.0)
     parser.add_argument("--poke-interval", type=float, default=1.0)
+    parser.add_argument("--engine", choices=("in-process", "spark-connect"), default="in-process")
     args = parser.parse_args()
     setup_connections()
+    final_copy, stop_server = None, None
+    if args.engine == "spark-connect":
+        final_copy, stop_server = connect_final_copy()
+    try:
+        run(args, final_copy)
+    finally:
+        if stop_server:
+            stop_server()
+
+
+def connect_final_copy():
+    """The test bed's Connect server (started unless running) and the promotion's final copy on it."""
+    import spark_connect
+    from kafka_ferry.copy.packaging import build_package_zip
+    from kafka_ferry.promotion.runner import spark_connect_final_copy
+
+    started_here = not spark_connect.answers()
+    spark_connect.up()
+    package = build_package_zip(Path(tempfile.mkdtemp(prefix="cutover-pkg-")))
+    return (spark_connect_final_copy(spark_connect.URL, package),
+            spark_connect.down if started_here else None)
+
+
+def run(args, final_copy) -> None:
 
     from kafka_ferry.core.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
@@ -91,7 +120,7 @@ def main() -> None:
         consumer.close()
     ProvisionMirrorTopicsOperator(task_id="t", spec_path=str(spec_path)).execute({})
     ProvisionMirrorGroupsOperator(task_id="g", spec_path=str(spec_path)).execute({})
-    in_process_final_copy(spec, source, destination, store)
+    (final_copy or in_process_final_copy)(spec, source, destination, store)  # catch-up on the same engine
     catch_up_s = time.monotonic() - t
 
     produce(topics, per_topic, args.burst)  # the last writes before the window
@@ -110,11 +139,12 @@ def main() -> None:
         time.sleep(args.poke_interval)
     phases["groups_inactive_gate_s"] = time.monotonic() - t
     t = time.monotonic()
-    report = PromotionRunner(spec, source, destination, store, work_dir=work).run()
+    report = PromotionRunner(spec, source, destination, store, work_dir=work, final_copy=final_copy).run()
     phases["promotion_s"] = time.monotonic() - t
     total = time.monotonic() - stopped
     print(json.dumps({
-        "partitions": per_topic * args.topics, "groups": args.groups, "group_partitions": len(report["groups"]),
+        "engine": args.engine, "partitions": per_topic * args.topics, "groups": args.groups,
+        "group_partitions": len(report["groups"]),
         "catch_up_s": round(catch_up_s, 2), "quiesce_window_s": args.quiesce_window,
         **{k: round(v, 2) for k, v in phases.items()},
         "steps_s": {k: v.get("duration_s") for k, v in report["this_run"].items()},

@@ -1,70 +1,9 @@
-"""spark-submit entry point of a copy batch: ``copy_batch.py --plan PLAN.json [--report REPORT.json]``.
+"""spark-submit entry point of a copy batch, kept for the repository's layout: the job is the package's
+``kafka_ferry.copy.spark_job`` (``python -m kafka_ferry.copy.spark_job`` does the same)."""
 
-The driver reads the plan (no secrets) and both clusters' client configs from ``KFERRY_CLUSTER_CONFIGS``
-(set by the Airflow task, never on the command line), spreads whole partitions over Spark tasks and
-collects their small per-partition results; record data never enters the JVM. An empty plan finishes
-without starting a Spark session; ``--in-process`` copies without Spark (one partition after another, for
-debugging and tests). Exit code 0 only when every partition was copied and the report kept.
-"""
-
-from __future__ import annotations
-
-import argparse
-import functools
-import logging
-import os
 import sys
-import time
 
-from kafka_ferry.copy.batch import finish_batch, report_path_for
-from kafka_ferry.copy.clients import load_cluster_configs
-from kafka_ferry.copy.faults import FAULT_ENV
-from kafka_ferry.copy.plan import CopyPlan
-from kafka_ferry.copy.report import report_lines
-from kafka_ferry.copy.runner import copy_plan_in_process, spark_task, task_groups
-
-log = logging.getLogger("kafka_ferry.copy_batch")
-
-
-def run_on_spark(plan: CopyPlan, configs: dict) -> list[dict]:
-    # A bare SparkContext, not a SparkSession: the job uses no SQL, and the session's start-up (pandas,
-    # SQL catalog) cost ~4 s of every batch. spark-submit's --master/--conf still apply (SparkConf reads them).
-    from pyspark import SparkConf, SparkContext
-
-    sc = SparkContext.getOrCreate(SparkConf().setAppName(f"kafka-ferry {plan.migration}"))
-    try:
-        groups = task_groups(plan, sc.defaultParallelism)
-        sc.setJobDescription(f"kafka-ferry copy: migration {plan.migration}, batch {plan.batch_id} "
-                             f"({len(plan.tasks)} partitions in {len(groups)} tasks)")
-        # The configs travel in the task closure: standalone executors do not inherit the driver's env.
-        body = functools.partial(spark_task, plan.to_json(), configs, os.environ.get(FAULT_ENV))
-        return sc.parallelize(groups, len(groups)).mapPartitions(body).collect()
-    finally:
-        sc.stop()
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--plan", required=True, help="plan JSON written by the planning task")
-    parser.add_argument("--report", help="where to write the report JSON (default: next to the plan)")
-    parser.add_argument("--in-process", action="store_true", help="copy in this process, without Spark")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-    plan = CopyPlan.read(args.plan)
-    configs = load_cluster_configs()
-    started_at_ms = int(time.time() * 1000)
-    if plan.is_empty:
-        results = []
-    elif args.in_process:
-        results = copy_plan_in_process(plan, configs, os.environ.get(FAULT_ENV))
-    else:
-        results = run_on_spark(plan, configs)
-    report = finish_batch(plan, results, configs, started_at_ms, args.report or report_path_for(args.plan, plan))
-    for line in report_lines(report):
-        log.info("%s", line)
-    return 0
-
+from kafka_ferry.copy.spark_job import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -17,7 +17,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "testbed"))
 import kafka_testbed as tb  # noqa: E402
 
-AIRFLOW_HOME = REPO / ".testbed" / "airflow_home"
+AIRFLOW_HOME = Path(os.environ.get("KFERRY_DEMO_AIRFLOW_HOME", REPO / ".testbed" / "airflow_home"))
+# `demo.py --secure` (make demo-secure): the same run over the SASL_SSL listeners as least-privilege principals.
+SECURE = "--secure" in sys.argv[1:]
+ARGS = [a for a in sys.argv[1:] if a != "--secure"]
 ENV = {
     "AIRFLOW_HOME": str(AIRFLOW_HOME),
     "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
@@ -31,9 +34,7 @@ ENV = {
 }
 os.environ.update(ENV)
 
-DEMO_TOPICS = {"demo.orders": (6, {}), "demo.payments": (3, {"cleanup.policy": "compact"})}
-DEMO_GROUPS = {"demo-billing": {"demo.orders": 0.6}, "demo-audit": {"demo.orders": 0.3, "demo.payments": 0.5}}
-RECORDS_PER_PARTITION = 2000
+from demo_data import DEMO_GROUPS, DEMO_TOPICS, RECORDS_PER_PARTITION  # noqa: E402
 
 
 def seed_source() -> None:
@@ -69,6 +70,12 @@ def seed_source() -> None:
 
 def main() -> int:
     seed_source()
+    if SECURE:
+        import demo_secure
+
+        granted = demo_secure.grant_least_privilege(REPO / "dags" / "migrations" / "demo-tenant.yaml",
+                                                    list(DEMO_TOPICS), list(DEMO_GROUPS))
+        print(f"connections over SASL_SSL, least privilege: {demo_secure.describe(granted)}")
     AIRFLOW_HOME.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, env={**os.environ},
                    stdout=subprocess.DEVNULL)
@@ -81,8 +88,10 @@ def main() -> int:
     dag = bag.dags["kafka_ferry__demo-tenant"]
     print("running the demo tenant's DAG (pre-flight, provisioning, then catch-up copy on Spark + translation, "
           "or the sensor-gated promotion) ...")
-    mode = sys.argv[1] if len(sys.argv) > 1 else "catch-up"
-    run = dag.test(run_conf={"mode": mode})
+    mode = ARGS[0] if ARGS else "catch-up"
+    # A promotion is confirmed by typing the migration's name, as a person does in the trigger form.
+    conf = {"mode": mode, **({"confirm_migration": "demo-tenant"} if mode == "promote" else {})}
+    run = dag.test(run_conf=conf)
     print_summary(run)
     if mode == "promote":
         reset_demo_promotion()

@@ -8,6 +8,13 @@ Standard library only, so it runs before the project's venv exists.
     python testbed/kafka_testbed.py down    # stop both
     python testbed/kafka_testbed.py status
     python testbed/kafka_testbed.py wipe    # stop and delete the data directories
+
+Each cluster has two client listeners: PLAINTEXT on its port (principal User:ANONYMOUS, a super user, so
+tests and tools that need no security keep working) and SASL_SSL with SCRAM-SHA-512 on port + 2
+(``KFERRY_<SIDE>_SASL_PORT``), certificates from a test-bed CA (``<run dir>/tls/ca.pem``). The
+StandardAuthorizer denies what no ACL allows; the test bed's admin user (a super user) exists from the
+format on, its password in ``<run dir>/tls/admin.password`` (mode 0600). Ordinary principals are created
+by whoever needs them (SCRAM upserts through the admin API).
 """
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ import argparse
 import base64
 import dataclasses
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -28,6 +36,9 @@ TESTBED_DIR = Path(__file__).resolve().parent
 REPO_DIR = TESTBED_DIR.parent
 RUN_DIR = Path(os.environ.get("KFERRY_TESTBED_RUN_DIR", REPO_DIR / ".testbed"))
 JAR_CACHE = Path(os.environ.get("KFERRY_JAR_CACHE", Path.home() / ".cache" / "kafka-ferry" / "jars"))
+ADMIN_USER = "kferry-admin"
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,10 +47,16 @@ class ClusterSpec:
     kafka_version: str
     broker_port: int
     controller_port: int
+    sasl_port: int
+    run_dir: Path = RUN_DIR
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.broker_port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_port}"
 
     @property
     def major(self) -> int:
@@ -47,19 +64,51 @@ class ClusterSpec:
 
     @property
     def home(self) -> Path:
-        return RUN_DIR / self.name
+        return self.run_dir / self.name
 
 
-def _cluster(name: str, default_version: str, default_port: int) -> ClusterSpec:
+def _cluster(name: str, default_version: str, default_port: int, run_dir: Path = RUN_DIR,
+             env_prefix: str = "KFERRY") -> ClusterSpec:
     """Versions and ports can be moved by env (KFERRY_SOURCE_PORT=…) so two checkouts can run side by side."""
-    prefix = f"KFERRY_{name.upper()}"
+    prefix = f"{env_prefix}_{name.upper()}"
     port = int(os.environ.get(f"{prefix}_PORT", default_port))
-    return ClusterSpec(name, os.environ.get(f"{prefix}_KAFKA", default_version), port, port + 1)
+    sasl_port = int(os.environ.get(f"{prefix}_SASL_PORT", port + 2))
+    version = os.environ.get(f"KFERRY_{name.upper()}_KAFKA", default_version)
+    return ClusterSpec(name, version, port, port + 1, sasl_port, run_dir)
 
 
 SOURCE = _cluster("source", "3.9.2", 19092)
 DESTINATION = _cluster("destination", "4.3.0", 29092)
 CLUSTERS = (SOURCE, DESTINATION)
+
+
+def private_clusters(run_dir: Path, source_port: int, destination_port: int,
+                     env_prefix: str = "KFERRY_PRIVATE") -> tuple[ClusterSpec, ClusterSpec]:
+    """Another source/destination pair (own ports and data): for tests that kill and restart brokers."""
+    return (_cluster("source", SOURCE.kafka_version, source_port, run_dir, env_prefix),
+            _cluster("destination", DESTINATION.kafka_version, destination_port, run_dir, env_prefix))
+
+
+def tls_dir(spec: ClusterSpec) -> Path:
+    return spec.run_dir / "tls"
+
+
+def admin_password(spec: ClusterSpec) -> str:
+    """The test bed admin's SCRAM password, made once per run dir and kept mode 0600."""
+    path = tls_dir(spec) / "admin.password"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_urlsafe(18))
+    return path.read_text().strip()
+
+
+def sasl_client_config(spec: ClusterSpec, username: str, password: str) -> dict[str, str]:
+    """librdkafka settings for the SASL_SSL listener (what a `kafka` connection's Extra holds)."""
+    return {"bootstrap.servers": spec.sasl_bootstrap, "security.protocol": "SASL_SSL",
+            "sasl.mechanism": SCRAM_MECHANISM, "sasl.username": username, "sasl.password": password,
+            "ssl.ca.location": str(tls_dir(spec) / "ca.pem")}
 
 
 def jar_dir(version: str) -> Path:
@@ -111,16 +160,34 @@ def _logging_opts(spec: ClusterSpec) -> list[str]:
     return [f"-Dlog4j.configuration=file:{cfg}", f"-Dkafka.logs.dir={log_dir}"]
 
 
+def _security_properties(spec: ClusterSpec) -> dict[str, str]:
+    """SASL_SSL/SCRAM listener, PEM keystore, authorizer; PLAINTEXT (ANONYMOUS) and the admin are super users."""
+    import testbed_tls
+
+    keystore = testbed_tls.ensure_broker_keystore(tls_dir(spec), spec.name)
+    return {
+        "sasl.enabled.mechanisms": SCRAM_MECHANISM,
+        f"listener.name.sasl_ssl.{SCRAM_MECHANISM.lower()}.sasl.jaas.config":
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(keystore),
+        "authorizer.class.name": AUTHORIZER,
+        "allow.everyone.if.no.acl.found": "false",
+        "super.users": f"User:ANONYMOUS;User:{ADMIN_USER}",
+    }
+
+
 def _server_properties(spec: ClusterSpec) -> str:
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.voters": f"1@127.0.0.1:{spec.controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{spec.broker_port},CONTROLLER://127.0.0.1:{spec.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{spec.broker_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{spec.broker_port},CONTROLLER://127.0.0.1:{spec.controller_port},"
+                     f"SASL_SSL://127.0.0.1:{spec.sasl_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{spec.broker_port},SASL_SSL://127.0.0.1:{spec.sasl_port}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL",
         "log.dirs": str(spec.home / "data"),
         "num.partitions": "1",
         "auto.create.topics.enable": "false",
@@ -138,6 +205,7 @@ def _server_properties(spec: ClusterSpec) -> str:
     if spec.major >= 4:
         props["share.coordinator.state.topic.replication.factor"] = "1"
         props["share.coordinator.state.topic.min.isr"] = "1"
+    props.update(_security_properties(spec))
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
@@ -179,8 +247,14 @@ def start(spec: ClusterSpec) -> None:
     log_opts = _logging_opts(spec)
     if not (spec.home / "data" / "meta.properties").exists():
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # The admin's SCRAM credential is written with the metadata: the SASL listener works from the start.
+        # (A one-off local process; the password is the test bed's own, kept in a 0600 file.)
+        scram = f"{SCRAM_MECHANISM}=[name={ADMIN_USER},password={admin_password(spec)}]"
         subprocess.run([_java(), "-cp", cp, *log_opts, "kafka.tools.StorageTool", "format",
-                        "-t", cluster_id, "-c", str(props)], check=True, stdout=subprocess.DEVNULL)
+                        "-t", cluster_id, "-c", str(props), "--add-scram", scram],
+                       check=True, stdout=subprocess.DEVNULL)
+    log = spec.home / "logs" / "server.log"
+    (spec.home / "log.offset").write_text(str(log.stat().st_size if log.exists() else 0))
     heap = os.environ.get("KFERRY_BROKER_HEAP", "768m")
     cmd = [_java(), f"-Xmx{heap}", f"-Xms{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
            *log_opts, "-cp", cp, "kafka.Kafka", str(props)]
@@ -198,12 +272,35 @@ def wait_ready(spec: ClusterSpec, timeout_s: float = 90.0) -> None:
     while time.monotonic() < deadline:
         if _running_pid(spec) is None:
             raise SystemExit(f"{spec.name}: broker exited; see {spec.home / 'logs'}")
-        text = log.read_text(errors="replace") if log.exists() else ""
+        text = log.read_text(errors="replace")[_log_offset(spec):] if log.exists() else ""
         if "Kafka Server started" in text and _answers(spec.broker_port):
             print(f"{spec.name}: ready on {spec.bootstrap}", flush=True)
             return
         time.sleep(0.3)
     raise SystemExit(f"{spec.name}: not ready after {timeout_s}s; see {spec.home / 'logs'}")
+
+
+def _log_offset(spec: ClusterSpec) -> int:
+    """Where this start's lines begin in server.log (a restarted broker appends to the old log)."""
+    try:
+        return int((spec.home / "log.offset").read_text())
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
+def kill(spec: ClusterSpec) -> int:
+    """kill -9 the broker process (a crash: no controlled shutdown); returns the pid it killed."""
+    pid = _running_pid(spec)
+    if pid is None:
+        raise RuntimeError(f"{spec.name}: not running")
+    os.killpg(pid, signal.SIGKILL)
+    while _running_pid(spec) == pid:
+        try:
+            os.waitpid(pid, 0)  # reap it when this process started it
+        except ChildProcessError:
+            time.sleep(0.1)
+    _pid_file(spec).unlink(missing_ok=True)
+    return pid
 
 
 def stop(spec: ClusterSpec, timeout_s: float = 30.0) -> None:
@@ -214,6 +311,10 @@ def stop(spec: ClusterSpec, timeout_s: float = 30.0) -> None:
     os.killpg(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and _running_pid(spec):
+        try:
+            os.waitpid(pid, os.WNOHANG)  # reap it when this process started it
+        except ChildProcessError:
+            pass
         time.sleep(0.2)
     if _running_pid(spec):
         os.killpg(pid, signal.SIGKILL)
@@ -253,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         for spec in CLUSTERS:
             pid = _running_pid(spec)
             state = f"running pid {pid}" if pid else "stopped"
-            print(f"{spec.name}: Kafka {spec.kafka_version} {spec.bootstrap} {state}")
+            print(f"{spec.name}: Kafka {spec.kafka_version} {spec.bootstrap} (SASL_SSL {spec.sasl_bootstrap}) {state}")
     return 0
 
 

@@ -29,19 +29,16 @@ MASTER_UI_PORT = int(os.environ.get("KFERRY_SPARK_MASTER_UI_PORT", "18080"))
 MASTER_URL = f"spark://{HOST}:{MASTER_PORT}"
 
 
-def _spark_class() -> str:
-    return str(Path(sys.executable).parent / "spark-class")
-
-
 def _env() -> dict[str, str]:
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
     return {**os.environ, "PYSPARK_PYTHON": python, "SPARK_LOCAL_IP": HOST, "SPARK_LOG_DIR": str(RUN_DIR / "logs")}
 
 
-def _start(name: str, args: list[str]) -> int:
+def _start(name: str, args: list[str], launcher: str = "spark-class") -> int:
     (RUN_DIR / "logs").mkdir(parents=True, exist_ok=True)
     with open(RUN_DIR / "logs" / f"{name}.log", "ab") as out:
-        proc = subprocess.Popen([_spark_class(), *args], stdout=out, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen([str(Path(sys.executable).parent / launcher), *args], stdout=out,
+                                stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=_env(), start_new_session=True)
     (RUN_DIR / f"{name}.pid").write_text(str(proc.pid))
     return proc.pid
@@ -85,17 +82,22 @@ def up(workers: int = 2, cores: int = 1, memory: str = "1g", timeout_s: float = 
 def down() -> None:
     """Stop the processes this script started (by their recorded process group), workers first."""
     for pid_file in sorted(RUN_DIR.glob("worker-*.pid")) + [RUN_DIR / "master.pid"]:
-        if not pid_file.exists():
-            continue
-        pid = int(pid_file.read_text())
+        stop_recorded(pid_file)
+
+
+def stop_recorded(pid_file: Path) -> None:
+    """Stop the process group whose leader's pid the file records (TERM, then KILL after 20 s); drop the file."""
+    if not pid_file.exists():
+        return
+    pid = int(pid_file.read_text())
+    if _alive(pid):
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
         if _alive(pid):
-            os.killpg(pid, signal.SIGTERM)
-            deadline = time.monotonic() + 20
-            while _alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            if _alive(pid):
-                os.killpg(pid, signal.SIGKILL)
-        pid_file.unlink()
+            os.killpg(pid, signal.SIGKILL)
+    pid_file.unlink()
 
 
 def _alive(pid: int) -> bool:

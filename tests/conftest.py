@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from pathlib import Path
 
@@ -84,7 +85,15 @@ class Clusters:
 
         futures = self.admin(side).create_topics([NewTopic(name, partitions, 1, config=config or {})])
         futures[name].result(30)
-        return name
+        # Why: CreateTopics returns once the controller committed the topic; a broker's metadata may show it a
+        # moment later, and a test that lists topics at once (provisioning plans do) would not see it yet.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            topic = self.admin(side).list_topics(name, timeout=10).topics.get(name)
+            if topic is not None and topic.error is None and len(topic.partitions) == partitions:
+                return name
+            time.sleep(0.1)
+        raise TimeoutError(f"topic {name} not in the {side} cluster's metadata 30 s after it was created")
 
     def _bootstrap(self, side: str) -> str:
         if side not in ("source", "destination"):
@@ -95,3 +104,15 @@ class Clusters:
 @pytest.fixture(scope="session")
 def clusters(testbed) -> Clusters:
     return Clusters(testbed)
+
+
+@pytest.fixture(scope="session")
+def private(testbed):
+    """A second source/destination pair (SASL_SSL, ACLs, brokers tests may kill); see private_clusters.py."""
+    from private_clusters import private_clusters
+
+    pair = private_clusters(Clusters)
+    pair.up()
+    yield pair
+    if not os.environ.get("KFERRY_KEEP_TESTBED"):
+        pair.down()

@@ -10,10 +10,17 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from airflow.sdk import DAG, Param
+from airflow.sdk import DAG
 
 from kafka_ferry.core.spec import MigrationSpec, load_spec
-from kafka_ferry.dag_promotion import add_mode_branch, add_promotion_tasks, add_translation_tasks, promotion_params
+from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
+from kafka_ferry.dag_promotion import (
+    add_mode_branch,
+    add_promotion_tasks,
+    add_staged_promotion_tasks,
+    add_translation_tasks,
+    trigger_params,
+)
 from kafka_ferry.operators.copy import copy_batch_tasks
 from kafka_ferry.operators.provision import (
     MigrationPreflightOperator,
@@ -44,17 +51,13 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
         max_active_runs=1,  # two copy batches of one migration must never overlap
         tags=["kafka-ferry", f"tenant:{spec.tenant}"],
         default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
-        params={
-            "dry_run": Param(False, type="boolean", title="Dry run",
-                             description="Plan and report the pre-flight diff and the next batch, change nothing."),
-            **promotion_params(),
-        },
+        params=trigger_params(spec.name),
         doc_md=f"Migration **{spec.name}** (tenant `{spec.tenant}`) from `{spec.source.alias}` to "
                f"`{spec.destination.alias}`. Spec: `{spec_path.name}`.",
     ) as dag:
         preflight = MigrationPreflightOperator(task_id="preflight", spec_path=str(spec_path))
         topics = ProvisionMirrorTopicsOperator(task_id="provision_topics", spec_path=str(spec_path),
-                                               dry_run="{{ params.dry_run }}")
+                                               dry_run=DRY_RUN_TEMPLATE)
         groups = ProvisionMirrorGroupsOperator(task_id="provision_groups", spec_path=str(spec_path))
         preflight >> topics >> groups
         branch = add_mode_branch(groups, catch_up_entry="plan_copy")
@@ -62,6 +65,7 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
         branch >> plan_copy
         add_translation_tasks(dag, spec_path, report)
         add_promotion_tasks(dag, spec, spec_path, branch)
+        add_staged_promotion_tasks(dag, spec_path, branch)
     return dag
 
 

@@ -1,9 +1,11 @@
 """The translation and promotion pieces of a migration DAG, for ``dag_factory.build_migration_dag``.
 
-Why a branch on a Param: a promotion is a deliberate, trigger-form choice (``mode=promote``), never
-scheduled; scheduled runs take the default ``catch-up`` path (copy batch, then translate + checkpoint).
+Why a branch on a Param: a promotion is a deliberate, trigger-form choice (``mode=promote``, confirmed by
+typing the migration's name, checked by the pre-flight before anything changes), never scheduled;
+scheduled runs take the default ``catch-up`` path (copy batch, then translate + checkpoint); ``dry-run``
+takes the catch-up path with every task planning only.
 
-Wiring (inside ``with DAG(..., params={..., **promotion_params()})``)::
+Wiring (inside ``with DAG(..., params=trigger_params(spec.name))``)::
 
     branch = add_mode_branch(groups, catch_up_entry="plan_copy", promote_entry=PROMOTE_ENTRY)
     branch >> plan_copy >> copy >> copy_report          # the catch-up copy tasks (issue 3)
@@ -20,7 +22,20 @@ from airflow.providers.standard.operators.python import BranchPythonOperator
 from airflow.sdk import DAG, BaseOperator, Param
 
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.trigger_form import (
+    CATCH_UP,
+    CONFIRM_FIELD,
+    DRY_RUN,
+    GROUPS_FIELD,
+    MODES,
+    PROMOTE,
+    PROMOTE_GROUPS,
+    PROMOTE_TOPICS,
+    TOPICS_FIELD,
+    WAIVE_FIELD,
+)
 from kafka_ferry.operators.promotion import PromoteMigrationOperator
+from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator, PromoteTopicsOperator
 from kafka_ferry.operators.translation import TranslateOffsetsOperator
 from kafka_ferry.sensors.promotion_sensors import (
     GroupOffsetsSyncedSensor,
@@ -29,26 +44,51 @@ from kafka_ferry.sensors.promotion_sensors import (
     SourceQuiescedSensor,
 )
 
-CATCH_UP, PROMOTE = "catch-up", "promote"
 PROMOTE_ENTRY = ("source_quiesced", "source_groups_inactive")
+STAGED_ENTRY = {PROMOTE_GROUPS: "promote_groups", PROMOTE_TOPICS: "promote_topics"}
 
 
-def promotion_params() -> dict[str, Param]:
-    """The trigger-form fields this module reads: ``mode`` and ``allow_rewind``."""
+def trigger_params(migration: str) -> dict[str, Param]:
+    """The trigger form: the run's mode, and what a promotion needs (a typed confirmation, rewinding)."""
     return {
-        "mode": Param(CATCH_UP, type="string", enum=[CATCH_UP, PROMOTE], title="Run mode",
-                      description_md="`catch-up`: copy a batch, then translate and checkpoint. `promote`: wait "
-                                     "until producers and source consumers stopped, copy to lag 0, translate, "
-                                     "commit destination groups, reconcile, mark promoted."),
-        "allow_rewind": Param(False, type="boolean", title="Allow rewinding destination groups",
-                              description="Promotion may move a destination group's offsets backwards."),
+        "mode": Param(CATCH_UP, type="string", enum=list(MODES), title="Run mode", section="Run",
+                      values_display={CATCH_UP: "catch-up: copy the next batch", DRY_RUN: "dry-run: plan only",
+                                      PROMOTE: "promote: cut over (needs confirmation)",
+                                      PROMOTE_GROUPS: "promote-groups: move the chosen consumer groups",
+                                      PROMOTE_TOPICS: "promote-topics: move the chosen topics' producers"},
+                      description_md="`catch-up`: copy a batch, then translate and checkpoint. `dry-run`: show the "
+                                     "pre-flight diff and the next batch, change nothing. `promote`: wait until "
+                                     "producers and source consumers stopped, copy to lag 0, translate, commit "
+                                     "destination groups, reconcile, mark promoted. "
+                                     "`promote-groups`: while producers still write to the source, move each "
+                                     "group named below (its source consumers stopped; the task logs which groups are "
+                                     "ready). `promote-topics`: once every "
+                                     "group reading them is promoted or waived, move the topics named below."),
+        # null allowed: the form sends an empty text field as null, and a catch-up leaves it empty
+        CONFIRM_FIELD: Param(None, type=["null", "string"], title="Confirm promotion", section="Promotion",
+                             description=f"For the promote modes: type the migration name ({migration}) to "
+                                         "confirm the cutover. Ignored by catch-up and dry-run."),
+        "allow_rewind": Param(False, type="boolean", title="Allow rewinding destination groups", section="Promotion",
+                              description="For mode promote only: the promotion may move a destination group's "
+                                          "offsets backwards. Ignored by catch-up and dry-run."),
+        GROUPS_FIELD: Param([], type=["null", "array"], items={"type": "string"}, title="Groups to promote",
+                            section="Staged cutover", description="For mode promote-groups: source consumer "
+                            "groups, one per line. Their consumers must have stopped on the source."),
+        TOPICS_FIELD: Param([], type=["null", "array"], items={"type": "string"}, title="Topics to promote",
+                            section="Staged cutover", description="For mode promote-topics: source topics, one per "
+                            "line. Their producers must have stopped on the source."),
+        WAIVE_FIELD: Param([], type=["null", "array"], items={"type": "string"}, title="Waive groups",
+                           section="Staged cutover", description="For mode promote-topics: reading groups that may "
+                           "stay unpromoted (their destination offsets are left as they are)."),
     }
 
 
 def _choose(catch_up_entry: str | list[str], promote_entry: str | list[str], **context) -> str | list[str]:
     mode = context["params"].get("mode", CATCH_UP)
-    if mode not in (CATCH_UP, PROMOTE):
-        raise ValueError(f"mode must be {CATCH_UP!r} or {PROMOTE!r}, got {mode!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(repr(m) for m in MODES)}, got {mode!r}")
+    if mode in STAGED_ENTRY:
+        return STAGED_ENTRY[mode]
     return list(promote_entry) if mode == PROMOTE else catch_up_entry
 
 
@@ -71,6 +111,16 @@ def add_translation_tasks(dag: DAG, spec_path: str | Path, upstream_task: BaseOp
     return translate
 
 
+def add_staged_promotion_tasks(dag: DAG, spec_path: str | Path, branch: BaseOperator) -> list[BaseOperator]:
+    """promote-groups / promote-topics: one task each after the mode branch (never scheduled: a form choice)."""
+    groups = PromoteGroupsOperator(task_id=STAGED_ENTRY[PROMOTE_GROUPS], spec_path=str(spec_path), dag=dag,
+                                   execution_timeout=timedelta(hours=1))
+    topics = PromoteTopicsOperator(task_id=STAGED_ENTRY[PROMOTE_TOPICS], spec_path=str(spec_path), dag=dag,
+                                   execution_timeout=timedelta(hours=1))
+    branch >> [groups, topics]
+    return [groups, topics]
+
+
 def add_promotion_tasks(dag: DAG, spec: MigrationSpec, spec_path: str | Path, branch: BaseOperator,
                         deferrable: bool = True) -> BaseOperator:
     """Promote: quiesced + groups inactive -> final copy -> lag gate -> translate/commit -> synced gate -> finish."""
@@ -87,7 +137,7 @@ def add_promotion_tasks(dag: DAG, spec: MigrationSpec, spec_path: str | Path, br
                                                 steps=("final_translation", "commit_offsets"), allow_rewind=rewind)
     synced = GroupOffsetsSyncedSensor(task_id="group_offsets_synced", **gate)
     finish = PromoteMigrationOperator(task_id="promote_reconcile_mark", spec_path=path, dag=dag,
-                                      steps=("reconcile", "mark_promoted"))
+                                      steps=("reconcile", "switch_timestamps", "mark_promoted"))
     branch >> [quiesced, inactive]
     [quiesced, inactive] >> final_copy >> lag >> translate_commit >> synced >> finish
     return finish

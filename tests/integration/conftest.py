@@ -61,3 +61,25 @@ def spark_standalone(spark_on_path) -> str:
     yield STANDALONE_CONN
     if started_here:
         spark_cluster.down()
+
+
+CONNECT_CONN = "kf_test_spark_connect"
+
+
+@pytest.fixture(scope="session")
+def spark_connect(spark_on_path) -> str:
+    """A Spark Connect server (testbed/spark_connect.py, local[2]); the Airflow connection id onto it.
+
+    Started here unless already answering, and then stopped at the end of the session.
+    """
+    import json
+
+    import spark_connect as connect_server
+
+    started_here = not connect_server.answers()
+    connect_server.up(cores=2)
+    os.environ[f"AIRFLOW_CONN_{CONNECT_CONN.upper()}"] = json.dumps(
+        {"conn_type": "spark_connect", "host": connect_server.HOST, "port": connect_server.PORT})
+    yield CONNECT_CONN
+    if started_here:
+        connect_server.down()

@@ -63,13 +63,20 @@ def seed_plain(clusters, topic: str, partitions: int, per_partition: int) -> Non
     producer.flush(30)
 
 
-def seed_compacted(clusters, topic: str, partitions: int, per_partition: int, timeout_s: float = 60) -> None:
-    """Repeated keys and tombstones on small segments, then wait until the cleaner has punched holes."""
+def seed_compacted(clusters, topic: str, partitions: int, per_partition: int, timeout_s: float = 60,
+                   timestamp_of=None, key_of=None) -> None:
+    """Repeated keys and tombstones on small segments, then wait until the cleaner has punched holes.
+
+    ``timestamp_of(partition, i)`` gives the records explicit CreateTimes (default: the producer's clock);
+    ``key_of(i)`` their keys (default: six keys in turn, so only the last six records survive).
+    """
     producer = _CheckedProducer(clusters, **{"batch.size": 1024, "linger.ms": 0})
     for p in range(partitions):
         for i in range(per_partition):
             value = None if i % 11 == 10 else (f"c{p}-{i}-" + "x" * 200).encode()
-            producer.produce(topic, key=f"key{i % 6}".encode(), value=value, partition=p)
+            extra = {"timestamp": timestamp_of(p, i)} if timestamp_of else {}
+            key = key_of(i) if key_of else f"key{i % 6}"
+            producer.produce(topic, key=key.encode(), value=value, partition=p, **extra)
     producer.flush(30)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

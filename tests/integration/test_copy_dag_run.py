@@ -30,7 +30,7 @@ RUN = textwrap.dedent("""
     bag = DagBag(dag_folder=sys.argv[1])
     assert not bag.import_errors, bag.import_errors
     dag = bag.get_dag(sys.argv[2])
-    run = dag.test()
+    run = dag.test(run_conf=json.loads(sys.argv[3]) if len(sys.argv) > 3 else None)
     states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
     with create_session() as session:
         xcoms = [str(x.value) for x in session.query(XComModel).filter(XComModel.run_id == run.run_id)]
@@ -82,11 +82,21 @@ def test_catch_up_runs_copy_then_skip_spark_when_nothing_is_new(clusters, tmp_pa
     assert sum(len(v) for v in assert_copied_exactly_once(clusters, topic, topic, 2, source_id).values()) == 120
     assert "records / " in first_log and "lag 120 -> 0 offsets" in first_log
 
+    pages = sorted((tmp_path / "work" / p / "runs").glob("*.html"))
+    assert len(pages) == 1, pages  # the run's report page, written by the catch-up translation
+    page = pages[0].read_text()
+    assert "<b>120</b>records copied" in page and "<b>120</b>lag before" in page and "<b>0</b>lag after" in page
+    assert "<svg" in page and f"{topic}</td><td>0</td>" in page
+    overview = json.loads((tmp_path / "work" / p / "overview.json").read_text())
+    assert (overview["dag_id"], overview["lag"], overview["promoted"]) == (dag_id, 0, False)
+
     second, second_log = run_dag(dags, dag_id, env)
 
     assert second["tasks"]["copy_batch"] == "skipped" and second["tasks"]["copy_report"] == "success"
     assert "nothing to copy" in second_log and "0 records / 0 bytes copied" in second_log
-    for text in (first_log, second_log, *first["xcoms"], *first["rendered"], *second["xcoms"]):
+    pages = [path.read_text() for path in (tmp_path / "work" / p / "runs").glob("*.html")]
+    assert len(pages) == 2  # one page per run
+    for text in (first_log, second_log, *first["xcoms"], *first["rendered"], *second["xcoms"], *pages):
         assert secret not in text
     assert any("batch_id" in x for x in first["xcoms"])  # the XComs and rendered fields were really read
     assert any(f"{p}.yaml" in r for r in first["rendered"])

@@ -115,7 +115,7 @@ def test_killed_promotion_resumes_from_its_last_completed_step(clusters, tmp_pat
 
     assert {s: v["status"] for s, v in report["this_run"].items()} == {
         "final_copy": "resumed", "final_translation": "resumed", "commit_offsets": "resumed",
-        "reconcile": "done", "mark_promoted": "done"}
+        "reconcile": "done", "switch_timestamps": "done", "mark_promoted": "done"}
     assert report["status"] == "promoted"
     assert_groups_resume_exactly(clusters, m)
 

@@ -6,10 +6,13 @@ import time
 
 import pytest
 import yaml
+from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
 from kafka_ferry.core.spec import SpecError
+from kafka_ferry.io.kafka_errors import KafkaClusterError
 from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.operators.failures import is_deterministic
 from kafka_ferry.operators.provision import (
     MigrationPreflightOperator,
     ProvisionMirrorGroupsOperator,
@@ -94,9 +97,10 @@ def test_destination_with_more_partitions_is_refused_before_anything_is_created(
     clusters.create_topic("destination", f"{p}.b-wide", 4)
     spec_path = write_spec(tmp_path, clusters, p)
 
-    with pytest.raises(ProvisioningRefused, match=r"destination has 4 partitions, source .* has 2"):
+    with pytest.raises(AirflowFailException, match=r"destination has 4 partitions, source .* has 2") as raised:
         provision(spec_path)
-    with pytest.raises(ProvisioningRefused):
+    assert isinstance(raised.value.__cause__, ProvisioningRefused)  # fails the task without retry
+    with pytest.raises(AirflowFailException):
         MigrationPreflightOperator(task_id="pf", spec_path=spec_path).execute({})
 
     assert dest_topics(clusters, [f"{p}.a-new"]) == {}
@@ -106,7 +110,7 @@ def test_incompatible_cleanup_policy_is_refused(clusters, tmp_path):
     p = clusters.unique("policy")
     clusters.create_topic("source", f"{p}.t", 1, {"cleanup.policy": "compact"})
     clusters.create_topic("destination", f"{p}.t", 1, {"cleanup.policy": "delete"})
-    with pytest.raises(ProvisioningRefused, match="cleanup.policy is delete on the destination but compact"):
+    with pytest.raises(AirflowFailException, match="cleanup.policy is delete on the destination but compact"):
         provision(write_spec(tmp_path, clusters, p))
 
 
@@ -123,11 +127,30 @@ def test_dry_run_and_preflight_change_nothing(clusters, tmp_path):
     assert dest_topics(clusters, [f"{p}.t"]) == {}
 
 
-def test_preflight_names_an_unknown_connection(clusters, tmp_path):
+def test_preflight_names_an_unknown_connection_and_fails_without_retry(clusters, tmp_path):
     p = clusters.unique("conn")
     spec_path = write_spec(tmp_path, clusters, p, destination={"connection_id": "no_such_conn", "alias": "dst"})
-    with pytest.raises(SpecError, match=r"destination.connection_id' = 'no_such_conn': no Airflow connection"):
+    with pytest.raises(AirflowFailException) as raised:
         MigrationPreflightOperator(task_id="pf", spec_path=spec_path).execute({})
+    assert str(raised.value) == f"{spec_path}:5: field 'destination.connection_id' = 'no_such_conn': no Airflow " \
+                                "connection with this id"
+    assert isinstance(raised.value.__cause__, SpecError)
+
+
+def test_a_config_the_destination_refuses_fails_without_retry(clusters, tmp_path):
+    p = clusters.unique("badcfg")
+    topic = clusters.create_topic("destination", f"{p}.t", 1)
+    hook = clusters.hook("destination")
+
+    with pytest.raises(KafkaClusterError) as raised:
+        hook.set_topic_configs(topic, {"retention.ms": "soon"})
+
+    assert raised.value.permanent
+    assert str(raised.value) == (
+        f"Kafka connection '{clusters.DESTINATION_CONN}' (bootstrap servers {clusters.destination_bootstrap}): "
+        f"alter configs of ConfigResource(ResourceType.TOPIC,{topic}) failed: Invalid value soon for configuration "
+        "retention.ms: Not a number of type LONG")
+    assert is_deterministic(raised.value)
 
 
 def commit_offsets(clusters, side, group, topic, offsets):
@@ -166,7 +189,7 @@ def test_groups_are_recorded_and_an_active_destination_group_is_refused(clusters
     while not live.assignment() and time.monotonic() < deadline:
         live.poll(0.5)
     try:
-        with pytest.raises(ProvisioningRefused, match=rf"group {p}-billing: has 1 active member"):
+        with pytest.raises(AirflowFailException, match=rf"group {p}-billing: has 1 active member"):
             ProvisionMirrorGroupsOperator(task_id="g", spec_path=spec_path).execute({})
     finally:
         live.close()

@@ -67,6 +67,7 @@ class ChunkAcks:
         self.on_acked = on_acked  # called with (acked before, acked after) per chunk: crash tests hook in here
         self.pending: deque[Chunk] = deque()
         self.error = None  # the first failure; after it nothing is observed (the sync log must stay a prefix)
+        self.failed: Chunk | None = None  # the chunk that failed: its first record is the first one not copied
         self.acked = 0
         self.fallbacks = 0
 
@@ -77,7 +78,7 @@ class ChunkAcks:
         while pending and pending[0].delivered and self.error is None:
             chunk = pending.popleft()
             if chunk.error is not None:
-                self.error = chunk.error
+                self.error, self.failed = chunk.error, chunk
                 break
             self._observe(chunk)
             settled += len(chunk.upstream)

@@ -50,8 +50,10 @@ def provenance_pairs(destination, topic: str, partition: int, start: int, end: i
         while time.monotonic() < deadline:
             for msg in consumer.consume(500, 0.5):
                 if msg.error():
-                    raise KafkaClusterError(destination.kafka_config_id, f"read tail of {topic}-{partition}",
-                                            msg.error())
+                    raise KafkaClusterError.on(destination, f"read tail of {topic}-{partition}",
+                                               msg.error(),
+                                               acl={"TOPIC": ("READ", topic),
+                                                    "GROUP": ("DESCRIBE", "kafka-ferry-resume")})
                 if msg.offset() >= end:
                     return pairs
                 cluster, upstream = read_provenance(msg.headers())
@@ -61,7 +63,7 @@ def provenance_pairs(destination, topic: str, partition: int, start: int, end: i
                     return pairs
             if consumer.position([TopicPartition(topic, partition)])[0].offset >= end:
                 return pairs
-        raise KafkaClusterError(destination.kafka_config_id, f"read tail of {topic}-{partition}",
-                                TimeoutError(f"offsets [{start}, {end}) not read within {READ_TIMEOUT_S:.0f} s"))
+        raise KafkaClusterError.on(destination, f"read tail of {topic}-{partition}",
+                                   TimeoutError(f"offsets [{start}, {end}) not read within {READ_TIMEOUT_S:.0f} s"))
     finally:
         consumer.close()

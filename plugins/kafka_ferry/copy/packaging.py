@@ -51,5 +51,25 @@ def build_package_zip(out_dir: str | Path) -> Path:
     return target
 
 
+LAUNCHER = "kafka_ferry_copy_batch.py"
+LAUNCHER_SOURCE = ("# spark-submit's application file: the copy job is in the package (--py-files or installed)\n"
+                   "import sys\n\nfrom kafka_ferry.copy.spark_job import main\n\nsys.exit(main())\n")
+
+
+def write_launcher(out_dir: str | Path) -> Path:
+    """The application file spark-submit runs: two lines importing the packaged job.
+
+    Why not the module's own path: run as a script, a file's folder comes first on sys.path, and a
+    package folder's modules would shadow same-named ones elsewhere; a launcher in its own folder cannot.
+    """
+    target = Path(out_dir) / LAUNCHER
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists() or target.read_text() != LAUNCHER_SOURCE:
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(LAUNCHER_SOURCE)
+        tmp.replace(target)
+    return target
+
+
 if __name__ == "__main__":
     print(build_package_zip(sys.argv[1] if len(sys.argv) > 1 else "."))

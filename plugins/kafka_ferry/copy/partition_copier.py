@@ -18,8 +18,17 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 
-from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, TopicPartition
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, KafkaException, TopicPartition
 
+from kafka_ferry.copy.copier_settings import (
+    CONSUME_BATCH,
+    CONSUMER_CONFIG,
+    FLUSH_TIMEOUT_S,
+    PRODUCER_CONFIG,
+    STALL_TIMEOUT_S,
+    collector_paused,
+)
+from kafka_ferry.copy.copy_failures import delivery_failure, read_failure
 from kafka_ferry.copy.delivery import Chunk, ChunkAcks, CopyError
 from kafka_ferry.copy.destination_tail import copied_pairs
 from kafka_ferry.copy.faults import Faults
@@ -38,38 +47,6 @@ from kafka_ferry.io.kafka_errors import KafkaClusterError
 from kafka_ferry.io.state_store import MigrationStateStore
 
 log = logging.getLogger(__name__)
-
-# Resume trusts the destination tail to be a prefix of what was produced, so no record may fail while a
-# later one lands: gapless turns such errors fatal, and no message timeout (0 = none) means a record is
-# either delivered or still queued when the task gives up (after FLUSH_TIMEOUT_S) or dies.
-PRODUCER_CONFIG = {
-    "enable.idempotence": True,
-    "acks": "all",
-    "enable.gapless.guarantee": True,
-    "message.timeout.ms": 0,
-    "linger.ms": 20,
-    "batch.num.messages": 10000,
-    "queue.buffering.max.messages": 500000,
-}
-# No group commits: positions live in the state topic. An offset below the log start is an error,
-# never a silent jump (retention deleted records after planning).
-CONSUMER_CONFIG = {
-    "isolation.level": "read_committed",
-    "enable.auto.commit": False,
-    "enable.auto.offset.store": False,
-    "auto.offset.reset": "error",
-    "enable.partition.eof": False,
-    # One partition at a time: let each fetch bring more than the 1 MB default so the loop never waits.
-    "max.partition.fetch.bytes": 8 * 1024 * 1024,
-    "queued.max.messages.kbytes": 256 * 1024,
-    # The consumer is reassigned per partition, and a new partition is fetched only after the previous
-    # fetch returns: with the 500 ms default long poll, every partition started with ~0.5 s of idling.
-    "fetch.wait.max.ms": 10,
-}
-CONSUME_BATCH = 5000
-STALL_TIMEOUT_S = 120.0
-FLUSH_TIMEOUT_S = 120.0
-
 
 @dataclass
 class PartitionResult:
@@ -105,7 +82,8 @@ class PartitionCopier:
         self.sync_writer = sync_writer
         self.store = store
         self.faults = faults or Faults(None)
-        self.producer = destination.producer(**PRODUCER_CONFIG)
+        self._fatal: KafkaError | None = None
+        self.producer = destination.producer(**PRODUCER_CONFIG, error_cb=self._on_producer_error)
         self.consumer = source.consumer(**{**CONSUMER_CONFIG, "group.id": f"kafka-ferry-copy.{plan.migration}"})
 
     def close(self) -> None:
@@ -131,7 +109,11 @@ class PartitionCopier:
             start = self._resume_from_tail(task, progress, tracker, emit, result, start)
             result.start_offset = result.next_upstream_offset = start
         if start < task.end_offset:
-            self._copy_range(task, start, tracker, emit, result)
+            try:
+                with collector_paused():
+                    self._copy_range(task, start, tracker, emit, result)
+            except (KafkaException, SystemError) as exc:  # a fatal producer error surfaces from produce/flush
+                raise self._delivery_error(task, exc) from None
         emit(tracker.finish())
         self.sync_writer.flush()
         self._write_progress(task, progress, tracker, result)
@@ -161,8 +143,9 @@ class PartitionCopier:
 
     def _copy_range(self, task: PartitionTask, start: int, tracker, emit, result: PartitionResult) -> None:
         """The hot loop: per record only what the guarantees need; bookkeeping per consume() batch."""
-        acks = ChunkAcks(self.destination, task.destination_topic, task.partition, self.plan.source_cluster_id,
-                         tracker, emit, self._fault_hook(task) if self.faults else None)
+        acks = self._acks = ChunkAcks(self.destination, task.destination_topic, task.partition,
+                                      self.plan.source_cluster_id, tracker, emit,
+                                      self._fault_hook(task) if self.faults else None)
         topic, partition, dest_topic = task.source_topic, task.partition, task.destination_topic
         tp = TopicPartition(topic, partition)
         self.consumer.assign([TopicPartition(topic, partition, start)])
@@ -285,20 +268,26 @@ class PartitionCopier:
         remaining = self.producer.flush(FLUSH_TIMEOUT_S)
         acks.settle()
         if acks.error is not None:
-            raise KafkaClusterError(self.destination.kafka_config_id,
-                                    f"copy to {task.destination_topic}-{task.partition}", acks.error)
+            raise self._delivery_error(task, None)
         if remaining or acks.pending:
-            raise KafkaClusterError(self.destination.kafka_config_id,
-                                    f"copy to {task.destination_topic}-{task.partition}",
-                                    TimeoutError(f"{sum(len(c.upstream) for c in acks.pending)} records "
-                                                 "unacknowledged after flush"))
+            raise KafkaClusterError.on(self.destination,
+                                       f"copy to {task.destination_topic}-{task.partition}",
+                                       TimeoutError(f"{sum(len(c.upstream) for c in acks.pending)} records "
+                                       "unacknowledged after flush"))
+
+    def _delivery_error(self, task: PartitionTask, exc: Exception | None) -> KafkaClusterError:
+        try:
+            self.producer.poll(0)  # serves a pending fatal error to _on_producer_error
+        except (KafkaException, SystemError):
+            pass
+        return delivery_failure(self.source, self.destination, task, self._acks, self._fatal, exc)
+
+    def _on_producer_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self._fatal = error
 
     def _read_error(self, task: PartitionTask, offset: int, error: KafkaError) -> Exception:
-        hint = ""
-        if error.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-            hint = " (source retention deleted it after planning: plan the batch again)"
-        return KafkaClusterError(self.source.kafka_config_id,
-                                 f"read {task.source_topic}-{task.partition} at offset {offset}{hint}", error)
+        return read_failure(self.source, task, self.plan.migration, offset, error)
 
     def _write_progress(self, task, progress, tracker, result: PartitionResult) -> None:
         moved = progress is None or result.next_upstream_offset > progress.next_upstream_offset

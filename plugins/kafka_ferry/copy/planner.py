@@ -21,6 +21,7 @@ from kafka_ferry.core.mm2_wire import offset_syncs_topic
 from kafka_ferry.core.progress import GAP_KIND, PROGRESS_KIND, PartitionProgress, partition_key
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.staged_cutover import TOPIC_PROMOTION_KIND, promoted_names, topics_to_copy
 from kafka_ferry.io.state_store import MigrationStateStore
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,8 @@ class DestinationNotProvisioned(RuntimeError):
 def plan_copy(spec: MigrationSpec, source: Any, destination: Any, store: MigrationStateStore,
               now_ms: int | None = None) -> CopyPlan:
     """The next batch: ``[stored next offset, last stable offset)`` per partition, capped by the spec."""
-    topics = select_topics(spec, source.list_topic_names())
+    promoted = promoted_names(store.read_kind(TOPIC_PROMOTION_KIND), TOPIC_PROMOTION_KIND)
+    topics = topics_to_copy(select_topics(spec, source.list_topic_names()), promoted)  # producers moved off those
     partitions = source.partitions_of(topics)
     rename = spec.topics.rename.destination_topic
     _check_destination(destination, partitions, rename)

@@ -29,6 +29,29 @@ def task_groups(plan: CopyPlan, task_count: int) -> list[list[tuple[str, int]]]:
     return [[(r.topic, r.partition) for r in group] for group in groups]
 
 
+class PlannedTopicMissing(RuntimeError):
+    """A topic of the plan was deleted (or shrunk) after planning: the batch copies nothing."""
+
+
+def check_planned_topics(plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]]) -> None:
+    """Before any record moves: every planned partition still exists on both clusters.
+
+    Why before, for the whole plan: a topic deleted between plan and copy must fail the batch with its
+    name, not stall a task until its timeout, and must not leave the other topics half copied.
+    """
+    wanted = {"source": {(t.source_topic, t.partition) for t in plan.tasks},
+              "destination": {(t.destination_topic, t.partition) for t in plan.tasks}}
+    missing = []
+    for role, partitions in wanted.items():
+        metadata = ClusterClients(role, configs[role]).list_partitions({t for t, _ in partitions})
+        missing += [f"{role} {t}-{p}" for t, p in sorted(partitions) if (t, p) not in metadata]
+    if missing:
+        raise PlannedTopicMissing(
+            f"batch {plan.batch_id}: planned partitions no longer exist: {', '.join(missing[:10])}"
+            f"{' ...' if len(missing) > 10 else ''} (a topic was deleted after planning); nothing was copied. "
+            "Recreate it (provisioning) or change the spec, then plan again")
+
+
 def copy_group(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[str, Mapping[str, Any]],
                fault_spec: str | None = None) -> list[dict]:
     """Copy these partitions in order; returns one result dict per partition."""

@@ -39,4 +39,5 @@ class OffsetSyncWriter:
         remaining = self._producer.flush(FLUSH_TIMEOUT_S)
         if self._errors or remaining:
             error = self._errors[0] if self._errors else TimeoutError(f"{remaining} offset syncs unacknowledged")
-            raise KafkaClusterError(self._clients.kafka_config_id, f"write offset syncs to {self.topic}", error)
+            raise KafkaClusterError.on(self._clients, f"write offset syncs to {self.topic}", error,
+                                       acl={"TOPIC": ("WRITE", self.topic)})

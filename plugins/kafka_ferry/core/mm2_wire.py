@@ -270,6 +270,18 @@ class Heartbeat:
         return cls(k["sourceClusterAlias"], k["targetClusterAlias"], v["timestamp"])
 
 
+HEARTBEATS_TOPIC = "heartbeats"  # MM2's default (`heartbeats.topic`), on the target cluster
+
+
+def remote_heartbeats_topic(source_alias: str) -> str:
+    """The source's heartbeats topic as MM2 (DefaultReplicationPolicy) mirrors it onto the target.
+
+    MM2's tooling finds upstream clusters by these names (`RemoteClusterUtils.upstreamClusters`,
+    `replicationHops`), not by record contents.
+    """
+    return f"{_alias(source_alias)}.{HEARTBEATS_TOPIC}"
+
+
 def offset_syncs_topic(target_alias: str) -> str:
     """MM2's offset-syncs topic; named after the target alias wherever it lives."""
     return f"mm2-offset-syncs.{_alias(target_alias)}.internal"

@@ -13,6 +13,7 @@ PROGRESS_KIND = "progress"
 GAP_KIND = "gap"
 BATCH_KIND = "batch"
 PROMOTION_KIND = "promotion"
+TIMESTAMPS_KIND = "timestamps"  # per source topic: the mirror's TopicTimePlan and its status (copying/switched)
 
 
 def partition_key(topic: str, partition: int) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from kafka_ferry.core.cluster_model import GroupInfo, TopicInfo
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.time_fidelity import TopicTimePlan, plan_topic_time
 
 # Topic configs whose meaning must survive the move. Others (segment sizes, indexes) are cluster tuning.
 MIRRORED_CONFIGS = (
@@ -43,6 +44,7 @@ class TopicAction:
     configs: Mapping[str, str]
     config_changes: Mapping[str, tuple[str | None, str]] = field(default_factory=dict)
     current_partitions: int | None = None
+    time: TopicTimePlan | None = None  # timestamp type and limits while copying and from promotion on
 
     def describe(self) -> str:
         if self.action == "create":
@@ -71,6 +73,9 @@ class TopicPlan:
         if self.refusals:
             raise ProvisioningRefused(list(self.refusals))
 
+    def timestamp_lines(self) -> list[str]:
+        return [line for a in self.actions if a.time for line in a.time.describe()]
+
     def as_dict(self) -> dict:
         return {
             "changes": [a.describe() for a in self.changes],
@@ -96,12 +101,14 @@ def _cleanup_policies(value: str | None) -> frozenset[str]:
 
 
 def plan_topic(spec: MigrationSpec, source: TopicInfo, destination: TopicInfo | None,
-               destination_brokers: int) -> tuple[TopicAction, list[str]]:
+               destination_brokers: int, recorded_time: TopicTimePlan | None = None) -> tuple[TopicAction, list[str]]:
     dest_name = spec.topics.rename.destination_topic(source.name)
     rf = max(1, min(source.replication_factor, destination_brokers))
-    configs = desired_configs(source, rf)
+    time = plan_topic_time(source.name, dest_name, source.configs, destination.configs if destination else None,
+                           recorded_time)
+    configs = {**desired_configs(source, rf), **time.during}  # the source's timestamp type comes at promotion
     if destination is None:
-        return TopicAction(source.name, dest_name, "create", source.partitions, rf, configs), []
+        return TopicAction(source.name, dest_name, "create", source.partitions, rf, configs, time=time), []
     refusals = []
     if destination.partitions > source.partitions:
         refusals.append(f"{dest_name}: destination has {destination.partitions} partitions, source {source.name} "
@@ -118,17 +125,19 @@ def plan_topic(spec: MigrationSpec, source: TopicInfo, destination: TopicInfo | 
     grow = destination.partitions < source.partitions
     action = "+".join(x for x, on in (("grow", grow), ("alter", bool(changes))) if on) or "none"
     return TopicAction(source.name, dest_name, action, source.partitions, rf, configs, changes,
-                       destination.partitions), refusals
+                       destination.partitions, time), refusals
 
 
 def plan_topics(spec: MigrationSpec, source_topics: Mapping[str, TopicInfo],
-                destination_topics: Mapping[str, TopicInfo], destination_brokers: int) -> TopicPlan:
+                destination_topics: Mapping[str, TopicInfo], destination_brokers: int,
+                recorded_time: Mapping[str, TopicTimePlan] | None = None) -> TopicPlan:
+    """``recorded_time``: the timestamp plans an earlier provisioning recorded, by source topic."""
     actions, refusals = [], []
     seen: dict[str, str] = {}
     for name in sorted(source_topics):
         action, refused = plan_topic(spec, source_topics[name],
                                      destination_topics.get(spec.topics.rename.destination_topic(name)),
-                                     destination_brokers)
+                                     destination_brokers, (recorded_time or {}).get(name))
         if action.destination_topic in seen:
             refused.append(f"{action.destination_topic}: both {seen[action.destination_topic]} and {name} map to it")
         seen[action.destination_topic] = name

@@ -2,17 +2,29 @@
 
 Every model is frozen and forbids unknown keys: a typo in a production spec must fail loudly at parse
 time (an import error on that tenant's DAG only), not silently fall back to a default mid-migration.
-`load_spec` turns every validation problem into a `SpecError` naming the file, the field and the value.
+`load_spec` reports every problem of a file at once in a `SpecError`: file, line, field, value and reason
+of each. `python -m kafka_ferry.core.spec check FILE...` runs the same checks without Airflow.
 """
 
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kafka_ferry.core.spec_source import (
+    Location,
+    Position,
+    SpecError,
+    SpecProblem,
+    located,
+    read_yaml,
+    validation_problems,
+)
 
 # Airflow's own rule for connection ids (letters, digits, '-', '_', '.'), bounded like its column.
 CONNECTION_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,250}$")
@@ -21,14 +33,6 @@ MIGRATION_NAME = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,99}$")
 # Kafka's legal topic characters; a prefix is prepended to topic names.
 TOPIC_CHARS = re.compile(r"^[A-Za-z0-9._\-]+$")
 CLUSTER_ALIAS = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
-
-
-class SpecError(ValueError):
-    """A spec problem, located: file, dotted field path, offending value."""
-
-    def __init__(self, path: str | Path, field: str, value: Any, problem: str):
-        self.path, self.field, self.value, self.problem = str(path), field, value, problem
-        super().__init__(f"{self.path}: field '{field}' = {value!r}: {problem}")
 
 
 class _Frozen(BaseModel):
@@ -60,11 +64,6 @@ class ClusterRef(_Frozen):
         return v
 
 
-class SchemaRegistryRef(_Frozen):
-    source_connection_id: ConnectionId
-    destination_connection_id: ConnectionId
-
-
 def _regex(pattern: str) -> str:
     try:
         re.compile(pattern)
@@ -74,6 +73,24 @@ def _regex(pattern: str) -> str:
 
 
 Regex = Annotated[str, AfterValidator(_regex)]
+
+
+class SchemaRegistryRef(_Frozen):
+    """Schema migration between two registries (connections of type `schema_registry`).
+
+    `mode`: `preserve` keeps ids and versions (the destination must honour IMPORT mode), `remap` lets the
+    destination assign ids and the copy rewrites them in records. Subjects follow the migrated topics
+    (`<topic>-key`/`-value`, renamed like the topics); `subjects_include`/`subjects_exclude` (full-match
+    regexes) add RecordNameStrategy-style subjects; referenced subjects come automatically.
+    """
+
+    source_connection_id: ConnectionId
+    destination_connection_id: ConnectionId
+    mode: Literal["preserve", "remap"] = "remap"
+    subjects_include: tuple[Regex, ...] = ()
+    subjects_exclude: tuple[Regex, ...] = ()
+    include_soft_deleted: bool = False
+    unknown_id_policy: Literal["fail", "pass-through"] = "fail"
 
 
 class Selection(_Frozen):
@@ -123,6 +140,10 @@ class CopySettings(_Frozen):
     provenance_headers: bool = True
     accept_retention_gaps: bool = False
     spark_connection_id: ConnectionId = "spark_default"
+    # '<Secret name>:<key>' of a Kubernetes Secret holding the copy job's cluster configs (k8s:// masters).
+    kubernetes_credentials_secret: str | None = None
+    # Ship the configs as a 0600 credentials file (--files) on every master, not only on YARN.
+    credentials_file: bool = False
 
 
 class PromotionSettings(_Frozen):
@@ -134,6 +155,33 @@ class PromotionSettings(_Frozen):
     poke_interval_seconds: int = Field(default=10, ge=1)
 
 
+PRINCIPAL = re.compile(r"^[A-Za-z][A-Za-z0-9_]*:.+$")
+
+
+def _principal(value: str) -> str:
+    if not PRINCIPAL.match(value):
+        raise ValueError("a principal is '<Type>:<name>', e.g. 'User:orders-app'")
+    return value
+
+
+Principal = Annotated[str, AfterValidator(_principal)]
+
+
+class AclSettings(_Frozen):
+    """ACL migration: the ACLs of migrated topics and groups, with principals renamed by this table
+    (source principal -> destination principal; unlisted principals keep their name)."""
+
+    principals: dict[Principal, Principal] = Field(default_factory=dict)
+
+    @field_validator("principals")
+    @classmethod
+    def _no_wildcard_target(cls, v: dict[str, str]) -> dict[str, str]:
+        for source, target in v.items():
+            if target.endswith(":*") and not source.endswith(":*"):
+                raise ValueError(f"{source!r} -> {target!r} would grant everyone what one principal holds")
+        return v
+
+
 class MigrationSpec(_Frozen):
     name: str
     tenant: str = Field(min_length=1, max_length=100)
@@ -141,13 +189,13 @@ class MigrationSpec(_Frozen):
     source: ClusterRef
     destination: ClusterRef
     schema_registry: SchemaRegistryRef | None = None
+    acls: AclSettings = Field(default_factory=AclSettings)
     topics: TopicSelection
     groups: Selection = Field(default_factory=lambda: Selection(include=(".*",)))
     copy_settings: CopySettings = Field(default_factory=CopySettings, alias="copy")
     schedule: str | None = None
     promotion: PromotionSettings = Field(default_factory=PromotionSettings)
     state_topic: str | None = None
-    offset_syncs_topic_location: Literal["destination", "source"] = "destination"
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -183,63 +231,127 @@ class MigrationSpec(_Frozen):
         return self.state_topic or f"kafka-ferry.{self.name}.state"
 
 
-def _field_path(loc: tuple[Any, ...]) -> str:
-    parts: list[str] = []
-    for i, item in enumerate(loc):
-        if isinstance(item, int):
-            parts.append(f"[{item}]")
-        elif i > 0 and loc[i - 1] == "rename" and item in ("identity", "prefix"):
-            continue  # the discriminator tag pydantic inserts into union locations
-        else:
-            parts.append(("." if parts else "") + str(item))
-    return "".join(parts) or "<root>"
+# MM2 can keep offset syncs on either cluster; kafka-ferry writes and reads them on the destination only.
+REMOVED_SYNC_LOCATION = "offset_syncs_topic_location"
 
 
-def parse_spec(data: Any, path: str | Path = "<spec>") -> MigrationSpec:
-    """Validate an already-loaded YAML document; raise SpecError for the first problem found."""
+def parse_spec(data: Any, path: str | Path = "<spec>",
+               positions: Mapping[Location, Position] | None = None) -> MigrationSpec:
+    """Validate an already-loaded YAML document; raise one SpecError holding every problem found."""
+    positions = positions or {}
+    if data is None:
+        raise SpecError(path, [SpecProblem(None, None, "the file is empty: a migration spec is a YAML mapping")])
     if not isinstance(data, dict):
-        raise SpecError(path, "<root>", type(data).__name__, "the spec must be a YAML mapping")
+        raise SpecError(path, [SpecProblem("<root>", type(data).__name__,
+                                           "the spec must be a YAML mapping (key: value lines)", line=1)])
+    problems = _cross_field_problems(data, positions)
+    if REMOVED_SYNC_LOCATION in data:
+        problems.append(located((REMOVED_SYNC_LOCATION,), data[REMOVED_SYNC_LOCATION],
+                                "not supported: offset syncs are written to the destination", positions))
+        data = {k: v for k, v in data.items() if k != REMOVED_SYNC_LOCATION}
     try:
         spec = MigrationSpec.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        problem = first["msg"].removeprefix("Value error, ")
-        value = None if first["type"] == "missing" else first.get("input")
-        raise SpecError(path, _field_path(tuple(first["loc"])), value, problem) from None
-    if spec.source.alias == spec.destination.alias:
-        raise SpecError(path, "destination.alias", spec.destination.alias, "must differ from source.alias")
-    if spec.source.connection_id == spec.destination.connection_id:
-        raise SpecError(path, "destination.connection_id", spec.destination.connection_id,
-                        "source and destination use the same connection: a migration onto itself")
+        problems += validation_problems(exc, positions, MigrationSpec)
+    if problems:
+        raise SpecError(path, problems)
     return spec
 
 
 def load_spec(path: str | Path) -> MigrationSpec:
-    """Read and validate one migration YAML file."""
+    """Read and validate one migration YAML file; every problem of the file in one SpecError."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "<document>"
-        raise SpecError(path, where, None, f"not valid YAML: {exc}") from None
-    except OSError as exc:
-        raise SpecError(path, "<file>", None, f"cannot read: {exc.strerror}") from None
-    return parse_spec(data, path)
+    data, positions = read_yaml(path)
+    return parse_spec(data, path, positions)
 
 
-def check_connections(spec: MigrationSpec, path: str | Path, known: set[str] | frozenset[str]) -> None:
-    """Fail before anything changes when the spec names an Airflow connection that does not exist."""
-    refs = [
-        ("source.connection_id", spec.source.connection_id),
-        ("destination.connection_id", spec.destination.connection_id),
-        ("copy.spark_connection_id", spec.copy_settings.spark_connection_id),
+def _cross_field_problems(data: Mapping[str, Any], positions: Mapping[Location, Position]) -> list[SpecProblem]:
+    source, destination = data.get("source"), data.get("destination")
+    if not (isinstance(source, dict) and isinstance(destination, dict)):
+        return []
+    checks = (("alias", "must differ from source.alias"),
+              ("connection_id", "source and destination use the same connection: a migration onto itself"))
+    return [located(("destination", key), destination[key], reason, positions) for key, reason in checks
+            if isinstance(destination.get(key), str) and destination[key] == source.get(key)]
+
+
+def connection_refs(spec: MigrationSpec) -> list[tuple[Location, str, tuple[str, ...] | None]]:
+    """(spec field, connection id, accepted connection types) of every Airflow connection the spec names.
+
+    The types are None where any type will do (the schema registry's is its hook's business). The Spark
+    connection's type picks the copy engine: ``spark`` (spark-submit) or ``spark_connect`` (a Connect server).
+    """
+    refs: list[tuple[Location, str, tuple[str, ...] | None]] = [
+        (("source", "connection_id"), spec.source.connection_id, ("kafka",)),
+        (("destination", "connection_id"), spec.destination.connection_id, ("kafka",)),
+        (("copy", "spark_connection_id"), spec.copy_settings.spark_connection_id, ("spark", "spark_connect")),
     ]
     if spec.schema_registry:
         refs += [
-            ("schema_registry.source_connection_id", spec.schema_registry.source_connection_id),
-            ("schema_registry.destination_connection_id", spec.schema_registry.destination_connection_id),
+            (("schema_registry", "source_connection_id"), spec.schema_registry.source_connection_id, None),
+            (("schema_registry", "destination_connection_id"), spec.schema_registry.destination_connection_id, None),
         ]
-    for field, conn_id in refs:
-        if conn_id not in known:
-            raise SpecError(path, field, conn_id, "no Airflow connection with this id")
+    return refs
+
+
+def check_connections(spec: MigrationSpec, path: str | Path, found: Mapping[str, str | None]) -> None:
+    """Fail before anything changes, naming every connection the spec names that is missing or of the wrong type.
+
+    `found` maps each existing connection id to its connection type.
+    """
+    try:
+        _, positions = read_yaml(Path(path))
+    except SpecError:
+        positions = {}  # a spec parsed from data, not from a file: no lines to point at
+    problems = []
+    for location, conn_id, conn_types in connection_refs(spec):
+        if conn_id not in found:
+            problems.append(located(location, conn_id, "no Airflow connection with this id", positions))
+        elif conn_types and found[conn_id] not in conn_types:
+            wanted = " or ".join(repr(t) for t in conn_types)
+            problems.append(located(location, conn_id, f"the connection is of type {found[conn_id]!r}; this field "
+                                                        f"needs a connection of type {wanted}", positions))
+    if problems:
+        raise SpecError(path, problems)
+
+
+def check_files(paths: Sequence[str | Path]) -> tuple[list[str], list[SpecError]]:
+    """Validate spec files as the DAG processor would, plus what only a set of files shows (two with one name)."""
+    valid: list[str] = []
+    errors: list[SpecError] = []
+    first_by_name: dict[str, str] = {}
+    for path in paths:
+        try:
+            data, positions = read_yaml(Path(path))
+            spec = parse_spec(data, path, positions)
+        except SpecError as exc:
+            errors.append(exc)
+            continue
+        if spec.name in first_by_name:
+            errors.append(SpecError(path, [located(("name",), spec.name, f"{first_by_name[spec.name]} has this "
+                                                    "name too; each migration needs its own (it is the DAG id)",
+                                                    positions)]))
+            continue
+        first_by_name[spec.name] = str(path)
+        valid.append(f"ok: {path} (DAG {spec.dag_id})")
+    return valid, errors
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`check FILE...`: print every problem of every file; exit 0 when all are valid, 1 if not, 2 on bad usage."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 2 or args[0] != "check":
+        print("usage: python -m kafka_ferry.core.spec check SPEC.yaml [SPEC.yaml ...]", file=sys.stderr)
+        return 2
+    valid, errors = check_files(args[1:])
+    for line in valid:
+        print(line)
+    for error in errors:
+        print(error)
+    problems = sum(len(e.problems) for e in errors)
+    print(f"{len(args) - 1} spec(s) checked: {len(valid)} valid, {len(errors)} with {problems} problem(s)")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -36,6 +36,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from kafka_ferry.core.acl_plan import principal_of
 from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
 from kafka_ferry.io.kafka_errors import KafkaClusterError
 
@@ -44,8 +45,15 @@ TIMEOUT_S = 30.0
 RETRIABLE_CODES = frozenset({
     KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
     KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
+    # a restarted broker answers with a stale leader epoch until its metadata catches up
+    KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH,
 })
 RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
+WAIT_SLICE_S = 0.5
+SLICE_RETRY_CODES = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
+# Connection errors no wait can cure: the call fails at once, saying so.
+FATAL_CLIENT_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
+                                KafkaError._SSL})
 
 class KafkaClusterHook(KafkaBaseHook):
     """Admin, producer and consumer access to one cluster; one hook per Airflow connection."""
@@ -62,9 +70,28 @@ class KafkaClusterHook(KafkaBaseHook):
         """The librdkafka config of the connection. Secret: never log or return it from a task."""
         return self._build_config()
 
+    @property
+    def bootstrap_servers(self) -> str | None:
+        """The addresses errors name (never the rest of the config)."""
+        return self.client_config.get("bootstrap.servers")
+
+    @cached_property
+    def principal(self) -> str | None:
+        """Who the connection authenticates as (named in authorization errors); not a secret."""
+        return principal_of(self.client_config)
+
     @cached_property
     def admin(self) -> AdminClient:
-        return AdminClient(dict(self.client_config))
+        config = dict(self.client_config)
+        config.setdefault("error_cb", self._on_client_error)
+        return AdminClient(config)
+
+    _client_error: KafkaError | None = None
+
+    def _on_client_error(self, error: KafkaError) -> None:
+        """librdkafka's connection-level errors (authentication, brokers down): they explain a call's timeout,
+        and an authentication failure ends the wait at once (waiting longer cannot fix credentials)."""
+        self._client_error = error
 
     def producer(self, **overrides: Any) -> Producer:
         return Producer({**self.client_config, **overrides})
@@ -73,14 +100,24 @@ class KafkaClusterHook(KafkaBaseHook):
         config = {"group.id": "kafka-ferry-reader", "enable.auto.commit": False, **overrides}
         return Consumer({**self.client_config, **config})
 
-    def _wait(self, future: Future, operation: str) -> Any:
-        try:
-            return future.result(timeout=self.request_timeout_s)
-        except KafkaException as exc:
-            raise KafkaClusterError(self.kafka_config_id, operation, exc.args[0]) from None
-        except TimeoutError:
-            timed_out = KafkaError(KafkaError._TIMED_OUT, f"no answer within {self.request_timeout_s:g} s")
-            raise KafkaClusterError(self.kafka_config_id, operation, timed_out) from None
+    def _wait(self, future: Future, operation: str, acl: Mapping[str, tuple[str, str]] | None = None) -> Any:
+        deadline = time.monotonic() + self.request_timeout_s
+        while True:
+            try:
+                return future.result(timeout=min(WAIT_SLICE_S, max(0.0, deadline - time.monotonic())))
+            except KafkaException as exc:
+                raise KafkaClusterError.on(self, operation, exc.args[0],
+                                           acl=acl) from None
+            except TimeoutError:
+                self.admin.poll(0)  # serves error_cb
+                last = self._client_error
+                if last is not None and last.code() in FATAL_CLIENT_CODES:
+                    raise KafkaClusterError.on(self, operation, last) from None
+                if time.monotonic() >= deadline:
+                    detail = f"; last client error: {last.str()}" if last is not None else ""
+                    timed_out = KafkaError(KafkaError._TIMED_OUT,
+                                           f"no answer within {self.request_timeout_s:g} s{detail}")
+                    raise KafkaClusterError.on(self, operation, timed_out) from None
 
     def _retrying(self, call: Callable[[], Any]) -> Any:
         """Run a call again while it fails with a transient coordinator/leader error."""
@@ -94,8 +131,9 @@ class KafkaClusterHook(KafkaBaseHook):
                 time.sleep(delay)
         return call()
 
-    def _wait_all(self, futures: Mapping[Any, Future], operation: str) -> dict[Any, Any]:
-        return {key: self._wait(f, f"{operation} {key}") for key, f in futures.items()}
+    def _wait_all(self, futures: Mapping[Any, Future], operation: str,
+                  acl: Callable[[Any], Mapping[str, tuple[str, str]]] | None = None) -> dict[Any, Any]:
+        return {key: self._wait(f, f"{operation} {key}", acl(key) if acl else None) for key, f in futures.items()}
 
     # --- cluster and topics --------------------------------------------------------------------
     def describe_cluster(self) -> ClusterInfo:
@@ -103,11 +141,19 @@ class KafkaClusterHook(KafkaBaseHook):
         return ClusterInfo(cluster_id=result.cluster_id, broker_count=len(result.nodes))
 
     def list_topic_names(self) -> list[str]:
-        try:
-            metadata = self.admin.list_topics(timeout=self.request_timeout_s)
-        except KafkaException as exc:
-            raise KafkaClusterError(self.kafka_config_id, "list topics", exc.args[0]) from None
-        return sorted(metadata.topics)
+        # In slices, so an authentication failure (reported through error_cb) ends the wait at once.
+        deadline = time.monotonic() + self.request_timeout_s
+        while True:
+            try:
+                metadata = self.admin.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
+                return sorted(metadata.topics)
+            except KafkaException as exc:
+                self.admin.poll(0)
+                last = self._client_error
+                if last is not None and last.code() in FATAL_CLIENT_CODES:
+                    raise KafkaClusterError.on(self, "list topics", last) from None
+                if time.monotonic() >= deadline or exc.args[0].code() not in SLICE_RETRY_CODES:
+                    raise KafkaClusterError.on(self, "list topics", exc.args[0]) from None
 
     def describe_topics(self, names: Iterable[str]) -> dict[str, TopicInfo]:
         """Partition count, replication factor and effective configs of each existing topic (missing ones omitted)."""
@@ -116,9 +162,11 @@ class KafkaClusterHook(KafkaBaseHook):
         names = [n for n in names if n in existing]
         if not names:
             return {}
-        descriptions = self._wait_all(self.admin.describe_topics(TopicCollection(names)), "describe topic")
+        descriptions = self._wait_all(self.admin.describe_topics(TopicCollection(names)), "describe topic",
+                                      lambda name: {"TOPIC": ("DESCRIBE", name)})
         resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
-        configs = self._wait_all(self.admin.describe_configs(resources), "describe configs of")
+        configs = self._wait_all(self.admin.describe_configs(resources), "describe configs of",
+                                 lambda res: {"TOPIC": ("DESCRIBE_CONFIGS", res.name)})
         by_name = {res.name: {k: e.value for k, e in entries.items() if e.value is not None}
                    for res, entries in configs.items()}
         return {
@@ -143,15 +191,20 @@ class KafkaClusterHook(KafkaBaseHook):
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 return False
-            raise KafkaClusterError(self.kafka_config_id, f"create topic {name}", exc.args[0]) from None
+            raise KafkaClusterError.on(self, f"create topic {name}", exc.args[0],
+                                       acl={"TOPIC": ("CREATE", name)}) from None
 
     def grow_partitions(self, name: str, total: int) -> None:
-        self._wait(self.admin.create_partitions([NewPartitions(name, total)])[name], f"grow partitions of {name}")
+        self._wait(self.admin.create_partitions([NewPartitions(name, total)])[name], f"grow partitions of {name}",
+                   {"TOPIC": ("ALTER", name)})
 
-    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
-        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
+    def set_topic_configs(self, name: str, configs: Mapping[str, str | None]) -> None:
+        """Set topic-level configs; a None value removes the topic's override (the broker default applies)."""
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v is not None
+                               else AlterConfigOpType.DELETE) for k, v in configs.items()]
         resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
-        self._wait_all(self.admin.incremental_alter_configs([resource]), "alter configs of")
+        self._wait_all(self.admin.incremental_alter_configs([resource]), "alter configs of",
+                       lambda res: {"TOPIC": ("ALTER_CONFIGS", res.name)})
 
     # --- offsets -------------------------------------------------------------------------------
     def list_offsets(self, partitions: Iterable[tuple[str, int]], which: str = "latest",
@@ -163,9 +216,13 @@ class KafkaClusterHook(KafkaBaseHook):
         if not request:
             return {}
         isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
-        futures = self.admin.list_offsets(request, isolation_level=isolation, request_timeout=self.request_timeout_s)
-        return {(tp.topic, tp.partition): info.offset
-                for tp, info in self._wait_all(futures, f"list {which} offsets of").items()}
+
+        def call():
+            futures = self.admin.list_offsets(request, isolation_level=isolation,
+                                              request_timeout=self.request_timeout_s)
+            return self._wait_all(futures, f"list {which} offsets of", lambda tp: {"TOPIC": ("DESCRIBE", tp.topic)})
+
+        return {(tp.topic, tp.partition): info.offset for tp, info in self._retrying(call).items()}
 
     def partitions_of(self, topics: Iterable[str]) -> list[tuple[str, int]]:
         return [(t, p) for t, info in sorted(self.describe_topics(topics).items()) for p in range(info.partitions)]
@@ -182,7 +239,7 @@ class KafkaClusterHook(KafkaBaseHook):
             return {}
         def call():
             futures = self.admin.describe_consumer_groups(group_ids, request_timeout=self.request_timeout_s)
-            return self._wait_all(futures, "describe group")
+            return self._wait_all(futures, "describe group", lambda gid: {"GROUP": ("DESCRIBE", gid)})
 
         return {gid: GroupInfo(gid, d.state.name, len(d.members)) for gid, d in self._retrying(call).items()}
 
@@ -194,7 +251,8 @@ class KafkaClusterHook(KafkaBaseHook):
         def call():
             futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)],
                                                              request_timeout=self.request_timeout_s)
-            return self._wait(futures[group_id], f"read offsets of group {group_id}")
+            return self._wait(futures[group_id], f"read offsets of group {group_id}",
+                              {"GROUP": ("DESCRIBE", group_id)})
 
         result = self._retrying(call)
         return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
@@ -215,9 +273,11 @@ class KafkaClusterHook(KafkaBaseHook):
         def call():
             futures = self.admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id, tps)],
                                                               request_timeout=self.request_timeout_s)
-            result = self._wait(futures[group_id], operation)
+            needs = {"GROUP": ("READ", group_id)}
+            result = self._wait(futures[group_id], operation, needs)
             failed = [tp for tp in result.topic_partitions if tp.error is not None]
             if failed:
-                raise KafkaClusterError(self.kafka_config_id, operation, failed[0].error)
+                raise KafkaClusterError.on(self, operation, failed[0].error,
+                                           acl={**needs, "TOPIC": ("DESCRIBE", failed[0].topic)})
 
         self._retrying(call)

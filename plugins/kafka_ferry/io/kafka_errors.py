@@ -2,12 +2,18 @@
 
 Executors import kafka_ferry without Airflow (importing it costs seconds per Python worker), so this
 module depends on confluent-kafka only. The message names the connection (or cluster role), the
-operation and what to check, and never the client config, which may hold credentials.
+bootstrap addresses tried, the operation and what to check, and never the rest of the client config,
+which may hold credentials.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from confluent_kafka import KafkaError
+
+from kafka_ferry.core.acl_plan import grant_hint_for_code
 
 _ADVICE = {
     KafkaError._TRANSPORT: "the cluster is unreachable: check bootstrap.servers and the network",
@@ -17,19 +23,60 @@ _ADVICE = {
     KafkaError.GROUP_AUTHORIZATION_FAILED: "the connection's principal lacks a group ACL",
     KafkaError.CLUSTER_AUTHORIZATION_FAILED: "the connection's principal lacks a cluster ACL",
     KafkaError.SASL_AUTHENTICATION_FAILED: "authentication failed: check the SASL settings of the connection",
+    KafkaError._AUTHENTICATION: "authentication failed: check the connection's SASL username, password and mechanism",
+    KafkaError._SSL: "the TLS handshake failed: check security.protocol and ssl.ca.location of the connection",
     KafkaError.UNKNOWN_TOPIC_OR_PART: "the topic does not exist",
     KafkaError.INVALID_REPLICATION_FACTOR: "the cluster has fewer brokers than the replication factor",
     KafkaError.POLICY_VIOLATION: "a broker-side create/alter policy rejected the request",
 }
 
+# The cluster refused the request as it is configured (ACLs, credentials, policies, invalid settings):
+# the same request gets the same answer after any wait. Everything else (timeouts, unreachable brokers,
+# coordinator loading, leader changes) may heal and keeps the task's retries.
+PERMANENT_CODES = frozenset({
+    KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED,
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    KafkaError.DELEGATION_TOKEN_AUTHORIZATION_FAILED, KafkaError.SASL_AUTHENTICATION_FAILED,
+    KafkaError._AUTHENTICATION, KafkaError.UNSUPPORTED_SASL_MECHANISM, KafkaError.ILLEGAL_SASL_STATE,
+    KafkaError.POLICY_VIOLATION, KafkaError.INVALID_CONFIG, KafkaError.INVALID_REPLICATION_FACTOR,
+    KafkaError.INVALID_PARTITIONS, KafkaError.TOPIC_EXCEPTION, KafkaError.UNSUPPORTED_VERSION,
+    KafkaError._INVALID_ARG,
+})
+
+
+def bootstrap_addresses(servers: str | None) -> str:
+    """The host:port list of a bootstrap.servers value, without any user part (`user@host` -> `host`)."""
+    return ",".join(s.strip().rsplit("@", 1)[-1] for s in (servers or "").split(",") if s.strip())
+
 
 class KafkaClusterError(RuntimeError):
-    """A Kafka call failed; the message names the connection, the operation and what to check."""
+    """A Kafka call failed; the message names the connection, the addresses tried, the operation and what to check.
 
-    def __init__(self, connection_id: str, operation: str, error: KafkaError | Exception):
+    ``permanent`` says the cluster refused as configured: retrying the task cannot help. ``acl``: resource type
+    -> (ACL operation, resource name) the call needs; an authorization error then names what to grant to
+    ``principal``.
+    """
+
+    def __init__(self, connection_id: str, operation: str, error: KafkaError | Exception,
+                 bootstrap_servers: str | None = None, *, principal: str | None = None,
+                 acl: Mapping[str, tuple[str, str]] | None = None):
         code = error.code() if isinstance(error, KafkaError) else None
         reason = error.str() if isinstance(error, KafkaError) else str(error)
         advice = _ADVICE.get(code, "")
+        hint = grant_hint_for_code(code, principal, acl)
+        if hint:
+            advice = f"{advice}: {hint}"
         self.code = code
-        super().__init__(f"Kafka connection '{connection_id}': {operation} failed: {reason}"
+        self.permanent = code in PERMANENT_CODES
+        addresses = bootstrap_addresses(bootstrap_servers)
+        where = f" (bootstrap servers {addresses})" if addresses else ""
+        super().__init__(f"Kafka connection '{connection_id}'{where}: {operation} failed: {reason}"
                          + (f" ({advice})" if advice else ""))
+
+    @classmethod
+    def on(cls, cluster: Any, operation: str, error: KafkaError | Exception,
+           acl: Mapping[str, tuple[str, str]] | None = None) -> KafkaClusterError:
+        """The error of a call on a hook or client set: named by its connection id and bootstrap addresses, and
+        for an authorization error by the grant its principal needs (``acl``)."""
+        return cls(cluster.kafka_config_id, operation, error, getattr(cluster, "bootstrap_servers", None),
+                   principal=getattr(cluster, "principal", None), acl=acl)

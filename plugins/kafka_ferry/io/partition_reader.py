@@ -45,24 +45,38 @@ def read_ranges(
         while pending:
             if time.monotonic() > deadline:
                 left = ", ".join(f"{t}-{p}[{s},{e})" for (t, p), (s, e) in sorted(pending.items())[:5])
-                raise KafkaClusterError(hook.kafka_config_id, "read offset ranges",
-                                        KafkaError(KafkaError._TIMED_OUT, f"not read to the end: {left}"))
-            for msg in consumer.consume(num_messages=1000, timeout=0.2):
+                raise KafkaClusterError.on(hook, "read offset ranges",
+                                           KafkaError(KafkaError._TIMED_OUT, f"not read to the end: {left}"))
+            batch = consumer.consume(num_messages=1000, timeout=0.2)
+            touched: set[tuple[str, int]] = set()
+            for msg in batch:
                 tp = (msg.topic(), msg.partition())
+                touched.add(tp)
                 if msg.error():
                     if msg.error().code() == KafkaError._PARTITION_EOF:
                         continue
-                    raise KafkaClusterError(hook.kafka_config_id, f"read {tp[0]}-{tp[1]}", msg.error())
+                    raise KafkaClusterError.on(hook, f"read {tp[0]}-{tp[1]}", msg.error(),
+                                               acl={"TOPIC": ("READ", tp[0]),
+                                               "GROUP": ("DESCRIBE", "kafka-ferry-range-reader")})
                 if tp in pending and msg.offset() < pending[tp][1]:
                     yield msg
-            _drop_finished(consumer, pending)
+            # Only a partition that delivered something can have moved; an empty poll re-checks them all.
+            _drop_finished(consumer, pending, touched if batch else None)
     finally:
         consumer.close()
 
 
-def _drop_finished(consumer, pending: dict[tuple[str, int], tuple[int, int]]) -> None:
-    """Stop reading partitions whose position reached their end (skipped markers count as read)."""
-    positions = consumer.position([TopicPartition(t, p) for t, p in pending])
+def _drop_finished(consumer, pending: dict[tuple[str, int], tuple[int, int]],
+                   among: set[tuple[str, int]] | None = None) -> None:
+    """Stop reading partitions whose position reached their end (skipped markers count as read).
+
+    ``among`` limits the check to those partitions (the ones the last poll delivered for), so a read of
+    many partitions does not ask every pending position after every poll; None checks them all.
+    """
+    check = pending if among is None else [tp for tp in among if tp in pending]
+    if not check:
+        return
+    positions = consumer.position([TopicPartition(t, p) for t, p in check])
     done = [TopicPartition(tp.topic, tp.partition) for tp in positions
             if tp.offset >= 0 and tp.offset >= pending[(tp.topic, tp.partition)][1]]
     for tp in done:

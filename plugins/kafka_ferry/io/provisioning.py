@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import logging
 
-from kafka_ferry.core.mm2_wire import checkpoints_topic, offset_syncs_topic
+from kafka_ferry.core.mm2_wire import (
+    HEARTBEATS_TOPIC,
+    checkpoints_topic,
+    offset_syncs_topic,
+    remote_heartbeats_topic,
+)
+from kafka_ferry.core.progress import TIMESTAMPS_KIND
 from kafka_ferry.core.provisioning_plan import GroupPlan, TopicPlan, plan_groups, plan_topics, select_topics
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.time_fidelity import TopicTimePlan
 from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
 from kafka_ferry.io.state_store import MigrationStateStore
 
@@ -26,7 +33,16 @@ def compute_topic_plan(spec: MigrationSpec, source: KafkaClusterHook, destinatio
     source_topics = source.describe_topics(selected)
     dest_names = [spec.topics.rename.destination_topic(t) for t in selected]
     destination_topics = destination.describe_topics(dest_names)
-    return plan_topics(spec, source_topics, destination_topics, destination.describe_cluster().broker_count)
+    return plan_topics(spec, source_topics, destination_topics, destination.describe_cluster().broker_count,
+                       recorded_time_plans(spec, destination))
+
+
+def recorded_time_plans(spec: MigrationSpec, destination: KafkaClusterHook) -> dict[str, TopicTimePlan]:
+    """The timestamp plans of earlier provisionings (their values to restore), by source topic."""
+    if spec.state_topic_name not in destination.list_topic_names():
+        return {}
+    records = MigrationStateStore(destination, spec.state_topic_name).read_kind(TIMESTAMPS_KIND)
+    return {topic: TopicTimePlan.from_record(value) for topic, value in records.items()}
 
 
 def apply_topic_plan(plan: TopicPlan, destination: KafkaClusterHook) -> list[str]:
@@ -56,6 +72,8 @@ def internal_topics(spec: MigrationSpec) -> dict[str, dict[str, str]]:
         offset_syncs_topic(spec.destination.alias): {
             "cleanup.policy": "compact", "min.compaction.lag.ms": OFFSET_SYNCS_COMPACTION_LAG_MS},
         checkpoints_topic(spec.source.alias): {"cleanup.policy": "compact"},
+        HEARTBEATS_TOPIC: {"cleanup.policy": "compact"},  # one record per flow (source alias, target alias)
+        remote_heartbeats_topic(spec.source.alias): {"cleanup.policy": "compact"},
     }
 
 
@@ -90,3 +108,14 @@ def record_topics(spec: MigrationSpec, plan: TopicPlan, destination: KafkaCluste
     store = MigrationStateStore(destination, spec.state_topic_name)
     store.put_many("topic", {a.source_topic: {"destination_topic": a.destination_topic, "partitions": a.partitions}
                              for a in plan.actions})
+
+
+def record_time_plans(spec: MigrationSpec, plan: TopicPlan, destination: KafkaClusterHook) -> None:
+    """The timestamp plan of each mirror not planned before; written before the limits are lifted.
+
+    Why before: a provisioning killed after lifting would otherwise leave no record of the values to restore.
+    """
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    recorded = store.read_kind(TIMESTAMPS_KIND)
+    store.put_many(TIMESTAMPS_KIND, {a.source_topic: {**a.time.as_record(), "status": "copying"}
+                                     for a in plan.actions if a.time and a.source_topic not in recorded})

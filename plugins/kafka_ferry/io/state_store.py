@@ -55,7 +55,8 @@ class MigrationStateStore:
         remaining = producer.flush(30)
         if remaining or errors:
             error = errors[0] if errors else KafkaError(KafkaError._TIMED_OUT, f"{remaining} state records unsent")
-            raise KafkaClusterError(self.hook.kafka_config_id, f"write state to {self.topic}", error)
+            raise KafkaClusterError.on(self.hook, f"write state to {self.topic}", error,
+                                       acl={"TOPIC": ("WRITE", self.topic)})
 
     def read_all(self) -> dict[str, dict[str, dict[str, Any]]]:
         """Every live record, as {kind: {key: value}}; reads the topic from the start to its end."""
@@ -88,11 +89,13 @@ class MigrationStateStore:
                         if msg.offset() >= end:
                             return
                         continue
-                    raise KafkaClusterError(self.hook.kafka_config_id, f"read state from {self.topic}", msg.error())
+                    raise KafkaClusterError.on(self.hook, f"read state from {self.topic}", msg.error(),
+                                               acl={"TOPIC": ("READ", self.topic),
+                                               "GROUP": ("DESCRIBE", "kafka-ferry-state-reader")})
                 yield msg.key(), msg.value()
                 if msg.offset() + 1 >= end:
                     return
-            raise KafkaClusterError(self.hook.kafka_config_id, f"read state from {self.topic}",
-                                    KafkaError(KafkaError._TIMED_OUT, "state topic not read to its end in 60 s"))
+            raise KafkaClusterError.on(self.hook, f"read state from {self.topic}",
+                                       KafkaError(KafkaError._TIMED_OUT, "state topic not read to its end in 60 s"))
         finally:
             consumer.close()

@@ -12,6 +12,8 @@ import json
 import os
 import shutil
 import sys
+import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,25 +24,28 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_ferry.copy.batch import finish_batch, report_path_for
 from kafka_ferry.copy.clients import CLUSTER_CONFIGS_ENV, encode_cluster_configs
-from kafka_ferry.copy.packaging import build_package_zip
+from kafka_ferry.copy.faults import FAULT_ENV
+from kafka_ferry.copy.lease import copy_lease
+from kafka_ferry.copy.packaging import build_package_zip, write_launcher
 from kafka_ferry.copy.plan import CopyPlan, work_dir
 from kafka_ferry.copy.planner import plan_copy, record_accepted_gaps
 from kafka_ferry.copy.report import report_lines
 from kafka_ferry.core.batch_planning import RetentionGapError
+from kafka_ferry.core.flags import parse_bool
+from kafka_ferry.core.spark_credentials import CREDENTIALS_FILE_NAME, delivery_for
 from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
 from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
 from kafka_ferry.operators.base import MigrationOperator
+from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promoted
+from kafka_ferry.translation.sync_log import write_heartbeat
 
 APPLICATION_ENV = "KFERRY_COPY_APPLICATION"
 # Where spark-submit runs from the repository (editable install); a packaged deployment sets the env var.
-DEFAULT_APPLICATION = Path(__file__).resolve().parents[3] / "spark_jobs" / "copy_batch.py"
-# Masters where spark-submit would put env_vars on its command line (visible in `ps` and logs).
-ENV_ON_COMMAND_LINE = ("yarn", "k8s://")
+# A connection of this type (the Spark provider's) runs the batch on a long-running Spark Connect server.
+SPARK_CONNECT_CONN_TYPE = "spark_connect"
 
-
-def _truthy(value: Any) -> bool:
-    return value in (True, "True", "true", "1")
 
 
 class PlanCopyBatchOperator(MigrationOperator):
@@ -56,6 +61,7 @@ class PlanCopyBatchOperator(MigrationOperator):
         super().__init__(**kwargs)
         self.dry_run = dry_run
 
+    @fail_fast
     def execute(self, context: Any) -> dict:
         try:
             assert_not_promoted(self.state_store)
@@ -65,7 +71,7 @@ class PlanCopyBatchOperator(MigrationOperator):
             plan = plan_copy(self.spec, self.source_hook, self.destination_hook, self.state_store)
         except RetentionGapError as exc:
             raise AirflowFailException(str(exc)) from exc  # a retry cannot bring deleted records back
-        dry_run = _truthy(self.dry_run)
+        dry_run = parse_bool(self.dry_run)
         if plan.gaps and not dry_run:
             record_accepted_gaps(plan, self.state_store, self.spec.topics.rename.destination_topic)
         path = plan.write(work_dir(self.spec.name))
@@ -80,12 +86,17 @@ class PlanCopyBatchOperator(MigrationOperator):
 
 
 class CopyBatchSparkOperator(SparkSubmitOperator):
-    """spark-submit of ``spark_jobs/copy_batch.py`` for the plan the planning task made; skipped when empty.
+    """spark-submit of the packaged copy job (``copy.spark_job``) for the plan the planning task made; skipped when
+    empty.
 
-    Both clusters' client configs reach the job only through the ``KFERRY_CLUSTER_CONFIGS`` environment
-    variable of the spark-submit process, set here at run time (not a template field, so never rendered
-    into the metadata DB, never on the command line, never in XCom). The package goes to executors as a
-    zip built from the code this worker runs.
+    The Spark connection's type picks the engine: ``spark`` (a master URL) runs spark-submit; ``spark_connect``
+    (a running Spark Connect server) runs the same copy as a client session, without a JVM start per batch.
+
+    Both clusters' client configs reach the job as ``core.spark_credentials`` says for the master: the
+    ``KFERRY_CLUSTER_CONFIGS`` environment of the spark-submit process (local, spark://), a Kubernetes
+    Secret (k8s://) or a 0600 credentials file shipped with --files and removed after the run (YARN) - set
+    here at run time, never a template field, never on the command line, never in XCom. The package goes
+    to executors as a zip built from the code this worker runs.
     """
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "spec_path")
@@ -98,41 +109,84 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         self.spec_path = spec_path
         self.plan_task_id = plan_task_id
 
+    @fail_fast
     def execute(self, context: Any) -> None:
         summary = context["ti"].xcom_pull(task_ids=self.plan_task_id)
         if not summary or summary.get("empty") or summary.get("dry_run"):
             reason = "dry run" if summary and summary.get("dry_run") else "nothing to copy"
             raise AirflowSkipException(f"{reason}: batch {summary.get('batch_id') if summary else '?'}")
         spec = load_spec(self.spec_path)
+        if BaseHook.get_connection(self._conn_id).conn_type == SPARK_CONNECT_CONN_TYPE:
+            self._copy_on_spark_connect(spec, summary)
+            return
         master = self._master()
-        self.application = self.application or _application()
+        packages = work_dir(spec.name) / "packages"
+        self.application = self.application or _application(packages)
         self.application_args = ["--plan", summary["plan_path"], "--report", summary["report_path"]]
-        package = build_package_zip(work_dir(spec.name) / "packages")
+        package = build_package_zip(packages)
         self.py_files = ",".join(filter(None, [str(package), self.py_files]))
         self.name = f"kafka-ferry {spec.name} {summary['batch_id']}"
-        secret = encode_cluster_configs(KafkaClusterHook(spec.source.connection_id).client_config,
-                                        KafkaClusterHook(spec.destination.connection_id).client_config)
-        public_env = self.env_vars
-        env = dict(public_env or {})
+        public = (self.env_vars, self.conf, self.files)
+        env = dict(self.env_vars or {})
         if master.startswith("local") and "PYSPARK_PYTHON" not in env and "PYSPARK_PYTHON" not in os.environ:
             env["PYSPARK_PYTHON"] = sys.executable  # local executors: this worker's Python has confluent-kafka
-        self.env_vars = {**env, CLUSTER_CONFIGS_ENV: secret}
+        credentials_dir = Path(tempfile.mkdtemp(prefix="kferry-credentials-"))  # 0700, this run only
+        try:
+            delivery = delivery_for(master, spec.copy_settings.kubernetes_credentials_secret,
+                                    credentials_dir / CREDENTIALS_FILE_NAME, spec.copy_settings.credentials_file)
+        except ValueError as exc:
+            shutil.rmtree(credentials_dir, ignore_errors=True)
+            raise AirflowFailException(f"Spark connection '{self._conn_id}': {exc}") from None
+        secret_env = {}
+        if delivery.needs_secret_env or delivery.needs_file:
+            secret = encode_cluster_configs(KafkaClusterHook(spec.source.connection_id).client_config,
+                                            KafkaClusterHook(spec.destination.connection_id).client_config)
+            if delivery.needs_file:
+                _write_private(credentials_dir / CREDENTIALS_FILE_NAME, secret)
+            else:
+                secret_env = {CLUSTER_CONFIGS_ENV: secret}
+        self.env_vars = {**env, **delivery.env, **secret_env}
+        self.conf = {**(self.conf or {}), **delivery.conf}
+        self.files = ",".join(filter(None, [*delivery.files, self.files]))
         _put_spark_submit_on_path()
         Path(summary["report_path"]).unlink(missing_ok=True)  # the report task must never read a stale one
         try:
             super().execute(context)
         finally:
-            self.env_vars = public_env
+            self.env_vars, self.conf, self.files = public
             self._hook = None  # the hook holds the env; do not keep it past the run
+            shutil.rmtree(credentials_dir, ignore_errors=True)  # the credentials file lives for the run only
+
+    def _copy_on_spark_connect(self, spec, summary: dict) -> None:
+        """The batch as a session on a running Spark Connect server: no JVM start; this task is the client."""
+        from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+        from kafka_ferry.copy.connect_engine import run_on_spark_connect
+
+        plan = CopyPlan.read(summary["plan_path"])
+        configs = {"source": KafkaClusterHook(spec.source.connection_id).client_config,
+                   "destination": KafkaClusterHook(spec.destination.connection_id).client_config}
+        report_path = Path(summary["report_path"])
+        report_path.unlink(missing_ok=True)  # the report task must never read a stale one
+        started_at_ms = int(time.time() * 1000)
+        package = build_package_zip(work_dir(spec.name) / "packages")
+        self.log.info("batch %s on Spark Connect (connection '%s'): %d partitions", plan.batch_id, self._conn_id,
+                      len(plan.tasks))
+        with copy_lease(plan, configs):  # one copy job per migration at a time, whoever started it
+            results = run_on_spark_connect(SparkConnectHook(self._conn_id).get_connection_url(), plan, configs,
+                                           package, os.environ.get(FAULT_ENV))
+            report = finish_batch(plan, results, configs, started_at_ms, report_path)
+        for line in report_lines(report):
+            self.log.info("%s", line)
 
     def _master(self) -> str:
-        """The connection's master; refused where spark-submit would put env vars on its command line."""
-        master = (BaseHook.get_connection(self._conn_id).host or "").strip()
-        if master.startswith(ENV_ON_COMMAND_LINE):
-            raise AirflowFailException(
-                f"Spark connection '{self._conn_id}' uses master {master!r}: spark-submit would put the cluster "
-                "credentials on its command line there; use a local[*] or spark:// (client mode) connection")
-        return master
+        return (BaseHook.get_connection(self._conn_id).host or "").strip()
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
 
 
 def _put_spark_submit_on_path() -> None:
@@ -142,8 +196,9 @@ def _put_spark_submit_on_path() -> None:
         os.environ["PATH"] = os.pathsep.join(filter(None, [bin_dir, os.environ.get("PATH")]))
 
 
-def _application() -> str:
-    return os.environ.get(APPLICATION_ENV) or str(DEFAULT_APPLICATION)
+def _application(out_dir: Path) -> str:
+    """The file spark-submit runs: an override, else a launcher of the packaged job (no repository needed)."""
+    return os.environ.get(APPLICATION_ENV) or str(write_launcher(out_dir))
 
 
 class CopyReportOperator(MigrationOperator):
@@ -158,6 +213,7 @@ class CopyReportOperator(MigrationOperator):
         super().__init__(**kwargs)
         self.plan_task_id = plan_task_id
 
+    @fail_fast
     def execute(self, context: Any) -> dict:
         summary = context["ti"].xcom_pull(task_ids=self.plan_task_id)
         if not summary:
@@ -177,13 +233,14 @@ class CopyReportOperator(MigrationOperator):
             raise AirflowFailException(f"the copy job wrote no report at {report_path}")
         for line in report_lines(report):
             self.log.info("%s", line)
+        write_heartbeat(self.spec, self.destination_hook, int(report.get("finished_at_ms") or 0))
         return {k: v for k, v in report.items() if k not in ("partitions", "lag_before", "lag_after")}
 
 
 def copy_batch_tasks(spec, spec_path: str) -> tuple[PlanCopyBatchOperator, CopyBatchSparkOperator,
                                                       CopyReportOperator]:
     """The catch-up copy of a migration DAG: ``plan_copy >> copy_batch >> copy_report`` (call inside a DAG)."""
-    plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path, dry_run="{{ params.dry_run }}")
+    plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path, dry_run=DRY_RUN_TEMPLATE)
     copy = CopyBatchSparkOperator(task_id="copy_batch", spec_path=spec_path,
                                   conn_id=spec.copy_settings.spark_connection_id)
     report = CopyReportOperator(task_id="copy_report", spec_path=spec_path)

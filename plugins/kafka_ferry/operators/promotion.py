@@ -8,8 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowNotFoundException
+
+from kafka_ferry.copy.packaging import build_package_zip
+from kafka_ferry.copy.plan import work_dir
+from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.operators.base import MigrationOperator
-from kafka_ferry.promotion.runner import STEPS, PromotionRunner
+from kafka_ferry.operators.copy import SPARK_CONNECT_CONN_TYPE
+from kafka_ferry.operators.failures import fail_fast
+from kafka_ferry.promotion.runner import STEPS, FinalCopy, PromotionRunner, spark_connect_final_copy
+from kafka_ferry.reports.publish import batch_history, publish_promotion_run
 
 
 class PromoteMigrationOperator(MigrationOperator):
@@ -28,9 +37,31 @@ class PromoteMigrationOperator(MigrationOperator):
         self.allow_rewind = allow_rewind
         self.work_dir = work_dir
 
+    @fail_fast
     def execute(self, context: Any) -> dict:
         runner = PromotionRunner(self.spec, self.source_hook, self.destination_hook, self.state_store,
-                                 work_dir=self.work_dir, allow_rewind=self.allow_rewind in (True, "True", "true"))
+                                 work_dir=self.work_dir, allow_rewind=parse_bool(self.allow_rewind),
+                                 final_copy=self._final_copy_engine())
         report = runner.run(self.steps)
         self.log.info("promotion report: %s", report["report_path"])
+        page = publish_promotion_run(self.spec, runner.work_dir, context.get("run_id") or "promotion",
+                                     report, batch_history(self.state_store))
+        self.log.info("run report: %s", page)
         return {k: v for k, v in report.items() if k not in ("groups", "reconciliation")}
+
+    def _final_copy_engine(self) -> FinalCopy | None:
+        """The catch-up batches' engine when it is a Spark Connect server; otherwise None (in this task)."""
+        if "final_copy" not in self.steps:
+            return None
+        conn_id = self.spec.copy_settings.spark_connection_id
+        try:
+            connection = BaseHook.get_connection(conn_id)
+        except AirflowNotFoundException:
+            return None  # a spark-submit-only deployment may have no such connection on this worker
+        if connection.conn_type != SPARK_CONNECT_CONN_TYPE:
+            return None
+        from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+        package = build_package_zip(work_dir(self.spec.name) / "packages")
+        self.log.info("final copy on Spark Connect (connection '%s')", conn_id)
+        return spark_connect_final_copy(SparkConnectHook(conn_id).get_connection_url(), package)

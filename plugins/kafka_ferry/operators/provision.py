@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_ferry.core.flags import parse_bool
+from kafka_ferry.core.trigger_form import check_trigger
 from kafka_ferry.io.provisioning import (
     apply_topic_plan,
     compute_group_plan,
@@ -11,19 +13,24 @@ from kafka_ferry.io.provisioning import (
     ensure_internal_topics,
     internal_topics,
     record_groups,
+    record_time_plans,
     record_topics,
 )
 from kafka_ferry.operators.base import MigrationOperator
+from kafka_ferry.operators.failures import fail_fast
+from kafka_ferry.promotion.guard import assert_not_promoted
 
 
 class MigrationPreflightOperator(MigrationOperator):
-    """Checks connections and clusters and returns the diff provisioning would apply; changes nothing.
+    """Checks the trigger form, connections and clusters and returns the diff provisioning would apply; changes nothing.
 
     Any refusal (more destination partitions, incompatible cleanup.policy, active destination group)
     fails this task, so the run stops before the first change.
     """
 
+    @fail_fast
     def execute(self, context: Any) -> dict:
+        mode = self.check_trigger(context)
         self.check_connections_exist()
         source_info = self.source_hook.describe_cluster()
         destination_info = self.destination_hook.describe_cluster()
@@ -36,15 +43,28 @@ class MigrationPreflightOperator(MigrationOperator):
             "topics": topic_plan.as_dict(),
             "groups": group_plan.as_dict(),
             "internal_topics": sorted(internal_topics(self.spec)) + [self.spec.state_topic_name],
+            "timestamps": topic_plan.timestamp_lines(),
         }
         self.log.info("pre-flight diff for %s:", self.spec.name)
         for line in diff["topics"]["changes"]:
             self.log.info("  topic %s", line)
         for group, topics in diff["groups"]["migrated"].items():
             self.log.info("  group %s on %s", group, ", ".join(topics))
+        for line in diff["timestamps"]:
+            self.log.info("  timestamps %s", line)
         topic_plan.raise_if_refused()
         group_plan.raise_if_refused()
-        return diff
+        return {**diff, "mode": mode}
+
+    def check_trigger(self, context: Any) -> str:
+        """The run's mode; refuses (before anything changes) a bad mode, an unconfirmed promote, unknown fields."""
+        params = context.get("params") or {}
+        dag = context.get("dag")
+        conf = getattr(context.get("dag_run"), "conf", None) or {}
+        known = dag.params.keys() if dag is not None else params.keys()
+        mode = check_trigger(self.spec.name, params, conf.keys(), known)
+        self.log.info("run mode: %s", mode)
+        return mode
 
 
 class ProvisionMirrorTopicsOperator(MigrationOperator):
@@ -56,13 +76,16 @@ class ProvisionMirrorTopicsOperator(MigrationOperator):
         super().__init__(**kwargs)
         self.dry_run = dry_run
 
+    @fail_fast
     def execute(self, context: Any) -> dict:
         plan = compute_topic_plan(self.spec, self.source_hook, self.destination_hook)
         plan.raise_if_refused()
-        if self.dry_run in (True, "True", "true"):
+        if parse_bool(self.dry_run):
             self.log.info("dry run: would apply %s", plan.as_dict()["changes"])
             return {"dry_run": True, **plan.as_dict()}
         created_internal = ensure_internal_topics(self.spec, self.destination_hook)
+        assert_not_promoted(self.state_store)  # a promoted mirror keeps the timestamp configs promotion set
+        record_time_plans(self.spec, plan, self.destination_hook)
         done = apply_topic_plan(plan, self.destination_hook)
         record_topics(self.spec, plan, self.destination_hook)
         return {"dry_run": False, "applied": done, "internal_topics_created": created_internal}
@@ -71,6 +94,7 @@ class ProvisionMirrorTopicsOperator(MigrationOperator):
 class ProvisionMirrorGroupsOperator(MigrationOperator):
     """Resolves the groups to migrate and records them in the migration's state topic."""
 
+    @fail_fast
     def execute(self, context: Any) -> dict:
         plan = compute_group_plan(self.spec, self.source_hook, self.destination_hook)
         plan.raise_if_refused()

@@ -7,10 +7,17 @@ reasons; flagged ones (clamped beyond the copy, not translated) are warnings and
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+from kafka_ferry.copy.plan import work_dir
+from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.operators.base import MigrationOperator
+from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import promotion_status
+from kafka_ferry.reports.publish import batch_history, publish_batch_run
+from kafka_ferry.stages.staged_cutover_state import without_promoted_groups
 from kafka_ferry.translation.translate import (
     checkpoint_translations,
     commit_translated_offsets,
@@ -19,22 +26,21 @@ from kafka_ferry.translation.translate import (
 )
 
 
-def _truthy(value: Any) -> bool:
-    return value in (True, "True", "true", "1")
-
-
 class TranslateOffsetsOperator(MigrationOperator):
     """Translates every migrated group's source offsets; writes MM2 checkpoints and the offset map."""
 
     template_fields = (*MigrationOperator.template_fields, "commit_offsets", "allow_rewind")
 
-    def __init__(self, *, commit_offsets: bool | str = False, allow_rewind: bool | str = False, **kwargs) -> None:
+    def __init__(self, *, commit_offsets: bool | str = False, allow_rewind: bool | str = False,
+                 plan_task_id: str = "plan_copy", **kwargs) -> None:
         # after the copy report, also when the copy skipped for lack of work; not when the branch skipped it all
         kwargs.setdefault("trigger_rule", "none_failed_min_one_success")
         super().__init__(**kwargs)
         self.commit_offsets = commit_offsets
         self.allow_rewind = allow_rewind
+        self.plan_task_id = plan_task_id
 
+    @fail_fast
     def execute(self, context: Any) -> dict:
         status = promotion_status(self.state_store)
         if status and status.get("status") == "promoted":
@@ -45,9 +51,26 @@ class TranslateOffsetsOperator(MigrationOperator):
         summary["checkpoints"] = checkpoint_translations(self.spec, self.destination_hook, result.decisions)
         json_path, csv_path = export_offset_map(self.spec, result.copies.values())
         summary["offset_map"] = {"json": str(json_path), "csv": str(csv_path)}
-        if _truthy(self.commit_offsets):
-            outcomes = commit_translated_offsets(self.destination_hook, result.decisions,
-                                                 allow_rewind=_truthy(self.allow_rewind))
+        if parse_bool(self.commit_offsets):
+            committable = without_promoted_groups(self.state_store, result.decisions)  # their consumers own them
+            outcomes = commit_translated_offsets(self.destination_hook, committable,
+                                                 allow_rewind=parse_bool(self.allow_rewind))
             summary["commits"] = [o.as_dict() for o in outcomes]
         self.log.info("translation of %s: %s", self.spec.name, {k: v for k, v in summary.items() if k != "commits"})
+        page = self.publish_run_page(context, [d.as_dict() for d in result.decisions])
+        if page:
+            summary["run_report"] = str(page)
         return summary
+
+    def publish_run_page(self, context: Any, groups: list[dict]) -> Path | None:
+        """The run's HTML page (batch, translated groups, lag chart) when this run copied or reported a batch."""
+        ti = context.get("ti")
+        plan = ti.xcom_pull(task_ids=self.plan_task_id) if ti is not None else None
+        report_path = Path(plan["report_path"]) if isinstance(plan, dict) and plan.get("report_path") else None
+        if report_path is None or not report_path.exists():
+            return None  # a dry run, or a DAG without the copy tasks
+        report = json.loads(report_path.read_text())
+        page = publish_batch_run(self.spec, work_dir(self.spec.name), context.get("run_id") or report["batch_id"],
+                                 report, groups, batch_history(self.state_store))
+        self.log.info("run report: %s", page)
+        return page

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from kafka_ferry.core.progress import PROMOTION_KIND, partition_key
 from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
 from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.promotion.decisions import expected_group_offsets, stored_decisions
 from kafka_ferry.translation.translate import read_progress
 
 QUIESCE_KEY = "quiesce/source-end-offsets"
@@ -88,8 +89,6 @@ def group_offset_mismatches(destination: KafkaClusterHook,
 
 
 def check_group_offsets_synced(destination, store: MigrationStateStore) -> tuple[bool, dict]:
-    from kafka_ferry.promotion.runner import expected_group_offsets, stored_decisions
-
     state = store.read_kind(PROMOTION_KIND)
     if state.get("step/final_translation", {}).get("status") != "done":
         return False, {"waiting_for": "final_translation"}

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
-from confluent_kafka import TIMESTAMP_CREATE_TIME
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
@@ -95,9 +95,10 @@ class _Side:
         self.records: list[tuple[int, bytes]] = []
 
     def add(self, msg) -> None:
-        # Only CreateTime is the producer's and must survive the copy; LogAppendTime is each broker's own.
+        # Every timestamp must survive the copy: the mirror is CreateTime while copying, so a LogAppendTime
+        # source record's append time is stored as it is (its destination copy reads as CreateTime).
         kind, ts = msg.timestamp()
-        ts = ts if kind == TIMESTAMP_CREATE_TIME else None
+        ts = None if kind == TIMESTAMP_NOT_AVAILABLE else ts
         self.digest.add(msg.key(), msg.value(), msg.headers(), ts)
         self.records.append((msg.offset(), hashlib.blake2b(encode_record(msg.key(), msg.value(), msg.headers(), ts),
                                                            digest_size=8).digest()))

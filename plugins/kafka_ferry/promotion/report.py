@@ -20,7 +20,8 @@ GROUP_COLUMNS = ("group", "source_topic", "partition", "destination_topic", "ups
 
 
 def build_report(spec: MigrationSpec, state: dict[str, dict], timings: dict, reconciliation: dict | None,
-                 duration_s: float) -> dict:
+                 duration_s: float, timestamps: dict[str, dict] | None = None) -> dict:
+    """``timestamps``: the mirrors' timestamp plans by source topic, with their status (copying/switched)."""
     rows = []
     for key, value in sorted(state.items()):
         if key.startswith("translation/"):
@@ -31,7 +32,9 @@ def build_report(spec: MigrationSpec, state: dict[str, dict], timings: dict, rec
     return {"migration": spec.name, "generated_at_ms": int(time.time() * 1000),
             "status": state.get("migration", {}).get("status", "in-progress"),
             "duration_s": round(duration_s, 3), "steps": steps, "this_run": timings,
-            "groups": rows, "reconciliation": reconciliation}
+            "groups": rows, "reconciliation": reconciliation,
+            "timestamps": {topic: {k: v for k, v in plan.items() if k != "written_at_ms"}
+                           for topic, plan in sorted((timestamps or {}).items())}}
 
 
 def write_report(report: dict, work_dir: str | Path) -> Path:
@@ -51,6 +54,9 @@ def log_report(report: dict) -> None:
         log.info("  group %s %s-%s@%s -> %s-%s@%s lag %s/%s [%s]", row["group"], row["source_topic"],
                  row["partition"], row["upstream_offset"], row["destination_topic"], row["partition"],
                  row["downstream_offset"], row["upstream_lag"], row["downstream_lag"], row["method"])
+    for topic, plan in report.get("timestamps", {}).items():
+        log.info("  timestamps %s -> %s: %s, from promotion on %s", topic, plan["destination_topic"], plan["status"],
+                 plan["at_promotion"] or "as while copying")
     rec = report.get("reconciliation") or {}
     for p in rec.get("partitions", []):
         log.info("  reconcile %s-%s: %s (%s vs %s records)", p["source_topic"], p["partition"],

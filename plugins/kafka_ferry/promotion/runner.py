@@ -1,33 +1,38 @@
 """The promotion steps, each idempotent and recorded in the migration state, so a killed run resumes.
 
-    final_copy -> final_translation -> commit_offsets -> reconcile -> mark_promoted
+    final_copy -> final_translation -> commit_offsets -> reconcile -> switch_timestamps -> mark_promoted
 
 Why record each step: a promotion runs inside the cutover window; a retry must not redo finished work
 nor redo it differently. ``final_translation`` stores its decisions per group (kind "promotion", key
 ``translation/<group>``); ``commit_offsets`` and ``GroupOffsetsSyncedSensor`` use exactly those. A step is
 marked done only after its effects are durable; a step that fails (a reconciliation mismatch, an active
 destination group) leaves no mark and stops the run, so the next run starts there.
+``switch_timestamps`` gives each mirror the timestamp type and limits its recorded plan wants from
+promotion on (LogAppendTime back, limits restored): only after the final copy, so no copied record gets
+the destination broker's time, and before the mark, so a promoted migration never has a CreateTime mirror
+of a LogAppendTime topic.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from kafka_ferry.core.progress import PROMOTION_KIND
+from kafka_ferry.core.progress import PROMOTION_KIND, TIMESTAMPS_KIND
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.time_fidelity import LOG_APPEND_TIME, TIMESTAMP_TYPE, TopicTimePlan
 from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
 from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.promotion.decisions import expected_group_offsets, stored_decisions  # noqa: F401 (public here too)
 from kafka_ferry.promotion.guard import MIGRATION_KEY, PROMOTED
 from kafka_ferry.promotion.readiness import replication_lag
 from kafka_ferry.promotion.reconcile import reconcile
 from kafka_ferry.promotion.report import build_report, write_report
 from kafka_ferry.translation.translate import (
-    OffsetDecision,
     checkpoint_translations,
     commit_translated_offsets,
     default_work_dir,
@@ -38,7 +43,7 @@ from kafka_ferry.translation.translate import (
 
 log = logging.getLogger(__name__)
 
-STEPS = ("final_copy", "final_translation", "commit_offsets", "reconcile", "mark_promoted")
+STEPS = ("final_copy", "final_translation", "commit_offsets", "reconcile", "switch_timestamps", "mark_promoted")
 FinalCopy = Callable[[MigrationSpec, KafkaClusterHook, KafkaClusterHook, MigrationStateStore], dict]
 
 
@@ -46,32 +51,62 @@ class FinalCopyIncomplete(RuntimeError):
     """The final copy did not bring every partition to lag 0 (producers still running?)."""
 
 
-def in_process_final_copy(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
-                          store: MigrationStateStore, max_batches: int = 100, workers: int = 16) -> dict:
-    """Copy batches without Spark (issue 3's copier) until nothing is left to copy.
+RunPlan = Callable[[Any, Mapping[str, Mapping[str, Any]]], list[dict]]
 
-    Why threads: inside the cutover window the per-partition fixed cost (destination tail read, sync and
-    progress writes) dominates, and it is waiting, not CPU; ``copy_group`` builds its own clients, so
-    partitions are split over ``workers`` threads as they would be over Spark tasks.
-    """
+
+def copy_until_caught_up(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+                         store: MigrationStateStore, run_plan: RunPlan, max_batches: int = 100) -> dict:
+    """Plan and copy batches with ``run_plan`` (an engine: plan, configs -> result rows) until nothing is left."""
+    from kafka_ferry.copy.clients import ClusterClients
+    from kafka_ferry.copy.lease import CopyLease
     from kafka_ferry.copy.planner import plan_copy, record_accepted_gaps
-    from kafka_ferry.copy.runner import copy_group, task_groups
 
     configs = {"source": source.client_config, "destination": destination.client_config}
     batches = records = 0
-    for _ in range(max_batches):
-        plan = plan_copy(spec, source, destination, store)
-        if plan.gaps:
-            record_accepted_gaps(plan, store, spec.topics.rename.destination_topic)
-        if plan.is_empty:
-            return {"batches": batches, "records_copied": records}
+    # The same lease as a catch-up copy job's: a batch started outside this DAG must not copy alongside.
+    with CopyLease(ClusterClients("destination", configs["destination"]), store.topic, spec.name, "final-copy"):
+        for _ in range(max_batches):
+            plan = plan_copy(spec, source, destination, store)
+            if plan.gaps:
+                record_accepted_gaps(plan, store, spec.topics.rename.destination_topic)
+            if plan.is_empty:
+                return {"batches": batches, "records_copied": records}
+            results = run_plan(plan, configs)
+            batches += 1
+            records += sum(r.get("records_copied", 0) for r in results)
+    raise FinalCopyIncomplete(f"still records to copy after {max_batches} batches: is the source quiesced?")
+
+
+def in_process_final_copy(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+                          store: MigrationStateStore, max_batches: int = 100, workers: int = 16) -> dict:
+    """The final copy in this task, without Spark, for a spark-submit engine.
+
+    Why not spark-submit here: a JVM start (seconds) would sit inside the cutover window. Why threads:
+    inside the window the per-partition fixed cost (destination tail read, sync and progress writes)
+    dominates, and it is waiting, not CPU; ``copy_group`` builds its own clients, so partitions are split
+    over ``workers`` threads as they would be over Spark tasks.
+    """
+    from kafka_ferry.copy.runner import copy_group, task_groups
+
+    def run_plan(plan, configs) -> list[dict]:
         groups = [[plan.task_for(t, p) for t, p in group] for group in task_groups(plan, workers)]
         with ThreadPoolExecutor(max_workers=len(groups)) as pool:
-            rows = pool.map(lambda tasks, plan=plan: copy_group(plan, tasks, configs), groups)
-            results = [r for group_rows in rows for r in group_rows]
-        batches += 1
-        records += sum(r.get("records_copied", 0) for r in results)
-    raise FinalCopyIncomplete(f"still records to copy after {max_batches} batches: is the source quiesced?")
+            rows = pool.map(lambda tasks: copy_group(plan, tasks, configs), groups)
+            return [r for group_rows in rows for r in group_rows]
+
+    return copy_until_caught_up(spec, source, destination, store, run_plan, max_batches)
+
+
+def spark_connect_final_copy(url: str, package_zip: Path) -> FinalCopy:
+    """The final copy on the catch-up batches' engine when that is a running Spark Connect server (no JVM
+    start: a session), with the same partition copier."""
+    from kafka_ferry.copy.connect_engine import run_on_spark_connect
+
+    def final_copy(spec, source, destination, store) -> dict:
+        return copy_until_caught_up(spec, source, destination, store,
+                                    lambda plan, configs: run_on_spark_connect(url, plan, configs, package_zip))
+
+    return final_copy
 
 
 class PromotionRunner:
@@ -125,7 +160,7 @@ class PromotionRunner:
             if self.after_step:
                 self.after_step(step)
         report = build_report(self.spec, self._state(), timings, self._reconciliation,
-                              time.monotonic() - started)
+                              time.monotonic() - started, self.store.read_kind(TIMESTAMPS_KIND))
         path = write_report(report, self.work_dir)
         report["report_path"] = str(path)
         return report
@@ -164,6 +199,24 @@ class PromotionRunner:
         report.raise_if_mismatched()
         return {k: v for k, v in self._reconciliation.items() if k != "partitions"}
 
+    def _step_switch_timestamps(self) -> dict:
+        """Set each mirror's timestamp configs for after promotion; setting them again is harmless (resume)."""
+        plans = self.store.read_kind(TIMESTAMPS_KIND)
+        now = int(time.time() * 1000)
+        switched, to_log_append_time = {}, 0
+        for topic in self._source_topics():
+            if topic not in plans or plans[topic].get("status") == "switched":
+                continue
+            plan = TopicTimePlan.from_record(plans[topic])
+            if plan.at_promotion:
+                self.destination.set_topic_configs(plan.destination_topic, plan.at_promotion)
+            to_log_append_time += plan.at_promotion.get(TIMESTAMP_TYPE) == LOG_APPEND_TIME
+            switched[topic] = {**plans[topic], "status": "switched", "switched_at_ms": now}
+            log.info("promotion %s: %s timestamp configs now %s", self.spec.name, plan.destination_topic,
+                     plan.at_promotion or "unchanged")
+        self.store.put_many(TIMESTAMPS_KIND, switched)
+        return {"topics": len(switched), "switched_to_log_append_time": to_log_append_time}
+
     def _step_mark_promoted(self) -> dict:
         groups = migrated_groups(self.store)
         topics = self._source_topics()
@@ -183,20 +236,3 @@ class PromotionRunner:
         return select_topics(self.spec, self.source.list_topic_names())
 
 
-def stored_decisions(state: dict[str, dict]) -> list[OffsetDecision]:
-    """The final translation as ``final_translation`` recorded it."""
-    fields = set(OffsetDecision.__dataclass_fields__)
-    out = []
-    for key, value in sorted(state.items()):
-        if key.startswith("translation/"):
-            out += [OffsetDecision(**{k: v for k, v in row.items() if k in fields}) for row in value["decisions"]]
-    return out
-
-
-def expected_group_offsets(decisions: Iterable[OffsetDecision]) -> dict[str, dict[tuple[str, int], int]]:
-    """Per destination group, the offsets the final translation wants committed."""
-    out: dict[str, dict[tuple[str, int], int]] = {}
-    for d in decisions:
-        if d.downstream_offset is not None:
-            out.setdefault(d.group, {})[(d.destination_topic, d.partition)] = d.downstream_offset
-    return out

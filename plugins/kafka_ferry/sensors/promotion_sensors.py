@@ -15,8 +15,8 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowException
 
 from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.operators.base import MigrationContext
 from kafka_ferry.promotion import readiness
+from kafka_ferry.task_support import MigrationContext, fail_fast
 from kafka_ferry.translation.translate import migrated_groups
 from kafka_ferry.triggers.promotion_triggers import (
     GroupOffsetsSyncedTrigger,
@@ -60,6 +60,7 @@ class MigrationSensor(MigrationContext, BaseSensorOperator):
         self.log.info("%s: %s %s", self.task_id, "ready" if ready else "not ready", details)
         return PokeReturnValue(is_done=ready, xcom_value=details)
 
+    @fail_fast
     def execute(self, context: Any) -> Any:
         if not self.deferrable:
             return super().execute(context)

@@ -13,7 +13,16 @@ from collections.abc import Iterable
 
 from confluent_kafka import KafkaError
 
-from kafka_ferry.core.mm2_wire import Checkpoint, OffsetSync, WireFormatError, checkpoints_topic, offset_syncs_topic
+from kafka_ferry.core.mm2_wire import (
+    HEARTBEATS_TOPIC,
+    Checkpoint,
+    Heartbeat,
+    OffsetSync,
+    WireFormatError,
+    checkpoints_topic,
+    offset_syncs_topic,
+    remote_heartbeats_topic,
+)
 from kafka_ferry.core.offset_sync_policy import SyncPoint
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.hooks.kafka_cluster import KafkaClusterError, KafkaClusterHook
@@ -23,8 +32,8 @@ log = logging.getLogger(__name__)
 
 
 def sync_log_hook(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook) -> KafkaClusterHook:
-    """The cluster holding the offset-sync topic (``offset_syncs_topic_location``, destination by default)."""
-    return destination if spec.offset_syncs_topic_location == "destination" else source
+    """The cluster holding the offset-sync topic: always the destination."""
+    return destination
 
 
 def read_offset_syncs(hook: KafkaClusterHook, topic: str) -> dict[tuple[str, int], list[SyncPoint]]:
@@ -68,6 +77,20 @@ def write_checkpoints(spec: MigrationSpec, destination: KafkaClusterHook, checkp
                          [(cp.key_bytes(), cp.value_bytes()) for cp in checkpoints])
 
 
+def write_heartbeat(spec: MigrationSpec, destination: KafkaClusterHook, timestamp_ms: int) -> Heartbeat:
+    """One MM2 heartbeat (source alias -> destination alias) to ``heartbeats`` (what MM2's heartbeat task writes
+    on the target) and to ``<source alias>.heartbeats`` (what MM2 mirrors from the source), so MM2's tooling
+    (``RemoteClusterUtils.upstreamClusters``/``replicationHops``) sees the flow. Topics are made if missing."""
+    heartbeat = Heartbeat(spec.source.alias, spec.destination.alias, timestamp_ms)
+    existing = set(destination.list_topic_names())
+    for topic in (HEARTBEATS_TOPIC, remote_heartbeats_topic(spec.source.alias)):
+        if topic not in existing:
+            destination.create_topic(topic, 1, min(3, destination.describe_cluster().broker_count),
+                                     {"cleanup.policy": "compact"})
+        produce_keyed(destination, topic, [(heartbeat.key_bytes(), heartbeat.value_bytes())])
+    return heartbeat
+
+
 def produce_keyed(hook: KafkaClusterHook, topic: str, records: list[tuple[bytes, bytes]], partition: int = 0) -> int:
     """Idempotent, acks=all produce of (key, value) pairs to one partition; raises on any failed delivery."""
     if not records:
@@ -89,5 +112,6 @@ def produce_keyed(hook: KafkaClusterHook, topic: str, records: list[tuple[bytes,
     remaining = producer.flush(60)
     if remaining or errors:
         error = errors[0] if errors else KafkaError(KafkaError._TIMED_OUT, f"{remaining} records unsent")
-        raise KafkaClusterError(hook.kafka_config_id, f"write to {topic}", error)
+        raise KafkaClusterError.on(hook, f"write to {topic}", error,
+                                   acl={"TOPIC": ("WRITE", topic)})
     return len(records)

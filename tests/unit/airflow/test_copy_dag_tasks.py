@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,11 +31,23 @@ def test_groups_then_branch_then_plan_copy_then_spark_then_report(dag):
     assert dag.get_task("translate_offsets").upstream_task_ids == {"copy_report"}
 
 
-def test_spark_task_uses_the_specs_connection_and_holds_no_secret_at_parse_time(dag):
+def test_spark_task_uses_the_specs_connection_and_holds_no_secret_at_parse_time(dag, monkeypatch, tmp_path):
+    from kafka_ferry.operators import copy as copy_module
+
     copy = dag.get_task("copy_batch")
     assert copy._conn_id == "spark_local"  # copy.spark_connection_id of demo-tenant.yaml
     assert not copy.env_vars
-    assert Path(copy.application or REPO / "spark_jobs" / "copy_batch.py").name == "copy_batch.py"
+    # no path is baked in at parse time; execute resolves it to the shipped copy job
+    assert copy.application == ""
+    monkeypatch.delenv(copy_module.APPLICATION_ENV, raising=False)
+    application = Path(copy_module._application(tmp_path))
+    assert application.parent == tmp_path and application.is_file()
+    # the launcher runs the packaged job from anywhere: no repository path in it
+    job = subprocess.run([sys.executable, str(application), "--help"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=60)
+    assert job.returncode == 0 and "--plan" in job.stdout, job.stderr[-2000:]
+    monkeypatch.setenv(copy_module.APPLICATION_ENV, "/opt/custom/job.py")
+    assert copy_module._application(tmp_path) == "/opt/custom/job.py"  # an override still wins
 
 
 class _TI:
@@ -56,20 +68,3 @@ def test_an_empty_plan_skips_spark_without_starting_it():
         op.execute({"ti": _TI({"empty": True, "batch_id": "batch-x"})})
     with pytest.raises(AirflowSkipException, match="dry run"):
         op.execute({"ti": _TI({"empty": False, "dry_run": True, "batch_id": "batch-y"})})
-
-
-def test_yarn_and_kubernetes_masters_are_refused(monkeypatch):
-    """spark-submit puts env_vars on its command line there: the credentials would leak."""
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from kafka_ferry.operators.copy import CopyBatchSparkOperator
-
-    monkeypatch.setenv("AIRFLOW_CONN_KF_YARN", json.dumps({"conn_type": "spark", "host": "yarn"}))
-    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_SOURCE", json.dumps({"conn_type": "kafka",
-                                                                "extra": {"bootstrap.servers": "x:1"}}))
-    op = CopyBatchSparkOperator(task_id="copy_batch", conn_id="kf_yarn",
-                                spec_path=str(REPO / "dags/migrations/demo-tenant.yaml"))
-    summary = {"empty": False, "batch_id": "b", "plan_path": "/nonexistent", "report_path": "/nonexistent"}
-    with pytest.raises(AirflowFailException, match="would put the cluster credentials on its command line"):
-        op.execute({"ti": _TI(summary)})
-    assert "KFERRY_CLUSTER_CONFIGS" not in os.environ

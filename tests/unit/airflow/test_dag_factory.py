@@ -50,7 +50,8 @@ def test_broken_yaml_breaks_only_its_own_dag(dags_folder):
     assert sorted(bag.dag_ids) == ["kafka_ferry__demo-tenant", "kafka_ferry__other"]
     assert list(bag.import_errors) == [str(dags_folder / "migration_broken.py")]
     message = next(iter(bag.import_errors.values()))
-    assert "broken.yaml: field 'copy.max_records_per_partition' = -1" in message
+    assert (f"{dags_folder / 'migrations' / 'broken.yaml'}:20: field 'copy.max_records_per_partition' = -1: "
+            "Input should be greater than 0") in message
 
 
 def test_dag_shape_and_params(dags_folder):
@@ -59,7 +60,11 @@ def test_dag_shape_and_params(dags_folder):
     assert "tenant:demo" in dag.tags
     assert dag.get_task("preflight").downstream_task_ids == {"provision_topics"}
     assert dag.get_task("provision_topics").downstream_task_ids >= {"provision_groups"}
-    assert dag.params["dry_run"] is False
+    params = dag.params
+    assert (params["mode"], params["confirm_migration"], params["allow_rewind"]) == ("catch-up", None, False)
+    assert "dry_run" not in dag.params
+    assert dag.get_task("plan_copy").dry_run == dag.get_task("provision_topics").dry_run == (
+        "{{ params.mode == 'dry-run' }}")
 
 
 def test_write_stubs_is_idempotent(dags_folder):

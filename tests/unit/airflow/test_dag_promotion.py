@@ -15,7 +15,7 @@ from kafka_ferry.dag_promotion import (
     add_mode_branch,
     add_promotion_tasks,
     add_translation_tasks,
-    promotion_params,
+    trigger_params,
 )
 
 SPEC = Path(__file__).resolve().parents[3] / "dags" / "migrations" / "demo-tenant.yaml"
@@ -23,7 +23,7 @@ SPEC = Path(__file__).resolve().parents[3] / "dags" / "migrations" / "demo-tenan
 
 def build():
     spec = load_spec(SPEC)
-    with DAG("t", params=promotion_params(), schedule=None) as dag:
+    with DAG("t", params=trigger_params("demo-tenant"), schedule=None) as dag:
         groups = EmptyOperator(task_id="provision_groups")
         branch = add_mode_branch(groups, catch_up_entry="plan_copy")
         report = EmptyOperator(task_id="copy_report")
@@ -51,13 +51,21 @@ def test_structure():
 def test_branch_follows_the_mode_param():
     assert _choose("plan_copy", list(PROMOTE_ENTRY), params={"mode": "catch-up"}) == "plan_copy"
     assert _choose("plan_copy", list(PROMOTE_ENTRY), params={"mode": "promote"}) == list(PROMOTE_ENTRY)
+    assert _choose("plan_copy", list(PROMOTE_ENTRY), params={"mode": "dry-run"}) == "plan_copy"
+    assert _choose("plan_copy", list(PROMOTE_ENTRY), params={"mode": "promote-groups"}) == "promote_groups"
+    assert _choose("plan_copy", list(PROMOTE_ENTRY), params={"mode": "promote-topics"}) == "promote_topics"
     with pytest.raises(ValueError, match="mode must be"):
         _choose("plan_copy", list(PROMOTE_ENTRY), params={"mode": "yolo"})
 
 
 def test_mode_param_is_an_enum_defaulting_to_catch_up():
-    mode = promotion_params()["mode"]
+    params = trigger_params("demo-tenant")
+    mode = params["mode"]
     assert mode.resolve() == "catch-up"
-    assert mode.schema["enum"] == ["catch-up", "promote"]
+    assert mode.schema["enum"] == ["catch-up", "promote", "promote-groups", "promote-topics", "dry-run"]
+    assert params["groups"].resolve() == [] and params["waive_groups"].schema["section"] == "Staged cutover"
+    assert (mode.schema["section"], params["confirm_migration"].schema["section"]) == ("Run", "Promotion")
+    assert "demo-tenant" in params["confirm_migration"].description
+    assert params["confirm_migration"].resolve() is None and params["allow_rewind"].resolve() is False
     with pytest.raises(Exception):  # noqa: B017 - Airflow raises ParamValidationError
         mode.resolve("yolo")

@@ -7,6 +7,7 @@ import pytest
 from kafka_ferry.core.cluster_model import GroupInfo, TopicInfo
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused, plan_groups, plan_topics, select_topics
 from kafka_ferry.core.spec import parse_spec
+from kafka_ferry.core.time_fidelity import AFTER_MAX_MS, BEFORE_MAX_MS, TIMESTAMP_TYPE, UNLIMITED
 
 SPEC = parse_spec({
     "name": "t", "tenant": "t",
@@ -15,6 +16,8 @@ SPEC = parse_spec({
     "groups": {"include": ["g-.*"]},
 })
 CONFIGS = {"cleanup.policy": "delete", "retention.ms": "1000", "min.insync.replicas": "2", "segment.bytes": "1"}
+# A mirror while copying: CreateTime (records keep the source's timestamps) and no timestamp limits.
+LIFTED = {TIMESTAMP_TYPE: "CreateTime", BEFORE_MAX_MS: UNLIMITED, AFTER_MAX_MS: UNLIMITED}
 
 
 def topic(name, partitions=3, rf=3, **configs):
@@ -30,12 +33,13 @@ def test_missing_topic_is_created_with_mapped_rf_and_capped_min_isr():
     plan = plan_topics(SPEC, {"orders": topic("orders")}, {}, destination_brokers=1)
     (action,) = plan.actions
     assert (action.action, action.partitions, action.replication_factor) == ("create", 3, 1)
-    assert action.configs == {"cleanup.policy": "delete", "retention.ms": "1000", "min.insync.replicas": "1"}
+    assert action.configs == {"cleanup.policy": "delete", "retention.ms": "1000", "min.insync.replicas": "1",
+                              **LIFTED}
     assert "segment.bytes" not in action.configs  # cluster tuning is not mirrored
 
 
 def test_identical_destination_needs_nothing():
-    source = topic("orders", rf=1, **{"min.insync.replicas": "1"})
+    source = topic("orders", rf=1, **{"min.insync.replicas": "1", **LIFTED})
     plan = plan_topics(SPEC, {"orders": source}, {"orders": source}, destination_brokers=1)
     assert plan.changes == () and plan.refusals == ()
 
@@ -45,8 +49,23 @@ def test_growth_and_config_drift_are_planned_together():
                        {"orders": topic("orders", 4, rf=1, **{"retention.ms": "5"})}, destination_brokers=1)
     (action,) = plan.changes
     assert action.action == "grow+alter"
-    assert action.config_changes == {"retention.ms": ("5", "1000"), "min.insync.replicas": ("2", "1")}
+    assert action.config_changes == {"retention.ms": ("5", "1000"), "min.insync.replicas": ("2", "1"),
+                                     **{name: (None, value) for name, value in LIFTED.items()}}
     assert "partitions 4 -> 6" in action.describe()
+
+
+def test_a_log_append_time_source_gets_a_create_time_mirror_also_where_one_exists_as_log_append_time():
+    source = topic("orders", rf=1, **{"min.insync.replicas": "1", TIMESTAMP_TYPE: "LogAppendTime"})
+    created = plan_topics(SPEC, {"orders": source}, {}, destination_brokers=1)
+    assert created.actions[0].configs[TIMESTAMP_TYPE] == "CreateTime"
+    assert created.actions[0].time.at_promotion[TIMESTAMP_TYPE] == "LogAppendTime"
+
+    earlier_mirror = topic("orders", rf=1, **{"min.insync.replicas": "1", **LIFTED, TIMESTAMP_TYPE: "LogAppendTime"})
+    (action,) = plan_topics(SPEC, {"orders": source}, {"orders": earlier_mirror}, destination_brokers=1).changes
+    assert action.config_changes == {TIMESTAMP_TYPE: ("LogAppendTime", "CreateTime")}
+    assert created.timestamp_lines()[0] == (
+        "orders: source orders is LogAppendTime; the mirror is CreateTime while copying (records keep the source's "
+        "append times) and LogAppendTime from promotion on")
 
 
 def test_every_refusal_is_reported_at_once():

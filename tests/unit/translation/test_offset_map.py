@@ -27,7 +27,8 @@ def test_files(tmp_path):
     doc = json.loads(json_path.read_text())
     assert doc["partitions"][0]["runs"] == [[100, 109, 0], [120, 124, 10]]
     assert doc["partitions"][0]["next_downstream_offset"] == 15
-    rows = list(csv.DictReader(csv_path.open()))
+    with csv_path.open() as f:
+        rows = list(csv.DictReader(f))
     assert [(r["upstream_first"], r["upstream_last"], r["downstream_first"]) for r in rows] == [
         ("100", "109", "0"), ("120", "124", "10")]
 

@@ -1,0 +1,84 @@
+"""The copy batch's Spark job: ``python -m kafka_ferry.copy.spark_job --plan PLAN.json [--report REPORT.json]``.
+
+It ships inside the package, so an installed wheel (the Docker image) runs it; spark-submit runs it
+through a two-line launcher written next to the package zip (``packaging.write_launcher``) or the
+repository's ``spark_jobs/copy_batch.py``. The driver reads the plan (no secrets) and both clusters'
+client configs from ``KFERRY_CLUSTER_CONFIGS`` (set by the Airflow task, never on the command line),
+spreads whole partitions over Spark tasks and collects their small per-partition results; record data
+never enters the JVM. An empty plan finishes without starting a Spark session; ``--in-process`` copies
+without Spark (one partition after another, for debugging and tests). Exit code 0 only when every
+partition was copied and the report kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import os
+import sys
+import time
+
+from kafka_ferry.copy.batch import finish_batch, report_path_for
+from kafka_ferry.copy.clients import load_cluster_configs
+from kafka_ferry.copy.faults import FAULT_ENV
+from kafka_ferry.copy.lease import copy_lease
+from kafka_ferry.copy.plan import CopyPlan
+from kafka_ferry.copy.report import report_lines
+from kafka_ferry.copy.runner import check_planned_topics, copy_plan_in_process, spark_task, task_groups
+from kafka_ferry.core.copy_lease import CopyLeaseHeld
+
+log = logging.getLogger("kafka_ferry.copy_batch")
+LEASE_HELD_EXIT = 3  # another copy job of the migration holds the lease: nothing was copied
+
+
+def run_on_spark(plan: CopyPlan, configs: dict) -> list[dict]:
+    # A bare SparkContext, not a SparkSession: the job uses no SQL, and the session's start-up (pandas,
+    # SQL catalog) cost ~4 s of every batch. spark-submit's --master/--conf still apply (SparkConf reads them).
+    from pyspark import SparkConf, SparkContext
+
+    sc = SparkContext.getOrCreate(SparkConf().setAppName(f"kafka-ferry {plan.migration}"))
+    try:
+        groups = task_groups(plan, sc.defaultParallelism)
+        sc.setJobDescription(f"kafka-ferry copy: migration {plan.migration}, batch {plan.batch_id} "
+                             f"({len(plan.tasks)} partitions in {len(groups)} tasks)")
+        # The configs travel in the task closure: standalone executors do not inherit the driver's env.
+        body = functools.partial(spark_task, plan.to_json(), configs, os.environ.get(FAULT_ENV))
+        return sc.parallelize(groups, len(groups)).mapPartitions(body).collect()
+    finally:
+        sc.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--plan", required=True, help="plan JSON written by the planning task")
+    parser.add_argument("--report", help="where to write the report JSON (default: next to the plan)")
+    parser.add_argument("--in-process", action="store_true", help="copy in this process, without Spark")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    plan = CopyPlan.read(args.plan)
+    configs = load_cluster_configs()
+    started_at_ms = int(time.time() * 1000)
+    if plan.is_empty:
+        report = finish_batch(plan, [], configs, started_at_ms, args.report or report_path_for(args.plan, plan))
+    else:
+        lease = copy_lease(plan, configs)
+        try:
+            lease.acquire()  # one copy job per migration at a time, whoever started it
+        except CopyLeaseHeld as exc:
+            log.error("%s", exc)
+            return LEASE_HELD_EXIT
+        with lease:
+            check_planned_topics(plan, configs)  # a topic deleted after planning fails here, before any record moves
+            fault = os.environ.get(FAULT_ENV)
+            results = copy_plan_in_process(plan, configs, fault) if args.in_process else run_on_spark(plan, configs)
+            report = finish_batch(plan, results, configs, started_at_ms,
+                                  args.report or report_path_for(args.plan, plan))
+    for line in report_lines(report):
+        log.info("%s", line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""ACLs as plain values: what the migration's principals need on each cluster, grant hints, and fences.
+
+Names follow Kafka's (`ResourceType`, `AclOperation`, `AclPermissionType`, `ResourcePatternType`), upper
+case, so an entry reads like `kafka-acls --list` output and maps one-to-one onto the AdminClient's
+`AclBinding`. Pure: no Kafka client here; `kafka_ferry.kafka.acls` turns entries into admin calls.
+
+Why literal ACLs for the minimum: the migration's topics and groups are chosen by regexes, which Kafka
+ACLs cannot express; the planned names are known before anything runs, and a literal grant never reaches
+a topic created later by someone else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from kafka_ferry.core.mm2_wire import (
+    HEARTBEATS_TOPIC,
+    checkpoints_topic,
+    offset_syncs_topic,
+    remote_heartbeats_topic,
+)
+from kafka_ferry.core.spec import MigrationSpec
+
+ANY_HOST = "*"
+# Kafka protocol error codes (confluent-kafka's KafkaError codes for broker errors are the same numbers).
+AUTHORIZATION_CODES = {29: "TOPIC", 30: "GROUP", 31: "CLUSTER", 53: "TRANSACTIONAL_ID"}
+CLUSTER_RESOURCE = "kafka-cluster"
+
+
+@dataclass(frozen=True, order=True)
+class AclEntry:
+    """One ACL: `permission` `operation` on `resource_type` `resource_name` (`pattern_type`) for `principal`."""
+
+    principal: str
+    resource_type: str
+    resource_name: str
+    operation: str
+    permission: str = "ALLOW"
+    pattern_type: str = "LITERAL"
+    host: str = ANY_HOST
+
+    def describe(self) -> str:
+        pattern = "" if self.pattern_type == "LITERAL" else f" ({self.pattern_type})"
+        return (f"{self.permission} {self.operation} on {self.resource_type} '{self.resource_name}'{pattern} "
+                f"for {self.principal}")
+
+    def covers(self, resource_type: str, name: str) -> bool:
+        """True when this entry's resource pattern matches the named resource."""
+        if self.resource_type != resource_type:
+            return False
+        if self.pattern_type == "PREFIXED":
+            return name.startswith(self.resource_name)
+        return self.resource_name in (name, "*")
+
+
+def principal_of(client_config: Mapping[str, object]) -> str | None:
+    """The principal a connection authenticates as, when its config says (SASL); never reads a secret."""
+    protocol = str(client_config.get("security.protocol", "PLAINTEXT")).upper()
+    username = client_config.get("sasl.username")
+    if protocol.startswith("SASL") and username:
+        return f"User:{username}"
+    if protocol == "PLAINTEXT":
+        return "User:ANONYMOUS"
+    return None
+
+
+def grant_hint(principal: str | None, resource_type: str, resource_name: str, operation: str) -> str:
+    """What to grant, as an admin would type it (`kafka-acls --add ...`)."""
+    who = principal or "the connection's principal"
+    entry = AclEntry(who, resource_type, resource_name, operation)
+    return f"grant {entry.describe()}"
+
+
+def grant_hint_for_code(code: int | None, principal: str | None,
+                        needs: Mapping[str, tuple[str, str]] | None) -> str | None:
+    """A grant hint for an authorization error code, or None for other errors.
+
+    ``needs`` maps a resource type to the (ACL operation, resource name) the failed call needed of it.
+    """
+    resource_type = AUTHORIZATION_CODES.get(code) if code is not None else None
+    if resource_type is None or resource_type not in (needs or {}):
+        return None  # not an authorization error, or the call did not say what it needs: no guess
+    operation, name = needs[resource_type]
+    return grant_hint(principal, resource_type, CLUSTER_RESOURCE if resource_type == "CLUSTER" else name, operation)
+
+
+@dataclass(frozen=True)
+class MinimumAcls:
+    """The least-privilege ACLs of one migration, per cluster."""
+
+    source: tuple[AclEntry, ...]
+    destination: tuple[AclEntry, ...]
+
+    def lines(self) -> list[str]:
+        return ([f"source: {e.describe()}" for e in self.source]
+                + [f"destination: {e.describe()}" for e in self.destination])
+
+
+SOURCE_TOPIC_OPERATIONS = ("DESCRIBE", "DESCRIBE_CONFIGS", "READ")
+SOURCE_GROUP_OPERATIONS = ("DESCRIBE",)
+MIRROR_TOPIC_OPERATIONS = ("CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "ALTER", "WRITE", "READ")
+INTERNAL_TOPIC_OPERATIONS = ("CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "WRITE", "READ")
+DESTINATION_GROUP_OPERATIONS = ("DESCRIBE", "READ")
+# The tool's own consumers read by assign() and never commit, but librdkafka still looks up the
+# coordinator of their group.id, which needs DESCRIBE on it. A test keeps this list in step with the code.
+READER_GROUPS = ("kafka-ferry-reader", "kafka-ferry-range-reader", "kafka-ferry-state-reader", "kafka-ferry-resume")
+
+
+def reader_groups(spec: MigrationSpec) -> tuple[str, ...]:
+    return (*READER_GROUPS, f"kafka-ferry-copy.{spec.name}")
+
+
+def _grants(principal: str, resource_type: str, names: Iterable[str], operations: Iterable[str]) -> list[AclEntry]:
+    return [AclEntry(principal, resource_type, name, op) for name in sorted(set(names)) for op in operations]
+
+
+def internal_topics(spec: MigrationSpec) -> dict[str, tuple[str, ...]]:
+    """The migration's own topics per cluster: state, offset syncs, checkpoints, heartbeats."""
+    syncs = offset_syncs_topic(spec.destination.alias)
+    on_destination = [spec.state_topic_name, checkpoints_topic(spec.source.alias), HEARTBEATS_TOPIC,
+                      remote_heartbeats_topic(spec.source.alias)]
+    return {"source": (), "destination": (*on_destination, syncs)}
+
+
+def minimum_acls(spec: MigrationSpec, source_principal: str, destination_principal: str,
+                 source_topics: Iterable[str], groups: Iterable[str]) -> MinimumAcls:
+    """Exactly what a catch-up and a promotion of these topics and groups need; nothing on the cluster.
+
+    Source: describe and read the topics, describe the groups (their committed offsets). Destination:
+    create, configure, grow, write and read back the mirror topics and the migration's own topics;
+    describe groups and commit their offsets (READ on the group). On both, DESCRIBE on the tool's reader
+    groups (coordinator lookups). Idempotent producers need no cluster
+    ACL since Kafka 2.8 (WRITE on a topic implies IDEMPOTENT_WRITE).
+    """
+    source_topics = sorted(set(source_topics))
+    groups = sorted(set(groups))
+    mirrors = [spec.topics.rename.destination_topic(t) for t in source_topics]
+    internal = internal_topics(spec)
+    source = (_grants(source_principal, "TOPIC", source_topics, SOURCE_TOPIC_OPERATIONS)
+              + _grants(source_principal, "GROUP", [*groups, *reader_groups(spec)], SOURCE_GROUP_OPERATIONS)
+              + _grants(source_principal, "TOPIC", internal["source"], INTERNAL_TOPIC_OPERATIONS))
+    destination = (_grants(destination_principal, "TOPIC", mirrors, MIRROR_TOPIC_OPERATIONS)
+                   + _grants(destination_principal, "TOPIC", internal["destination"], INTERNAL_TOPIC_OPERATIONS)
+                   + _grants(destination_principal, "GROUP", groups, DESTINATION_GROUP_OPERATIONS)
+                   + _grants(destination_principal, "GROUP", reader_groups(spec), ("DESCRIBE",)))
+    return MinimumAcls(tuple(source), tuple(destination))
+
+
+# --- fences: keep others off a mirror topic or group until it is promoted -------------------------------
+
+def group_read_fence(group: str, consumer_principals: Iterable[str]) -> tuple[AclEntry, ...]:
+    """DENY READ on the group for its consumers' principals: an early consumer cannot join or commit."""
+    return tuple(AclEntry(p, "GROUP", group, "READ", permission="DENY") for p in sorted(set(consumer_principals)))
+
+
+def topic_write_fence(topic: str, migration_principal: str, existing: Iterable[AclEntry]) -> tuple[AclEntry, ...]:
+    """DENY WRITE on the topic for every other principal an existing ACL lets write it.
+
+    A DENY for `User:*` would also stop the migration (DENY wins over ALLOW), so the fence names each
+    principal that could write: ALLOW WRITE or ALL on a pattern covering the topic.
+    """
+    writers = {e.principal for e in existing
+               if e.permission == "ALLOW" and e.operation in ("WRITE", "ALL") and e.covers("TOPIC", topic)
+               and e.principal != migration_principal}
+    return tuple(AclEntry(p, "TOPIC", topic, "WRITE", permission="DENY") for p in sorted(writers))

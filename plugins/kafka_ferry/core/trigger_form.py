@@ -1,0 +1,68 @@
+"""What a migration run may be asked to do from the trigger form (or REST), checked before anything changes.
+
+Why here and not only in the form's JSON schema: the schema makes `mode` a dropdown and rejects unknown
+values over REST, but a promotion must also be *meant*: a cutover is one dropdown change away from a
+catch-up, so `promote` needs the migration's name typed into `confirm_migration` (a mis-click cannot cut
+over). And a key the form does not know (an old `{"dry_run": true}` script) must not be silently ignored,
+which would turn an intended dry run into a real one. The pre-flight task runs these checks first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+CATCH_UP, PROMOTE, DRY_RUN = "catch-up", "promote", "dry-run"
+PROMOTE_GROUPS, PROMOTE_TOPICS = "promote-groups", "promote-topics"  # staged cutover: groups first, then topics
+MODES = (CATCH_UP, PROMOTE, PROMOTE_GROUPS, PROMOTE_TOPICS, DRY_RUN)
+CONFIRMED_MODES = (PROMOTE, PROMOTE_GROUPS, PROMOTE_TOPICS)
+CONFIRM_FIELD = "confirm_migration"
+GROUPS_FIELD, TOPICS_FIELD, WAIVE_FIELD = "groups", "topics", "waive_groups"
+# A task field rendered "True" on a dry-run (a Jinja template), so provisioning and planning change nothing.
+DRY_RUN_TEMPLATE = f"{{{{ params.mode == '{DRY_RUN}' }}}}"
+
+
+class TriggerRefused(ValueError):
+    """The run's parameters ask for something invalid or unconfirmed; the run stops before any change."""
+
+
+def trigger_problems(migration: str, params: Mapping[str, Any], conf_keys: Iterable[str] = (),
+                     known_keys: Iterable[str] = ()) -> list[str]:
+    """Every problem with the run's parameters, in a fixed order (empty when the run may go ahead)."""
+    problems = []
+    known = set(known_keys)
+    for key in sorted(set(conf_keys) - known):
+        hint = f" (use mode={DRY_RUN!r})" if key == "dry_run" else ""
+        problems.append(f"unknown trigger field {key!r}{hint}; the form's fields are: {', '.join(sorted(known))}")
+    mode = params.get("mode", CATCH_UP)
+    if mode not in MODES:
+        problems.append(f"mode {mode!r} is not one of {', '.join(repr(m) for m in MODES)}")
+    elif mode in CONFIRMED_MODES:
+        typed = str(params.get(CONFIRM_FIELD) or "").strip()
+        if typed != migration:
+            got = f"got {typed!r}" if typed else "it is empty"
+            problems.append(f"{mode} needs the migration name {migration!r} typed into {CONFIRM_FIELD!r} "
+                            f"to confirm the cutover; {got}")
+        needed = {PROMOTE_GROUPS: GROUPS_FIELD, PROMOTE_TOPICS: TOPICS_FIELD}.get(mode)
+        if needed and not names(params.get(needed)):
+            problems.append(f"{mode} needs at least one name in {needed!r}; it is empty")
+    return problems
+
+
+def names(value: Any) -> list[str]:
+    """A form list field as names: a list, or text with one name per line or comma; blanks dropped."""
+    items = value if isinstance(value, (list, tuple)) else str(value or "").replace(",", "\n").splitlines()
+    return sorted({str(i).strip() for i in items if str(i).strip()})
+
+
+def check_trigger(migration: str, params: Mapping[str, Any], conf_keys: Iterable[str] = (),
+                  known_keys: Iterable[str] = ()) -> str:
+    """The run's mode when its parameters are valid; otherwise ``TriggerRefused`` naming every problem."""
+    problems = trigger_problems(migration, params, conf_keys, known_keys)
+    if problems:
+        raise TriggerRefused(f"run of migration {migration!r} refused: " + "; ".join(problems))
+    return params.get("mode", CATCH_UP)
+
+
+def is_dry_run(mode: Any) -> bool:
+    return mode == DRY_RUN

@@ -1,0 +1,1 @@
+"""The one Kafka cluster client, without Airflow."""

@@ -1,0 +1,92 @@
+"""ACL and SCRAM-user calls on a cluster's AdminClient, for `core.acl_plan.AclEntry` values.
+
+Functions over any cluster client that has `admin` (an AdminClient) and `kafka_config_id` (the name used
+in errors): the Airflow hook and the job-side clients alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+
+from kafka_ferry.core.acl_plan import AclEntry
+from kafka_ferry.io.kafka_errors import KafkaClusterError
+
+TIMEOUT_S = 30.0
+
+
+def to_binding(entry: AclEntry) -> AclBinding:
+    return AclBinding(ResourceType[entry.resource_type], entry.resource_name,
+                      ResourcePatternType[entry.pattern_type], entry.principal, entry.host,
+                      AclOperation[entry.operation], AclPermissionType[entry.permission])
+
+
+def from_binding(binding: AclBinding) -> AclEntry:
+    return AclEntry(binding.principal, binding.restype.name, binding.name, binding.operation.name,
+                    binding.permission_type.name, binding.resource_pattern_type.name, binding.host)
+
+
+def _filter(resource_type: str = "ANY", name: str | None = None, principal: str | None = None,
+            pattern_type: str = "ANY", operation: str = "ANY", permission: str = "ANY") -> AclBindingFilter:
+    return AclBindingFilter(ResourceType[resource_type], name, ResourcePatternType[pattern_type], principal, None,
+                            AclOperation[operation], AclPermissionType[permission])
+
+
+def _result(cluster, future, operation: str):
+    try:
+        return future.result(timeout=TIMEOUT_S)
+    except KafkaException as exc:
+        raise KafkaClusterError.on(cluster, operation, exc.args[0]) from None
+
+
+def describe_acls(cluster, resource_type: str = "ANY", name: str | None = None,
+                  principal: str | None = None, pattern_type: str = "ANY") -> list[AclEntry]:
+    """The ACLs matching the filter (pattern_type MATCH: every pattern that covers `name`)."""
+    future = cluster.admin.describe_acls(_filter(resource_type, name, principal, pattern_type),
+                                         request_timeout=TIMEOUT_S)
+    return sorted(from_binding(b) for b in _result(cluster, future, "describe ACLs"))
+
+
+def create_acls(cluster, entries: Iterable[AclEntry]) -> None:
+    """Create the entries (creating an existing ACL is a no-op for Kafka: idempotent)."""
+    bindings = [to_binding(e) for e in sorted(set(entries))]
+    if not bindings:
+        return
+    for binding, future in cluster.admin.create_acls(bindings, request_timeout=TIMEOUT_S).items():
+        _result(cluster, future, f"create ACL {from_binding(binding).describe()}")
+
+
+def delete_acls(cluster, entries: Iterable[AclEntry]) -> None:
+    """Delete exactly these entries (a filter with every field set matches one ACL)."""
+    filters = [AclBindingFilter(*_exact(e)) for e in sorted(set(entries))]
+    if not filters:
+        return
+    for _, future in cluster.admin.delete_acls(filters, request_timeout=TIMEOUT_S).items():
+        _result(cluster, future, "delete ACLs")
+
+
+def _exact(entry: AclEntry) -> tuple:
+    b = to_binding(entry)
+    return (b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation, b.permission_type)
+
+
+def upsert_scram_user(cluster, username: str, password: str, mechanism: str = "SCRAM_SHA_512",
+                      iterations: int = 8192) -> None:
+    """Create or reset a SCRAM user (Kafka keeps only the salted hash)."""
+    upsertion = UserScramCredentialUpsertion(username, ScramCredentialInfo(ScramMechanism[mechanism], iterations),
+                                             password.encode())
+    futures = cluster.admin.alter_user_scram_credentials([upsertion], request_timeout=TIMEOUT_S)
+    for future in futures.values():
+        _result(cluster, future, f"upsert SCRAM user {username}")

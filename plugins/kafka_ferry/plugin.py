@@ -1,0 +1,66 @@
+"""The Airflow UI plugin: a "Migrations" page in the navigation and a report tab on every DAG run.
+
+A FastAPI app mounted by the API server under ``/kafka-ferry`` serves the HTML the migration tasks wrote
+into the work dir (``kafka_ferry.reports.publish``): the API server needs the work dir (a shared volume
+on a distributed deployment), not the clusters. Both pages go through Airflow's own authentication
+(the session cookie or a bearer token) and authorization: a run's report needs read access to that DAG's
+runs, and the overview lists only the DAGs the user may read.
+
+Registered through the ``airflow.plugins`` entry point, so a plain ``pip install`` of the package is enough.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from airflow.api_fastapi.app import get_auth_manager
+from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
+from airflow.plugins_manager import AirflowPlugin
+from fastapi import Depends, FastAPI
+from fastapi.responses import HTMLResponse
+
+from kafka_ferry.copy.plan import work_dir
+from kafka_ferry.reports.publish import overview_rows, run_page_path
+from kafka_ferry.reports.render import overview_page, page
+
+URL_PREFIX = "/kafka-ferry"
+DAG_ID_PREFIX = "kafka_ferry__"
+RUN_REPORT_HREF = URL_PREFIX + "/runs/{dag_id}/{run_id}"
+
+app = FastAPI(title="kafka-ferry reports", docs_url=None, redoc_url=None, openapi_url=None)
+
+
+def _work_base() -> Path:
+    return work_dir("-").parent  # $KFERRY_WORK_DIR or $AIRFLOW_HOME/kafka-ferry, read per request
+
+
+@app.get("/", response_class=HTMLResponse)
+def migrations_overview(user: GetUserDep) -> HTMLResponse:
+    readable = get_auth_manager().get_authorized_dag_ids(user=user)
+    rows = [r for r in overview_rows(_work_base()) if r.get("dag_id") in readable]
+    return HTMLResponse(overview_page(rows, report_href=RUN_REPORT_HREF))
+
+
+@app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse,
+         dependencies=[Depends(requires_access_dag("GET", DagAccessEntity.RUN))])
+def run_report(dag_id: str, run_id: str) -> HTMLResponse:
+    if dag_id.startswith(DAG_ID_PREFIX):
+        path = run_page_path(_work_base() / dag_id[len(DAG_ID_PREFIX):], run_id)
+        if path.is_file():
+            return HTMLResponse(path.read_text())
+    return HTMLResponse(page("no report", f"<p>No kafka-ferry report for run <code>{escape(run_id)}</code> of "
+                                          f"<code>{escape(dag_id)}</code> (yet): reports are written by the "
+                                          "catch-up translation and the promotion tasks.</p>"), status_code=404)
+
+
+class KafkaFerryPlugin(AirflowPlugin):
+    name = "kafka_ferry"
+    fastapi_apps = [{"app": app, "url_prefix": URL_PREFIX, "name": "kafka-ferry reports"}]
+    external_views = [
+        {"name": "Migrations", "href": URL_PREFIX + "/", "destination": "nav", "category": "browse",
+         "url_route": "kafka-ferry-migrations"},
+        {"name": "Migration report", "href": RUN_REPORT_HREF.format(dag_id="{DAG_ID}", run_id="{RUN_ID}"),
+         "destination": "dag_run", "url_route": "kafka-ferry-run-report"},
+    ]

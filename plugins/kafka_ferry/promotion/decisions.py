@@ -1,0 +1,29 @@
+"""The final translation's decisions as stored in the state topic, and the group offsets they ask for.
+
+Shared by the promotion runner and the readiness checks (kept here so neither imports the other).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kafka_ferry.translation.translate import OffsetDecision
+
+
+def stored_decisions(state: dict[str, dict]) -> list[OffsetDecision]:
+    """The final translation as ``final_translation`` recorded it."""
+    fields = set(OffsetDecision.__dataclass_fields__)
+    out = []
+    for key, value in sorted(state.items()):
+        if key.startswith("translation/"):
+            out += [OffsetDecision(**{k: v for k, v in row.items() if k in fields}) for row in value["decisions"]]
+    return out
+
+
+def expected_group_offsets(decisions: Iterable[OffsetDecision]) -> dict[str, dict[tuple[str, int], int]]:
+    """Per destination group, the offsets the final translation wants committed."""
+    out: dict[str, dict[tuple[str, int], int]] = {}
+    for d in decisions:
+        if d.downstream_offset is not None:
+            out.setdefault(d.group, {})[(d.destination_topic, d.partition)] = d.downstream_offset
+    return out

@@ -1,0 +1,41 @@
+"""The lag chart: uncopied offsets before and after every batch of a migration, drawn with matplotlib.
+
+Rendered to inline SVG text, so a report page needs no file next to it and no asset from the internet.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+
+def lag_chart_svg(history: Sequence[dict[str, Any]], title: str = "Lag per batch") -> str:
+    """SVG of lag before/after per batch (x: batch end time); a note instead of a chart for no batches."""
+    batches = sorted((b for b in history if b.get("finished_at_ms")), key=lambda b: b["finished_at_ms"])
+    if not batches:
+        return '<p class="muted">No batch has run yet: no lag history to draw.</p>'
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display; must precede pyplot
+    from matplotlib import pyplot as plt
+
+    times = [datetime.fromtimestamp(b["finished_at_ms"] / 1000, UTC) for b in batches]
+    figure, axes = plt.subplots(figsize=(8, 2.8), dpi=100)
+    try:
+        axes.plot(times, [b.get("lag_before_total", 0) for b in batches], marker="o", label="lag before batch")
+        axes.plot(times, [b.get("lag_after_total", 0) for b in batches], marker="o", label="lag after batch")
+        axes.set_title(title)
+        axes.set_ylabel("uncopied offsets")
+        axes.set_ylim(bottom=0)
+        axes.grid(alpha=0.3)
+        axes.legend(loc="upper right")
+        figure.autofmt_xdate()
+        figure.tight_layout()
+        out = io.StringIO()
+        figure.savefig(out, format="svg")
+    finally:
+        plt.close(figure)
+    svg = out.getvalue()
+    return svg[svg.index("<svg"):]  # drop the XML prolog and doctype: the SVG sits inside an HTML page

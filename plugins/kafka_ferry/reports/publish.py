@@ -1,0 +1,84 @@
+"""Write a run's HTML page and the migration's overview row into the work dir, where the UI plugin reads them.
+
+Layout under ``$KFERRY_WORK_DIR`` (default ``$AIRFLOW_HOME/kafka-ferry``):
+``<migration>/runs/<run id>.html`` (one page per DAG run, rewritten as the run progresses) and
+``<migration>/overview.json`` (the migration's row on the overview page). Files, not the state topic, so
+the API server that serves them needs no Kafka connection; the lag history comes from the state topic
+(kind "batch") when the page is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kafka_ferry.core.progress import BATCH_KIND
+from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.reports.render import batch_page, promotion_page
+
+OVERVIEW_FILE = "overview.json"
+
+
+def run_page_path(migration_dir: Path, run_id: str) -> Path:
+    """The page of one DAG run; the run id is made a safe file name (``:``, ``+`` and ``/`` become ``_``)."""
+    return Path(migration_dir) / "runs" / (re.sub(r"[^A-Za-z0-9._-]", "_", run_id) + ".html")
+
+
+def batch_history(store) -> list[dict[str, Any]]:
+    """Every batch record of the migration (totals, lag before/after), oldest first."""
+    return sorted(store.read_kind(BATCH_KIND).values(), key=lambda b: b.get("finished_at_ms") or 0)
+
+
+def publish_batch_run(spec: MigrationSpec, migration_dir: Path, run_id: str, report: Mapping[str, Any],
+                      groups: Sequence[Mapping[str, Any]], history: Sequence[Mapping[str, Any]]) -> Path:
+    path = _write(run_page_path(migration_dir, run_id), batch_page(report, groups, history, run_id))
+    _update_overview(spec, migration_dir, run_id, last_batch=report.get("batch_id"),
+                     last_batch_at_ms=report.get("finished_at_ms"), lag=report.get("lag_after_total"))
+    return path
+
+
+def publish_promotion_run(spec: MigrationSpec, migration_dir: Path, run_id: str, report: Mapping[str, Any],
+                          history: Sequence[Mapping[str, Any]]) -> Path:
+    path = _write(run_page_path(migration_dir, run_id), promotion_page(report, history, run_id))
+    rec = report.get("reconciliation") or {}
+    verdict = None if not rec else ("ok" if not rec.get("mismatched") else "mismatch: " + ", ".join(rec["mismatched"]))
+    latest = history[-1] if history else {}
+    _update_overview(spec, migration_dir, run_id, promoted=report.get("status") == "promoted",
+                     reconciliation=verdict, last_batch=latest.get("batch_id"),
+                     last_batch_at_ms=latest.get("finished_at_ms"), lag=latest.get("lag_after_total"))
+    return path
+
+
+def overview_rows(work_base: Path) -> list[dict[str, Any]]:
+    """The rows every migration under the work base wrote (unreadable files are skipped, not fatal)."""
+    rows = []
+    for path in sorted(Path(work_base).glob(f"*/{OVERVIEW_FILE}")):
+        try:
+            rows.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return rows
+
+
+def _update_overview(spec: MigrationSpec, migration_dir: Path, run_id: str, **fields: Any) -> None:
+    path = Path(migration_dir) / OVERVIEW_FILE
+    try:
+        row = json.loads(path.read_text())
+    except (OSError, ValueError):
+        row = {"promoted": False, "reconciliation": None}
+    row.update({k: v for k, v in fields.items() if v is not None or k not in row})
+    row.update(migration=spec.name, tenant=spec.tenant, dag_id=spec.dag_id, last_run_id=run_id,
+               updated_at_ms=int(time.time() * 1000))
+    _write(path, json.dumps(row, indent=1, sort_keys=True))
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    return path

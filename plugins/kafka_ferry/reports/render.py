@@ -1,0 +1,155 @@
+"""HTML pages from the reports the stages already produce (batch report, offset decisions, promotion report).
+
+Pure: dicts in, one self-contained HTML string out (inline CSS, the chart as inline SVG; no script, no
+asset from the internet). Every value from a cluster or a spec is escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+from urllib.parse import quote
+
+from kafka_ferry.reports.chart import lag_chart_svg
+
+STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#1d2433}
+h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:20px 0 6px}
+table{border-collapse:collapse;margin:4px 0 12px}th,td{border:1px solid #d5d9e0;padding:3px 8px;text-align:right}
+th{background:#f2f4f7}td.l,th.l{text-align:left}.muted{color:#667085}
+.ok{color:#067647;font-weight:600}.bad{color:#b42318;font-weight:600}.warn{color:#b54708;font-weight:600}
+.cards{display:flex;gap:12px;flex-wrap:wrap}.card{border:1px solid #d5d9e0;border-radius:6px;padding:6px 12px}
+.card b{display:block;font-size:18px}
+"""
+
+
+def _time(ms: int | None) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if ms else "—"
+
+
+def _cell(value: Any) -> str:
+    return "—" if value is None else escape(str(value))
+
+
+def table(columns: Sequence[tuple[str, str]], rows: Iterable[Mapping[str, Any]], left: Iterable[str] = ()) -> str:
+    """An HTML table of ``rows`` with ``columns`` as (key, heading); keys in ``left`` are left-aligned."""
+    left = set(left)
+    head = "".join(f"<th{_align(k, left)}>{escape(h)}</th>" for k, h in columns)
+    body = "".join("<tr>" + "".join(f"<td{_align(k, left)}>{_cell(r.get(k))}</td>" for k, _ in columns) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body or '<tr><td class=l colspan=99>none</td></tr>'}</table>"
+
+
+def _align(key: str, left: set[str]) -> str:
+    return ' class="l"' if key in left else ""
+
+
+def page(title: str, body: str) -> str:
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"<style>{STYLE}</style></head><body>{body}</body></html>")
+
+
+def _cards(items: Sequence[tuple[str, Any]]) -> str:
+    return '<div class="cards">' + "".join(f'<div class="card"><b>{_cell(v)}</b>{escape(k)}</div>'
+                                           for k, v in items) + "</div>"
+
+
+PARTITION_COLUMNS = (("source_topic", "source topic"), ("partition", "partition"),
+                     ("destination_topic", "destination topic"), ("start_offset", "from"),
+                     ("next_upstream_offset", "to"), ("records_copied", "records"), ("bytes_copied", "bytes"),
+                     ("syncs_written", "syncs"), ("lag_before", "lag before"), ("lag_after", "lag after"),
+                     ("duration_s", "seconds"))
+GROUP_COLUMNS = (("group", "group"), ("source_topic", "source topic"), ("partition", "partition"),
+                 ("upstream_offset", "source offset"), ("destination_topic", "destination topic"),
+                 ("downstream_offset", "destination offset"), ("method", "method"), ("reason", "why"))
+GAP_COLUMNS = (("topic", "topic"), ("partition", "partition"), ("lost_start", "lost from"),
+               ("lost_end", "lost to"), ("lost_count", "offsets lost"))
+
+
+def _groups_section(groups: Sequence[Mapping[str, Any]]) -> str:
+    return "<h2>Consumer groups: source → destination offsets</h2>" + table(
+        GROUP_COLUMNS, sorted(groups, key=lambda g: (g["group"], g["source_topic"], g["partition"])),
+        left=("group", "source_topic", "destination_topic", "method", "reason"))
+
+
+def batch_page(report: Mapping[str, Any], groups: Sequence[Mapping[str, Any]], history: Sequence[Mapping[str, Any]],
+               run_id: str = "") -> str:
+    """A catch-up run: the batch's totals and partitions, gaps, translated groups, the lag chart."""
+    status = report.get("status", "?")
+    title = f"{report['migration']}: batch {report['batch_id']}"
+    body = [f"<h1>{escape(title)}</h1>",
+            f'<p class="muted">run {escape(run_id) or "—"} · {_time(report.get("started_at_ms"))} → '
+            f'{_time(report.get("finished_at_ms"))} · <span class="{"ok" if status == "succeeded" else "bad"}">'
+            f"{escape(str(status))}</span></p>",
+            _cards([("records copied", report.get("records_copied")), ("bytes copied", report.get("bytes_copied")),
+                    ("lag before", report.get("lag_before_total")), ("lag after", report.get("lag_after_total")),
+                    ("offset syncs", report.get("syncs_written")), ("seconds", report.get("duration_s")),
+                    ("resumed", report.get("records_resumed")), ("gaps", len(report.get("gaps", [])))]),
+            "<h2>Lag over the migration's batches</h2>", lag_chart_svg(history),
+            "<h2>Partitions of this batch</h2>",
+            table(PARTITION_COLUMNS, report.get("partitions", []), left=("source_topic", "destination_topic"))]
+    if report.get("gaps"):
+        body += ['<h2 class="warn">Retention gaps (accepted by the spec)</h2>', table(GAP_COLUMNS, report["gaps"],
+                                                                                      left=("topic",))]
+    body.append(_groups_section(groups))
+    return page(title, "".join(body))
+
+
+RECONCILE_COLUMNS = (("source_topic", "source topic"), ("partition", "partition"), ("source_count", "source records"),
+                     ("destination_count", "destination records"), ("verdict", "verdict"))
+
+
+def promotion_page(report: Mapping[str, Any], history: Sequence[Mapping[str, Any]], run_id: str = "") -> str:
+    """A promotion run: status, steps, reconciliation per partition, per-group offsets, timestamps, lag chart."""
+    title = f"{report['migration']}: promotion"
+    rec = report.get("reconciliation") or {}
+    rows = [{**p, "verdict": "ok" if p.get("matches") else "MISMATCH"} for p in rec.get("partitions", [])]
+    verdict = ("not run yet" if not rec else "all partitions match" if not rec.get("mismatched")
+               else "MISMATCH: " + ", ".join(rec["mismatched"]))
+    steps = [{"step": name, "finished": _time(step.get("finished_at_ms") or step.get("written_at_ms"))}
+             for name, step in report.get("steps", {}).items()]
+    body = [f"<h1>{escape(title)}</h1>",
+            f'<p class="muted">run {escape(run_id) or "—"} · generated {_time(report.get("generated_at_ms"))}</p>',
+            _cards([("status", report.get("status")), ("groups", len({g["group"] for g in report.get("groups", [])})),
+                    ("partitions reconciled", len(rows)), ("seconds", report.get("duration_s"))]),
+            f'<h2>Reconciliation: <span class="{"ok" if rec and not rec.get("mismatched") else "bad"}">'
+            f"{escape(verdict)}</span></h2>",
+            table(RECONCILE_COLUMNS, rows, left=("source_topic", "verdict")),
+            _groups_section(report.get("groups", [])),
+            "<h2>Promotion steps</h2>", table((("step", "step"), ("finished", "finished")), steps,
+                                              left=("step", "finished"))]
+    if report.get("timestamps"):
+        ts = [{"topic": t, **p} for t, p in report["timestamps"].items()]
+        body += ["<h2>Timestamp types</h2>", table((("topic", "source topic"), ("destination_topic", "mirror"),
+                                                    ("status", "status"), ("at_promotion", "from promotion on")),
+                                                   ts, left=("topic", "destination_topic", "status", "at_promotion"))]
+    body += ["<h2>Lag over the migration's batches</h2>", lag_chart_svg(history)]
+    return page(title, "".join(body))
+
+
+OVERVIEW_COLUMNS = (("migration", "migration"), ("tenant", "tenant"), ("last_batch", "last batch"),
+                    ("last_batch_at", "finished"), ("lag", "current lag"), ("promoted", "promoted"),
+                    ("reconciliation", "last reconciliation"), ("report", "last run"))
+
+
+def overview_page(rows: Sequence[Mapping[str, Any]], report_href: str = "") -> str:
+    """Every migration on one page: the one a platform team opens in a migration week."""
+    cells = []
+    for r in sorted(rows, key=lambda r: (r.get("tenant") or "", r["migration"])):
+        link = ""
+        if r.get("dag_id") and r.get("last_run_id") and report_href:
+            href = report_href.format(dag_id=quote(r["dag_id"], safe=""), run_id=quote(r["last_run_id"], safe=""))
+            link = f'<a href="{href}">{escape(r["last_run_id"])}</a>'
+        cells.append("<tr>" + "".join([
+            f'<td class="l">{_cell(r["migration"])}</td>', f'<td class="l">{_cell(r.get("tenant"))}</td>',
+            f'<td class="l">{_cell(r.get("last_batch"))}</td>',
+            f'<td class="l">{_time(r.get("last_batch_at_ms"))}</td>',
+            f"<td>{_cell(r.get('lag'))}</td>",
+            f'<td class="l {"ok" if r.get("promoted") else ""}">{"yes" if r.get("promoted") else "no"}</td>',
+            f'<td class="l">{_cell(r.get("reconciliation"))}</td>', f'<td class="l">{link or "—"}</td>']) + "</tr>")
+    head = "".join(f'<th class="l">{escape(h)}</th>' for _, h in OVERVIEW_COLUMNS)
+    empty = '<tr><td class="l" colspan="8">no migration has reported yet</td></tr>'
+    return page("kafka-ferry migrations", f"<h1>kafka-ferry migrations</h1><table><tr>{head}</tr>"
+                                          f"{''.join(cells) or empty}</table>")

@@ -1,0 +1,1 @@
+"""What a migration does, in pipeline order; no Airflow imports."""

@@ -1,0 +1,136 @@
+"""Promote one consumer group while producers keep writing to the source.
+
+Steps (``core.staged_cutover.GROUP_STEPS``), each recorded in the state topic when done so an interrupted run resumes
+at the first missing one, and a promoted group is left as it is:
+  source_quiet  the group has no members on the source (its consumers stopped; their last commit is final)
+  final_copy    the group's topics copied at least up to the source's end at that moment (later records keep
+                coming with catch-up batches: producers are still on the source)
+  translated    exact translation of the group's committed source offsets; any flagged decision stops here
+  committed     committed on the destination, refused while the destination group has members
+  reconciled    the copied ranges of the group's topics compared record by record
+  promoted      from now on catch-up runs never commit this group's offsets again
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.staged_cutover import (
+    GROUP_PROMOTION_KIND,
+    StagedCutoverError,
+    UnitPromotion,
+    next_step,
+    start_or_resume,
+)
+from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.promotion.readiness import active_groups
+from kafka_ferry.promotion.reconcile import reconcile_copies
+from kafka_ferry.stages.staged_cutover_state import read_promotions, save_promotion
+from kafka_ferry.translation.translate import (
+    commit_translated_offsets,
+    load_partition_copies,
+    migrated_groups,
+    read_progress,
+    translate_migration,
+)
+
+log = logging.getLogger(__name__)
+RunPlan = Callable[..., list]
+
+
+class GroupPromotionRefused(RuntimeError):
+    """A step's precondition does not hold (members on the source, an inexact translation, a mismatch)."""
+
+
+def threaded_run_plan(workers: int = 16) -> RunPlan:
+    """An engine that copies a plan in this process, its partitions split over ``workers`` threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kafka_ferry.copy.runner import copy_group, task_groups
+
+    def run_plan(plan, configs) -> list[dict]:
+        groups = [[plan.task_for(t, p) for t, p in group] for group in task_groups(plan, workers)]
+        with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+            return [r for rows in pool.map(lambda tasks: copy_group(plan, tasks, configs), groups) for r in rows]
+
+    return run_plan
+
+
+def copy_up_to_source_end(spec: MigrationSpec, source, destination, store: MigrationStateStore,
+                          topics: list[str], run_plan: RunPlan, max_batches: int = 100) -> dict:
+    """Copy batches until every partition of ``topics`` is copied up to its end as read now (read_committed).
+
+    Other topics are copied by the same batches (a plan covers the migration); records written after the
+    snapshot are left to the next batch, so this ends while producers keep writing.
+    """
+    from kafka_ferry.copy.clients import ClusterClients
+    from kafka_ferry.copy.lease import CopyLease
+    from kafka_ferry.copy.planner import plan_copy, record_accepted_gaps
+
+    ends = source.list_offsets(source.partitions_of(topics), "latest", read_committed=True)
+    configs = {"source": source.client_config, "destination": destination.client_config}
+    batches = 0
+    with CopyLease(ClusterClients("destination", configs["destination"]), store.topic, spec.name, "group-promotion"):
+        for _ in range(max_batches):
+            plan = plan_copy(spec, source, destination, store)
+            if plan.gaps:
+                record_accepted_gaps(plan, store, spec.topics.rename.destination_topic)
+            pending = [t for t in plan.tasks if (t.source_topic, t.partition) in ends
+                       and t.start_offset < ends[(t.source_topic, t.partition)]]
+            if not pending:
+                return {"batches": batches, "ends": {f"{t}:{p}": o for (t, p), o in sorted(ends.items())}}
+            run_plan(plan, configs)
+            batches += 1
+    raise GroupPromotionRefused(f"topics {topics} not copied up to {ends} after {max_batches} batches")
+
+
+def promote_group(spec: MigrationSpec, source, destination, store: MigrationStateStore, group: str, run_id: str,
+                  run_plan: RunPlan, allow_rewind: bool = False) -> UnitPromotion:
+    """Run (or resume) the group's promotion; returns its record. A promoted group is returned untouched."""
+    groups = migrated_groups(store)
+    if group not in groups:
+        raise StagedCutoverError(f"group {group!r} is not part of migration {spec.name}; migrated: {sorted(groups)}")
+    topics = groups[group]
+    record = start_or_resume(GROUP_PROMOTION_KIND, group, read_promotions(store, GROUP_PROMOTION_KIND).get(group),
+                             run_id, _now_ms())
+    while (step := next_step(GROUP_PROMOTION_KIND, record)) is not None:
+        detail = _run_step(step, spec, source, destination, store, group, topics, run_plan, allow_rewind)
+        record = record.with_step(GROUP_PROMOTION_KIND, step, _now_ms(), **({step: detail} if detail else {}))
+        save_promotion(store, GROUP_PROMOTION_KIND, record)
+        log.info("group promotion %s: %s done %s", group, step, detail or "")
+    return record
+
+
+def _run_step(step, spec, source, destination, store, group, topics, run_plan, allow_rewind) -> dict | None:
+    if step == "source_quiet":
+        active = active_groups(source, [group])
+        if active:
+            raise GroupPromotionRefused(f"group {group} still has members on the source: {active[group]}")
+        return None
+    if step == "final_copy":
+        return copy_up_to_source_end(spec, source, destination, store, topics, run_plan)
+    if step == "translated":
+        decisions = translate_migration(spec, source, destination, store, groups=[group]).decisions
+        flagged = [d.describe() for d in decisions if d.flagged]
+        if flagged:
+            raise GroupPromotionRefused(f"group {group}: inexact translation: {flagged}")
+        return {"decisions": [d.as_dict() for d in decisions]}
+    if step == "committed":
+        if active_groups(source, [group]):  # a consumer came back on the source after the copy: start over
+            raise GroupPromotionRefused(f"group {group} has members on the source again")
+        decisions = translate_migration(spec, source, destination, store, groups=[group]).decisions
+        [outcome] = commit_translated_offsets(destination, decisions, allow_rewind=allow_rewind, strict=True) or [None]
+        return {"committed": outcome.committed if outcome else {}}
+    if step == "reconciled":
+        copies = load_partition_copies(spec, source, destination, read_progress(store))
+        report = reconcile_copies(source, destination, [c for c in copies.values() if c.source_topic in topics])
+        report.raise_if_mismatched()
+        return {"partitions": len(report.partitions), "ok": report.ok}
+    return None  # promoted: the record itself is the marker
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,42 @@
+"""Which migrated source groups are ready to promote: no members, and no commit for a while.
+
+Kafka keeps no commit time per group, so a commit is seen as a change of the group's committed offsets between two
+looks; the state topic keeps the last fingerprint and when it changed (kind ``group_activity``). A group seen for the
+first time counts as having committed at that look (never guess it is quiet).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+
+from kafka_ferry.core.staged_cutover import GroupReadiness, group_readiness
+from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.stages.staged_cutover_state import promoted_groups
+from kafka_ferry.translation.translate import migrated_groups
+
+GROUP_ACTIVITY_KIND = "group_activity"
+
+
+def ready_groups(source, store: MigrationStateStore, quiet_ms: int, now_ms: int | None = None) -> list[GroupReadiness]:
+    """Every migrated group with whether it can be promoted now and why (one line per group for a pre-flight log)."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    state = store.read_all()
+    groups = sorted(migrated_groups(store, state))
+    seen = state.get(GROUP_ACTIVITY_KIND, {})
+    members = {g: info.member_count for g, info in source.describe_groups(groups).items()}
+    last_change, changed = {}, {}
+    for g in groups:
+        offsets = source.group_offsets(g)
+        digest = hashlib.sha256(json.dumps(sorted((f"{t}:{p}", o) for (t, p), o in offsets.items()))
+                                .encode()).hexdigest()
+        previous = seen.get(g)
+        if previous is None or previous.get("fingerprint") != digest:
+            changed[g] = {"fingerprint": digest, "changed_at_ms": now_ms}
+            last_change[g] = now_ms
+        else:
+            last_change[g] = int(previous["changed_at_ms"])
+    if changed:
+        store.put_many(GROUP_ACTIVITY_KIND, changed)
+    return group_readiness(groups, members, last_change, promoted_groups(store, state), now_ms, quiet_ms)

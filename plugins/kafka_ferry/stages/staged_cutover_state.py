@@ -1,0 +1,58 @@
+"""Staged cutover records in the migration state topic: which groups and topics are promoted, by which run, when.
+
+The rules are in ``core.staged_cutover``; this module only reads and writes their records and applies the two
+catch-up exclusions (a promoted group's offsets are never committed again, a promoted topic is not copied again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from kafka_ferry.core.staged_cutover import (
+    GROUP_PROMOTION_KIND,
+    TOPIC_PROMOTION_KIND,
+    UnitPromotion,
+    groups_to_commit,
+    promoted_names,
+)
+from kafka_ferry.io.state_store import MigrationStateStore
+
+
+def read_promotions(store: MigrationStateStore, kind: str,
+                    state: Mapping[str, Mapping] | None = None) -> dict[str, UnitPromotion]:
+    """Every stored promotion record of ``kind`` (group or topic), by name."""
+    records = (state if state is not None else store.read_all()).get(kind, {})
+    return {k: UnitPromotion.from_record(kind, k, v) for k, v in sorted(records.items())}
+
+
+def save_promotion(store: MigrationStateStore, kind: str, record: UnitPromotion) -> None:
+    store.put(kind, record.name, record.to_record())
+
+
+def promoted_groups(store: MigrationStateStore, state: Mapping[str, Mapping] | None = None) -> list[str]:
+    return promoted_names((state if state is not None else store.read_all()).get(GROUP_PROMOTION_KIND, {}),
+                          GROUP_PROMOTION_KIND)
+
+
+def promoted_topics(store: MigrationStateStore, state: Mapping[str, Mapping] | None = None) -> list[str]:
+    return promoted_names((state if state is not None else store.read_all()).get(TOPIC_PROMOTION_KIND, {}),
+                          TOPIC_PROMOTION_KIND)
+
+
+def without_promoted_groups(store: MigrationStateStore, decisions: Iterable) -> list:
+    """The decisions a catch-up run may commit: none of a promoted group (its consumers own its offsets)."""
+    decisions = list(decisions)
+    allowed = set(groups_to_commit({d.group for d in decisions}, promoted_groups(store)))
+    return [d for d in decisions if d.group in allowed]
+
+
+def reset_staged_promotions(store: MigrationStateStore) -> dict[str, list[str]]:
+    """Delete every group and topic promotion record (an explicit reset, like ``reset_promotion``)."""
+    state = store.read_all()
+    out = {}
+    for kind in (GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND):
+        keys = sorted(state.get(kind, {}))
+        if keys:
+            store.put_many(kind, {k: None for k in keys})
+        out[kind] = keys
+    return out

@@ -1,0 +1,85 @@
+"""Promote topics (their producers move) once every migrated group reading them is promoted or waived.
+
+Steps (``core.staged_cutover.TOPIC_STEPS``), recorded per topic so an interrupted run resumes:
+  source_quiet  the topic's source end offsets did not move for ``quiet_window_s`` (its producers stopped)
+  final_copy    copied to lag 0
+  reconciled    the copied ranges compared record by record
+  promoted      copy batches leave the topic out from now on (``copy.planner`` reads the marker)
+The rule check (invariant B of ``core.staged_cutover``) runs first, for every chosen topic, before anything changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.staged_cutover import (
+    TOPIC_PROMOTION_KIND,
+    UnitPromotion,
+    check_topic_promotion,
+    next_step,
+    start_or_resume,
+    validate_selection,
+)
+from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.promotion.reconcile import reconcile_copies
+from kafka_ferry.stages.group_promotion import GroupPromotionRefused, RunPlan, copy_up_to_source_end
+from kafka_ferry.stages.staged_cutover_state import promoted_groups, read_promotions, save_promotion
+from kafka_ferry.translation.translate import load_partition_copies, migrated_groups, read_progress
+
+log = logging.getLogger(__name__)
+
+
+def promote_topics(spec: MigrationSpec, source, destination, store: MigrationStateStore, topics: list[str],
+                   run_id: str, run_plan: RunPlan, waived_groups: list[str] = (), quiet_window_s: float = 5.0,
+                   migrated_topics: list[str] | None = None) -> dict[str, UnitPromotion]:
+    """Run (or resume) each chosen topic's promotion; refused up front naming any unpromoted reading group."""
+    readers = migrated_groups(store)
+    if migrated_topics is None:
+        from kafka_ferry.core.provisioning_plan import select_topics
+
+        migrated_topics = select_topics(spec, source.list_topic_names())
+    topics = validate_selection("topics", topics, migrated_topics)
+    if waived_groups:
+        validate_selection("waived groups", waived_groups, readers)
+    check_topic_promotion(topics, readers, promoted_groups(store), waived_groups)
+    stored = read_promotions(store, TOPIC_PROMOTION_KIND)
+    out = {}
+    for topic in topics:
+        record = start_or_resume(TOPIC_PROMOTION_KIND, topic, stored.get(topic), run_id, _now_ms())
+        while (step := next_step(TOPIC_PROMOTION_KIND, record)) is not None:
+            detail = _run_step(step, spec, source, destination, store, topic, run_plan, quiet_window_s)
+            extra = {step: detail} if detail else {}
+            if step == "promoted" and waived_groups:
+                extra["waived_groups"] = sorted(waived_groups)
+            record = record.with_step(TOPIC_PROMOTION_KIND, step, _now_ms(), **extra)
+            save_promotion(store, TOPIC_PROMOTION_KIND, record)
+            log.info("topic promotion %s: %s done %s", topic, step, detail or "")
+        out[topic] = record
+    return out
+
+
+def _run_step(step, spec, source, destination, store, topic, run_plan, quiet_window_s) -> dict | None:
+    if step == "source_quiet":
+        parts = source.partitions_of([topic])
+        before = source.list_offsets(parts, "latest", read_committed=False)
+        time.sleep(quiet_window_s)
+        after = source.list_offsets(parts, "latest", read_committed=False)
+        moved = {f"{t}:{p}": (before[(t, p)], after[(t, p)]) for t, p in parts if before[(t, p)] != after[(t, p)]}
+        if moved:
+            raise GroupPromotionRefused(f"topic {topic} is still written on the source (end offsets moved in "
+                                        f"{quiet_window_s} s: {moved}): stop its producers first")
+        return {"ends": {f"{t}:{p}": o for (t, p), o in sorted(after.items())}}
+    if step == "final_copy":
+        return copy_up_to_source_end(spec, source, destination, store, [topic], run_plan)
+    if step == "reconciled":
+        copies = load_partition_copies(spec, source, destination, read_progress(store))
+        report = reconcile_copies(source, destination, [c for c in copies.values() if c.source_topic == topic])
+        report.raise_if_mismatched()
+        return {"partitions": len(report.partitions), "ok": report.ok}
+    return None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,81 @@
+"""What operators and sensors share, below both: the migration a task works for, and fail-fast failures.
+
+Failures a retry cannot heal fail the task at once; the others keep the task's retries.
+Why: a task's retries (30 s apart) only help what waiting can fix. An invalid spec, a missing or
+mistyped connection, a refusal by the cluster (ACL, credentials, policy, invalid config) or by the
+pre-flight (provisioning refused, records lost to retention, migration already promoted) give the same
+answer on every try, so the run should stop on the first, with the message, in seconds. Timeouts,
+unreachable brokers, coordinator loading and leader changes stay ordinary exceptions: they may heal.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from functools import cached_property
+from typing import Any, TypeVar
+
+from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
+
+from kafka_ferry.core.batch_planning import RetentionGapError
+from kafka_ferry.core.provisioning_plan import ProvisioningRefused
+from kafka_ferry.core.spec import MigrationSpec, SpecError, load_spec
+from kafka_ferry.core.trigger_form import TriggerRefused
+from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+from kafka_ferry.io.kafka_errors import KafkaClusterError
+from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.promotion.guard import MigrationPromotedError
+
+
+class MigrationContext:
+    """The spec (a YAML path, re-read at run time) and the hooks and state of the migration it names.
+
+    Shared by operators and sensors; clients are created lazily, on first use in the task.
+    """
+
+    spec_path: str
+
+    @cached_property
+    def spec(self) -> MigrationSpec:
+        return load_spec(self.spec_path)
+
+    @cached_property
+    def source_hook(self) -> KafkaClusterHook:
+        return KafkaClusterHook(self.spec.source.connection_id)
+
+    @cached_property
+    def destination_hook(self) -> KafkaClusterHook:
+        return KafkaClusterHook(self.spec.destination.connection_id)
+
+    @cached_property
+    def state_store(self) -> MigrationStateStore:
+        return MigrationStateStore(self.destination_hook, self.spec.state_topic_name)
+
+
+# AirflowNotFoundException: a connection the task looks up is not defined (hooks raise it on first use).
+DETERMINISTIC = (SpecError, ProvisioningRefused, RetentionGapError, MigrationPromotedError, AirflowNotFoundException,
+                 TriggerRefused)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def is_deterministic(exc: BaseException) -> bool:
+    """True when trying again cannot change the outcome."""
+    return isinstance(exc, DETERMINISTIC) or (isinstance(exc, KafkaClusterError) and exc.permanent)
+
+
+def fail_fast(method: F) -> F:
+    """Wrap a task method (execute, poke, ...) so a deterministic failure fails the task without retry."""
+
+    @functools.wraps(method)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except AirflowFailException:
+            raise
+        except Exception as exc:
+            if is_deterministic(exc):
+                raise AirflowFailException(str(exc)) from exc
+            raise
+
+    return run  # type: ignore[return-value]

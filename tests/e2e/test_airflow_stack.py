@@ -1,0 +1,178 @@
+"""End to end on a production-like stack: PostgreSQL, api-server, scheduler, dag-processor, triggerer
+(LocalExecutor), the real Kafka test bed and Spark local[2]; a browser drives the UI as a tenant would.
+
+One scenario, in the order a platform team meets it: the tenant's DAG runs on its cron schedule with no
+trigger; a manual trigger during that run waits (max_active_runs=1); bad trigger input changes nothing;
+then in Chromium: log in, open the DAG, fill the trigger form for a catch-up, run it, open the run's report
+tab; screenshots go to docs/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+from pathlib import Path
+
+import pytest
+import yaml
+from copy_support import seed_plain
+
+from airflow_stack import AirflowStack
+from kafka_ferry.dag_factory import write_stubs
+
+pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.e2e]
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOTS = Path(os.environ.get("KFERRY_SCREENSHOTS", REPO / "docs" / "screenshots"))
+
+
+def runs(stack, token, dag_id) -> list[dict]:
+    return stack.call("GET", f"/api/v2/dags/{dag_id}/dagRuns?order_by=start_date", token)["dag_runs"]
+
+
+def finished(stack, token, dag_id, run_id) -> dict | None:
+    run = stack.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}", token)
+    return run if run["state"] in ("success", "failed") else None
+
+
+def task_states(stack, token, dag_id, run_id) -> dict[str, str]:
+    path = f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}/taskInstances"
+    return {t["task_id"]: t["state"] for t in stack.call("GET", path, token)["task_instances"]}
+
+
+@pytest.fixture
+def tenant(clusters, tmp_path):
+    name = clusters.unique("e2e")
+    topic = clusters.create_topic("source", f"{name}.orders", 3)
+    seed_plain(clusters, topic, 3, 400)
+    dags = tmp_path / "dags"
+    (dags / "migrations").mkdir(parents=True)
+    (dags / "migrations" / f"{name}.yaml").write_text(yaml.safe_dump({
+        "name": name, "tenant": "acme", "schedule": "*/1 * * * *",
+        "source": {"connection_id": clusters.SOURCE_CONN, "alias": "src"},
+        "destination": {"connection_id": clusters.DESTINATION_CONN, "alias": f"dst-{name}"},
+        "topics": {"include": [f"{name}\\..*"]}, "groups": {"include": [f"{name}-.*"]},
+        "copy": {"spark_connection_id": clusters.SPARK_CONN}}))
+    write_stubs(dags)
+    return name, f"kafka_ferry__{name}", dags
+
+
+def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path):
+    name, dag_id, dags = tenant
+    work = tmp_path / "work"
+    env = {k: v for k, v in os.environ.items() if k.startswith("AIRFLOW_CONN_")}
+    with AirflowStack(tmp_path / "airflow", dags, {**env, "KFERRY_WORK_DIR": str(work)}) as stack:
+        token = stack.token()
+        stack.wait(lambda: stack.call("GET", f"/api/v2/dags/{dag_id}", token), 300, f"{dag_id} parsed")
+        stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": False})
+
+        # 1. The schedule starts a run with no trigger; a manual trigger meanwhile waits its turn.
+        scheduled = stack.wait(lambda: next((r for r in runs(stack, token, dag_id)
+                                             if r["run_type"] == "scheduled"), None), 180, "a scheduled run")
+        manual = stack.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", token,
+                            {"logical_date": None, "conf": {"mode": "catch-up"}})
+        scheduled = stack.wait(lambda: finished(stack, token, dag_id, scheduled["dag_run_id"]), 600,
+                               "the scheduled run finished")
+        manual = stack.wait(lambda: finished(stack, token, dag_id, manual["dag_run_id"]), 600,
+                            "the manual run finished")
+        assert scheduled["state"] == manual["state"] == "success", stack.logs()
+        assert manual["start_date"] >= scheduled["end_date"], (scheduled, manual)  # never overlapped
+        first = json.loads((work / name / "overview.json").read_text())
+        assert first["lag"] == 0 and first["dag_id"] == dag_id
+
+        # 2. Bad input changes nothing: an unknown mode is refused by the API, an unconfirmed promote by pre-flight.
+        stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": True})  # no more scheduled runs
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            stack.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", token, {"logical_date": None,
+                                                                          "conf": {"mode": "yolo"}})
+        assert refused.value.code == 400
+        stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": False})
+        promote = stack.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", token,
+                             {"logical_date": None, "conf": {"mode": "promote"}})
+        promote = stack.wait(lambda: finished(stack, token, dag_id, promote["dag_run_id"]), 300, "promote refused")
+        states = task_states(stack, token, dag_id, promote["dag_run_id"])
+        assert promote["state"] == "failed" and states["preflight"] == "failed"
+        assert states["provision_topics"] == "upstream_failed"
+        stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": True})
+
+        # 3. The tenant's view in a browser.
+        report = browse(stack, dag_id, name)
+        assert report["lag_after_total"] == 0
+
+
+CHROMIUM = os.environ.get("KFERRY_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def browse(stack, dag_id: str, name: str) -> dict:
+    """Log in, open the DAG, trigger a catch-up from the form, open the run's report tab and the overview.
+
+    Returns the batch report of the run the form triggered.
+    """
+    from playwright.sync_api import sync_playwright
+
+    from airflow_stack import PASSWORD, USER
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    token = stack.token()
+    before = {r["dag_run_id"] for r in runs(stack, token, dag_id)}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{stack.base_url}/dags/{dag_id}")
+            page.get_by_label("Username").fill(USER)
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url(f"**/dags/{dag_id}", timeout=60_000)
+            page.get_by_role("button", name="Trigger").first.click()
+            dialog = page.get_by_role("dialog")
+            dialog.get_by_role("button", name="Run", exact=True).click()
+            dialog.get_by_text("catch-up: copy the next batch").wait_for()
+            dialog.get_by_role("button", name="Promotion").click()
+            dialog.get_by_text("Confirm promotion").wait_for()
+            page.screenshot(path=str(SCREENSHOTS / "trigger-form.png"))
+            dialog.get_by_role("button", name="Trigger", exact=True).click()
+
+            run = stack.wait(lambda: next((r for r in runs(stack, token, dag_id) if r["dag_run_id"] not in before),
+                                          None), 60, "the run the form triggered")
+            run = stack.wait(lambda: finished(stack, token, dag_id, run["dag_run_id"]), 600, "the form's run")
+            plan = stack.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run['dag_run_id'], safe='')}"
+                                     "/taskInstances/plan_copy/xcomEntries/return_value", token)["value"]
+            # the form sends what it shows; the mode left at its default is catch-up either way
+            assert run["state"] == "success" and run["conf"].get("mode", "catch-up") == "catch-up", run
+            quoted = urllib.parse.quote(run["dag_run_id"], safe="")
+
+            page.goto(f"{stack.base_url}/dags/{dag_id}/runs/{quoted}")
+            page.wait_for_load_state("networkidle")
+            page.get_by_text("Migration report", exact=True).click()
+            page.wait_for_load_state("networkidle")
+            # the UI shows the plugin's page inside the run view (in a frame): find the frame showing our report
+            try:
+                stack.wait(lambda: any(f"{name}: batch" in _text(f) for f in page.frames), 60, "the report tab")
+            except TimeoutError:
+                page.screenshot(path=str(SCREENSHOTS / "run-report-tab-failed.png"))
+                raise AssertionError(f"no frame shows the report; frames: {[f.url for f in page.frames]}") from None
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(SCREENSHOTS / "run-report-tab.png"))
+
+            page.goto(f"{stack.base_url}/kafka-ferry/runs/{dag_id}/{quoted}")
+            assert "Consumer groups: source" in page.content() and "<svg" in page.content()
+            page.screenshot(path=str(SCREENSHOTS / "run-report.png"), full_page=True)
+
+            page.goto(f"{stack.base_url}/kafka-ferry/")
+            assert dag_id in page.content() and "acme" in page.content()
+            page.screenshot(path=str(SCREENSHOTS / "migrations-overview.png"))
+        finally:
+            browser.close()
+    return json.loads(Path(plan["report_path"]).read_text())
+
+
+def _text(frame) -> str:
+    try:
+        return frame.content()
+    except Exception:  # noqa: BLE001 - a frame still navigating has no content yet
+        return ""

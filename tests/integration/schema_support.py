@@ -1,0 +1,169 @@
+"""Schema migration test support: the three registries, a seeded source tenant, a cuttable TCP proxy.
+
+The seeded tenant (≥ 20 subjects, all names under one unique prefix) has Avro subjects with references across
+subjects and several versions, a soft-deleted version, Protobuf and JSON Schema subjects, per-subject and
+global compatibility levels, and a RecordNameStrategy subject; its Avro and JSON topics on the source cluster
+hold records written by confluent-kafka's serializers against the source registry.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from dataclasses import dataclass, field
+
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry
+
+ADDRESS_V1 = {"type": "record", "name": "Address", "namespace": "acme",
+              "fields": [{"name": "city", "type": "string"}]}
+ADDRESS_V2 = {**ADDRESS_V1, "fields": [*ADDRESS_V1["fields"], {"name": "zip", "type": "string", "default": ""}]}
+MONEY = {"type": "record", "name": "Money", "namespace": "acme",
+         "fields": [{"name": "cents", "type": "long"}, {"name": "currency", "type": "string"}]}
+
+
+def order(version: int) -> dict:
+    fields = [{"name": "id", "type": "string"}, {"name": "to", "type": "acme.Address"},
+              {"name": "total", "type": "acme.Money"}]
+    fields += [{"name": f"note{i}", "type": "string", "default": ""} for i in range(1, version)]
+    return {"type": "record", "name": "Order", "namespace": "acme", "fields": fields}
+
+
+EVENT = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Event", "type": "object",
+         "properties": {"kind": {"type": "string"}, "n": {"type": "integer"}}, "required": ["kind"]}
+PROTO = 'syntax = "proto3";\npackage acme;\n\nmessage Ping {\n  int32 seq = 1;\n%s}\n'
+AUDIT = {"type": "record", "name": "Audit", "namespace": "acme.audit", "fields": [{"name": "who", "type": "string"}]}
+
+
+@dataclass
+class Tenant:
+    prefix: str
+    topics: dict[str, str]  # role -> source topic
+    records: dict[str, int] = field(default_factory=dict)  # topic -> records produced
+
+    @property
+    def audit_subject(self) -> str:
+        return f"{self.prefix}.acme.audit.Audit"
+
+
+def registry(url: str, name: str) -> SchemaRegistry:
+    return SchemaRegistry(RegistryConnection(name, url))
+
+
+def seed_tenant(source_url: str, clusters, prefix: str) -> Tenant:
+    """Register the tenant's subjects on the source registry and produce serialized records to its topics."""
+    sr = SchemaRegistryClient({"url": source_url})
+    topics = {role: f"{prefix}.{role}" for role in ("orders", "payments", "events", "pings")}
+    subject = {role: f"{t}-value" for role, t in topics.items()}
+    address, money = f"{prefix}.acme.Address", f"{prefix}.acme.Money"
+
+    def avro(subj, schema, refs=()):
+        return sr.register_schema(subj, Schema(json.dumps(schema), "AVRO", list(refs)))
+
+    avro(address, ADDRESS_V1)
+    avro(address, ADDRESS_V2)
+    avro(money, MONEY)
+    refs = [SchemaReference("acme.Address", address, 2), SchemaReference("acme.Money", money, 1)]
+    for v in (1, 2, 3):
+        avro(subject["orders"], order(v), refs)
+    sr.delete_version(subject["orders"], 3)  # soft-deleted: records never use it
+    avro(f"{topics['orders']}-key", {"type": "string"})
+    pay = {"type": "record", "name": "Payment", "namespace": "acme",
+           "fields": [{"name": "amount", "type": "acme.Money"}]}
+    pay_refs = [SchemaReference("acme.Money", money, 1)]
+    avro(subject["payments"], pay, pay_refs)
+    sr.register_schema(subject["events"], Schema(json.dumps(EVENT), "JSON"))
+    sr.register_schema(subject["events"], Schema(json.dumps({**EVENT, "description": "v2"}), "JSON"))
+    sr.register_schema(subject["pings"], Schema(PROTO % "", "PROTOBUF"))
+    sr.register_schema(subject["pings"], Schema(PROTO % "  string from = 2;\n", "PROTOBUF"))
+    avro(f"{prefix}.acme.audit.Audit", AUDIT)  # RecordNameStrategy subject, selected by regex
+    for i in range(12):  # more topics with their own compatibility level
+        t = f"{prefix}.t{i}"
+        topics[f"t{i}"] = t
+        avro(f"{t}-value", {"type": "record", "name": f"T{i}", "fields": [{"name": "x", "type": "int"}]})
+        sr.set_compatibility(f"{t}-value", ("BACKWARD", "FORWARD", "FULL", "NONE")[i % 4])
+    sr.set_compatibility(subject["orders"], "BACKWARD_TRANSITIVE")
+    sr.set_compatibility(address, "FULL_TRANSITIVE")
+
+    tenant = Tenant(prefix, topics)
+    conf = {"auto.register.schemas": False, "use.latest.version": True}
+    producer = clusters.producer("source", **{"enable.idempotence": True})
+    writers = {
+        "orders": (AvroSerializer(sr, Schema(json.dumps(order(2)), "AVRO", refs), conf=conf),
+                   lambda i: {"id": f"o{i}", "to": {"city": "Lyon", "zip": "69"},
+                              "total": {"cents": i, "currency": "EUR"}, "note1": "n"}),
+        "payments": (AvroSerializer(sr, Schema(json.dumps(pay), "AVRO", pay_refs), conf=conf),
+                     lambda i: {"amount": {"cents": i, "currency": "EUR"}}),
+        "events": (JSONSerializer(json.dumps({**EVENT, "description": "v2"}), sr, conf=conf),
+                   lambda i: {"kind": "k", "n": i}),
+    }
+    key_serializer = AvroSerializer(sr, '"string"', conf=conf)
+    for role, (serializer, make) in writers.items():
+        topic = clusters.create_topic("source", topics[role], partitions=2)
+        for i in range(25):
+            key = key_serializer(f"k{i}", SerializationContext(topic, MessageField.KEY)) if role == "orders" else None
+            value = serializer(make(i), SerializationContext(topic, MessageField.VALUE))
+            producer.produce(topic, key=key, value=value, partition=i % 2)
+        tenant.records[topic] = 25
+    assert producer.flush(30) == 0
+    return tenant
+
+
+class CuttableProxy:
+    """A TCP forwarder onto a registry that can be cut: then every connection and new connect fails."""
+
+    def __init__(self, target_port: int):
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        self.is_cut = False
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.is_cut:
+                client.close()
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            self.sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst):
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def cut(self):
+        self.is_cut = True
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept(); close() alone does not
+        except OSError:
+            pass
+        self.listener.close()
+        for s in self.sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            except OSError:
+                pass

@@ -1,0 +1,81 @@
+"""`make demo-secure`: the whole demo migration (testbed/demo.py) over the SASL_SSL listeners, as principals that
+hold exactly the minimum ACLs. Run here on the private cluster pair, from a clean slate, so the copy is whole."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from copy_support import assert_copied_exactly_once
+
+from kafka_ferry.core.acl_plan import minimum_acls
+from kafka_ferry.core.mm2_wire import checkpoints_topic, offset_syncs_topic
+from kafka_ferry.core.spec import load_spec
+from kafka_ferry.kafka.acls import describe_acls
+
+pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark]
+
+REPO = Path(__file__).resolve().parents[3]
+SPEC = REPO / "dags" / "migrations" / "demo-tenant.yaml"
+
+
+def _wipe_demo(private, spec) -> None:
+    """The demo's topics, groups and migration state gone from both clusters (a previous session's run)."""
+    import demo_data as demo
+
+    for side in ("source", "destination"):
+        admin = private.admin(side)
+        mine = [t for t in admin.list_topics(timeout=30).topics if t in demo.DEMO_TOPICS or t in (
+            spec.state_topic_name, offset_syncs_topic(spec.destination.alias), checkpoints_topic(spec.source.alias))]
+        for future in (admin.delete_topics(mine, operation_timeout=30).values() if mine else []):
+            future.result(60)
+        groups = [g for g in demo.DEMO_GROUPS if g in {x.group_id for x in admin.list_consumer_groups().result(
+            30).valid}]
+        for future in (admin.delete_consumer_groups(groups, request_timeout=30).values() if groups else []):
+            future.result(60)
+        deadline = time.monotonic() + 60
+        while set(mine) & set(admin.list_topics(timeout=30).topics):
+            assert time.monotonic() < deadline, f"{side}: demo topics not deleted in 60 s"
+            time.sleep(0.5)
+
+
+def test_the_demo_migration_over_sasl_ssl_with_exactly_the_minimum_acls(private, tmp_path):
+    import demo_data as demo
+    import demo_secure
+
+    spec = load_spec(SPEC)
+    _wipe_demo(private, spec)
+    source, destination = private.specs["source"], private.specs["destination"]
+    env = {**os.environ, "KFERRY_TESTBED_RUN_DIR": str(source.run_dir), "KFERRY_SOURCE_PORT": str(source.broker_port),
+           "KFERRY_DESTINATION_PORT": str(destination.broker_port), "KFERRY_DEMO_AIRFLOW_HOME": str(tmp_path / "af"),
+           "KFERRY_WORK_DIR": str(tmp_path / "work"), "KFERRY_DEMO_LOG_LEVEL": "INFO"}
+    env = {k: v for k, v in env.items() if not k.startswith("AIRFLOW_CONN_") and k != "AIRFLOW__CORE__UNIT_TEST_MODE"}
+    done = subprocess.run([sys.executable, str(REPO / "testbed" / "demo.py"), "--secure"], env=env,
+                          capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-6000:]
+
+    # The connections were the SASL listeners, as the two demo principals, for the whole run.
+    assert (f"source: SASL_SSL {source.sasl_bootstrap} as User:demo-ferry-source" in done.stdout
+            and f"destination: SASL_SSL {destination.sasl_bootstrap} as User:demo-ferry-destination" in done.stdout)
+    summary = next(line for line in done.stdout.splitlines() if line.startswith("  tasks: "))
+    assert "failed" not in summary and "copy_batch=success" in summary and "translate_offsets=success" in summary
+    # Exactly the minimum ACLs, nothing else, on each side.
+    wanted = minimum_acls(spec, "User:demo-ferry-source", "User:demo-ferry-destination", list(demo.DEMO_TOPICS),
+                          list(demo.DEMO_GROUPS))
+    for side in ("source", "destination"):
+        principal = f"User:{demo_secure.PRINCIPALS[side]}"
+        assert set(describe_acls(private.hook(side), principal=principal)) == set(getattr(wanted, side)), side
+    assert "sasl.password" not in output
+    # The whole demo copied, record by record.
+    source_id = private.hook("source").describe_cluster().cluster_id
+    copied = 0
+    for topic, (partitions, _) in demo.DEMO_TOPICS.items():
+        pairs = assert_copied_exactly_once(private, topic, topic, partitions, source_id)
+        copied += sum(len(p) for p in pairs.values())
+    assert copied == sum(n for n, _ in demo.DEMO_TOPICS.values()) * demo.RECORDS_PER_PARTITION
+    print(f"demo over SASL_SSL: {copied} records copied exactly once; {summary.strip()}")

@@ -1,0 +1,178 @@
+"""Schema migration against real registries: Apicurio as source and remap destination, AxonOps for preserve."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from schema_support import CuttableProxy, registry, seed_tenant
+
+import schema_registries as srtb
+from kafka_ferry.core.schema_plan import canonical
+from kafka_ferry.core.schema_wire import SchemaIdRewriter, schema_id_of
+from kafka_ferry.core.spec import SchemaRegistryRef
+from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryUnavailable
+from kafka_ferry.stages.schemas import SchemaMigrationError, migrate_schemas
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="session")
+def registries():
+    started_here = not all(srtb.answers(spec) for spec in srtb.REGISTRIES)
+    if started_here:
+        srtb.up()
+    yield srtb
+    if started_here and not os.environ.get("KFERRY_KEEP_TESTBED"):
+        for spec in srtb.REGISTRIES:
+            srtb.stop(spec)
+
+
+@pytest.fixture(scope="module")
+def tenant(registries, clusters):
+    return seed_tenant(srtb.SOURCE.url, clusters, clusters.unique("sr"))
+
+
+def settings(tenant, mode):
+    return SchemaRegistryRef(source_connection_id="sr_src", destination_connection_id="sr_dst", mode=mode,
+                             subjects_include=(re.escape(tenant.audit_subject),), include_soft_deleted=True)
+
+
+def source():
+    return registry(srtb.SOURCE.url, "apicurio-source")
+
+
+def read_source_records(clusters, topic):
+    consumer = clusters.consumer("source")
+    parts = [TopicPartition(topic, p, 0) for p in (0, 1)]
+    consumer.assign(parts)
+    out = []
+    while len(out) < 25:
+        msg = consumer.poll(5)
+        assert msg is not None, f"only {len(out)} records read from {topic}"
+        out.append(msg)
+    consumer.close()
+    return out
+
+
+def decode_all(tenant, clusters, registry_url, rewriter=None):
+    """Every record of the tenant's serialized topics, decoded against `registry_url` (after a rewrite)."""
+    client = SchemaRegistryClient({"url": registry_url})
+    decoded = {}
+    for role in ("orders", "payments", "events"):
+        topic = tenant.topics[role]
+        value_de = JSONDeserializer(None, schema_registry_client=client) if role == "events" else \
+            AvroDeserializer(client)
+        values = []
+        for msg in read_source_records(clusters, topic):
+            value = rewriter.rewrite(msg.value()) if rewriter else msg.value()
+            ctx = SerializationContext(topic, MessageField.VALUE)
+            values.append((schema_id_of(value), value_de(value, ctx)))
+            if msg.key() is not None:
+                key = rewriter.rewrite(msg.key()) if rewriter else msg.key()
+                assert AvroDeserializer(client)(key, SerializationContext(topic, MessageField.KEY)).startswith("k")
+        decoded[topic] = values
+    return decoded
+
+
+def assert_same_subjects(src: SchemaRegistry, dst: SchemaRegistry, subject_map, same_ids: bool):
+    for s_name, d_name in subject_map.items():
+        s, d = src.read_subject(s_name), dst.read_subject(d_name)
+        assert d is not None, f"{d_name} missing on the destination"
+        assert [v.version for v in d.versions] == [v.version for v in s.versions] or not same_ids
+        assert [v.deleted for v in d.versions] == [v.deleted for v in s.versions]
+        for sv, dv in zip(s.versions, d.versions, strict=True):
+            assert canonical(sv.schema, sv.schema_type) == canonical(dv.schema, dv.schema_type), (s_name, sv.version)
+            assert (sv.schema_id == dv.schema_id) == same_ids or not same_ids
+        assert d.compatibility == (s.compatibility or src.global_compatibility()), d_name
+
+
+def test_remap_into_apicurio_every_version_present_and_every_record_decodes(tenant, clusters):
+    dst = registry(srtb.REMAP.url, "apicurio-remap")
+    topics = {t: f"eu.{t}" for t in tenant.topics.values()}
+    result = migrate_schemas(source(), dst, settings(tenant, "remap"), topics)
+    assert len(result.subjects) >= 20
+    assert f"eu.{tenant.topics['orders']}-value" in result.subjects.values()
+    assert result.registered >= 24
+    assert_same_subjects(source(), dst, result.subjects, same_ids=False)
+
+    expected = decode_all(tenant, clusters, srtb.SOURCE.url)
+    rewritten = decode_all(tenant, clusters, srtb.REMAP.url, SchemaIdRewriter(result.id_map))
+    for topic, values in expected.items():
+        assert [v for _, v in rewritten[topic]] == [v for _, v in values], topic
+        assert {i for i, _ in rewritten[topic]} == {result.id_map[i] for i, _ in values}
+
+    again = migrate_schemas(source(), dst, settings(tenant, "remap"), topics)
+    assert (again.registered, again.diff) == (0, [])
+    assert again.id_map == result.id_map
+
+
+def test_preserve_into_axonops_keeps_ids_and_versions_and_records_decode_unchanged(tenant, clusters):
+    dst = registry(srtb.PRESERVE.url, "axonops")
+    topics = {t: t for t in tenant.topics.values()}
+    result = migrate_schemas(source(), dst, settings(tenant, "preserve"), topics)
+    assert result.registered >= 24
+    assert all(k == v for k, v in result.id_map.items())
+    assert_same_subjects(source(), dst, result.subjects, same_ids=True)
+    assert decode_all(tenant, clusters, srtb.PRESERVE.url) == decode_all(tenant, clusters, srtb.SOURCE.url)
+    assert {dst.read_subject(s).mode for s in result.subjects.values()} == {"READWRITE"}
+
+    again = migrate_schemas(source(), dst, settings(tenant, "preserve"), topics)
+    assert (again.registered, again.diff) == (0, [])
+
+
+def test_preserve_into_apicurio_fails_up_front_and_writes_nothing(tenant):
+    dst = registry(srtb.REMAP.url, "apicurio-remap")
+    topics = {t: f"pv.{t}" for t in tenant.topics.values()}
+    before = dst.subjects()
+    with pytest.raises(SchemaMigrationError, match=r"preserve mode needs a destination that keeps requested ids"
+                                                   r".*'apicurio-remap'.*answered id \d+ when asked for id \d+"):
+        migrate_schemas(source(), dst, settings(tenant, "preserve"), topics)
+    assert dst.subjects() == before
+
+
+def test_a_conflict_is_refused_naming_subject_version_and_ids_with_nothing_written(tenant):
+    dst = registry(srtb.REMAP.url, "apicurio-remap")
+    topics = {t: f"cf.{t}" for t in tenant.topics.values()}
+    clash = f"cf.{tenant.topics['payments']}-value"
+    clash_id = dst.register(clash, '{"type":"record","name":"Other","fields":[]}', "AVRO", ())
+    before = {s: dst.read_subject(s) for s in dst.subjects()}
+    with pytest.raises(SchemaMigrationError) as info:
+        migrate_schemas(source(), dst, settings(tenant, "remap"), topics)
+    assert f"subject '{clash}' version 1" in str(info.value)
+    assert f"destination id {clash_id}" in str(info.value) and "nothing was written" in str(info.value)
+    assert {s: dst.read_subject(s) for s in dst.subjects()} == before
+
+
+class CutAfter(SchemaRegistry):
+    """Test seam: the real client, but the network to the registry is cut before the n-th registration."""
+
+    def __init__(self, conn, proxy, n):
+        super().__init__(conn)
+        self.proxy, self.left = proxy, n
+
+    def register(self, *args, **kwargs):
+        self.left -= 1
+        if self.left == 0:
+            self.proxy.cut()
+        return super().register(*args, **kwargs)
+
+
+def test_registry_down_mid_run_fails_clearly_and_a_rerun_completes(tenant):
+    topics = {t: f"dn.{t}" for t in tenant.topics.values()}
+    path = srtb.CCOMPAT_PATH
+    proxy = CuttableProxy(srtb.REMAP.port)
+    down = CutAfter(registry(f"http://127.0.0.1:{proxy.port}{path}", "apicurio-flaky").conn, proxy, 6)
+    with pytest.raises(SchemaRegistryUnavailable, match=r"schema registry 'apicurio-flaky' .*register 'dn\."):
+        migrate_schemas(source(), down, settings(tenant, "remap"), topics)
+    dst = registry(srtb.REMAP.url, "apicurio-remap")
+    rerun = migrate_schemas(source(), dst, settings(tenant, "remap"), topics)
+    assert rerun.registered > 0
+    assert_same_subjects(source(), dst, rerun.subjects, same_ids=False)
+    assert migrate_schemas(source(), dst, settings(tenant, "remap"), topics).registered == 0

@@ -1,0 +1,73 @@
+"""The UI plugin inside Airflow's real API server app: pages behind Airflow's login and DAG permissions."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.airflow]
+
+PROBE = textwrap.dedent("""
+    import json, sys
+    from fastapi.testclient import TestClient
+    from airflow.api_fastapi.app import create_app
+
+    client = TestClient(create_app())
+    out = {"anonymous_overview": client.get("/kafka-ferry/").status_code,
+           "anonymous_run": client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__1").status_code}
+    token = client.post("/auth/token", json={"username": "viewer", "password": "s3cret"}).json()["access_token"]
+    auth = {"Authorization": f"Bearer {token}"}
+    run = client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__1", headers=auth)
+    missing = client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__2", headers=auth)
+    overview = client.get("/kafka-ferry/", headers=auth)
+    views = client.get("/api/v2/plugins", headers=auth)
+    out.update(run=[run.status_code, run.text], missing=[missing.status_code, missing.text],
+               overview=[overview.status_code, overview.text], views=views.text)
+    print("RESULT " + json.dumps(out))
+""")
+
+
+def test_reports_need_a_login_and_are_served_to_a_user_with_dag_access(tmp_path):
+    home, work = tmp_path / "airflow", tmp_path / "work"
+    (home / "plugins").mkdir(parents=True)
+    # The entry point registers the plugin in an installed package; the plugins folder does it in a checkout.
+    (home / "plugins" / "kafka_ferry_plugin.py").write_text("from kafka_ferry.plugin import KafkaFerryPlugin\n")
+    (home / "passwords.json").write_text(json.dumps({"viewer": "s3cret"}))
+    runs = work / "orders" / "runs"
+    runs.mkdir(parents=True)
+    (runs / "manual__1.html").write_text("<html><body>batch report of orders</body></html>")
+    (work / "orders" / "overview.json").write_text(json.dumps(
+        {"migration": "orders", "tenant": "acme", "dag_id": "kafka_ferry__orders", "last_run_id": "manual__1",
+         "lag": 0, "promoted": False}))
+    env = {**os.environ, "AIRFLOW_HOME": str(home), "KFERRY_WORK_DIR": str(work),
+           "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__PLUGINS_FOLDER": str(home / "plugins"),
+           "AIRFLOW__CORE__AUTH_MANAGER":
+               "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+           "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "viewer:viewer",
+           "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
+           "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False"}
+    env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
+    airflow = str(Path(sys.executable).parent / "airflow")
+    subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=300)
+
+    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
+
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, (done.stdout + done.stderr)[-5000:]
+    out = json.loads(lines[0][7:])
+    assert out["anonymous_overview"] == out["anonymous_run"] == 401
+    assert out["run"] == [200, "<html><body>batch report of orders</body></html>"]
+    assert out["missing"][0] == 404 and "No kafka-ferry report for run <code>manual__2</code>" in out["missing"][1]
+    # the viewer may read every DAG, but none is parsed here: the overview lists no DAG the user cannot see
+    assert out["overview"][0] == 200 and "no migration has reported yet" in out["overview"][1]
+    views = json.loads(out["views"])
+    names = {v["name"]: v for p in views["plugins"] for v in p.get("external_views", [])}
+    assert names["Migrations"]["destination"] == "nav"
+    assert names["Migration report"]["href"] == "/kafka-ferry/runs/{DAG_ID}/{RUN_ID}"
+    assert names["Migration report"]["destination"] == "dag_run"

@@ -1,0 +1,126 @@
+"""The exact spark-submit command and confs the copy task builds per master: no secret in any of them.
+
+Kubernetes: the pods read the configs from a Secret (secretKeyRef confs). YARN: a 0600 credentials file in a
+directory of its own, shipped with --files, named by a (public) env var, removed after the run. Local and
+spark://: the spark-submit process's environment only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+
+PASSWORD = "pw-never-on-a-command-line-7c1f"
+
+
+class _TI:
+    def __init__(self, value):
+        self.value = value
+
+    def xcom_pull(self, task_ids):
+        return self.value
+
+
+@pytest.fixture()
+def submitted(monkeypatch, tmp_path):
+    """Runs the copy task for a master; returns what spark-submit would have been given (nothing runs)."""
+    from airflow.providers.apache.spark.hooks import spark_submit
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    # The provider checks for the cncf-kubernetes provider's client on k8s:// masters (a deployment installs it);
+    # nothing here talks to Kubernetes.
+    monkeypatch.setattr(spark_submit, "kube_client", object(), raising=False)
+
+    monkeypatch.setenv("KFERRY_WORK_DIR", str(tmp_path / "work"))
+    for conn in ("kf_u_source", "kf_u_destination"):
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn.upper()}", json.dumps({"conn_type": "kafka", "extra": {
+            "bootstrap.servers": "b:9094", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "mig", "sasl.password": PASSWORD}}))
+    seen = {}
+
+    def fake_submit(hook, application="", **kwargs):
+        seen["command"] = hook._build_spark_submit_command(application)
+        seen["env"] = dict(hook._env or {})
+        path = seen["env"].get("KFERRY_CLUSTER_CONFIGS_FILE")
+        if path:
+            seen["file_mode"] = stat.S_IMODE(os.stat(path).st_mode)
+            seen["dir_mode"] = stat.S_IMODE(os.stat(Path(path).parent).st_mode)
+            seen["file_text"] = Path(path).read_text()
+        return None
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", fake_submit)
+
+    def run(master: str, **copy_settings) -> dict:
+        from kafka_ferry.operators.copy import CopyBatchSparkOperator
+
+        monkeypatch.setenv("AIRFLOW_CONN_KF_U_SPARK", json.dumps({"conn_type": "spark", "host": master}))
+        spec_path = tmp_path / "m.yaml"
+        spec_path.write_text(yaml.safe_dump({
+            "name": "m", "tenant": "t", "source": {"connection_id": "kf_u_source", "alias": "a"},
+            "destination": {"connection_id": "kf_u_destination", "alias": "b"}, "topics": {"include": ["x"]},
+            "copy": {"spark_connection_id": "kf_u_spark", **copy_settings}}))
+        summary = {"empty": False, "batch_id": "b1", "plan_path": str(tmp_path / "plan.json"),
+                   "report_path": str(tmp_path / "report.json")}
+        op = CopyBatchSparkOperator(task_id="copy_batch", spec_path=str(spec_path), conn_id="kf_u_spark")
+        op.execute({"ti": _TI(summary)})
+        seen["operator_after"] = (op.env_vars, op.conf, op.files)
+        return seen
+
+    return run
+
+
+def _conf(command: list[str]) -> dict[str, str]:
+    return dict(command[i + 1].split("=", 1) for i, arg in enumerate(command) if arg == "--conf")
+
+
+def test_kubernetes_reads_the_configs_from_a_secret_and_no_secret_reaches_the_command(submitted):
+    seen = submitted("k8s://https://k8s.example:6443", kubernetes_credentials_secret="kafka-ferry-creds:configs")
+    conf = _conf(seen["command"])
+    assert conf["spark.kubernetes.driver.secretKeyRef.KFERRY_CLUSTER_CONFIGS"] == "kafka-ferry-creds:configs"
+    assert conf["spark.kubernetes.executor.secretKeyRef.KFERRY_CLUSTER_CONFIGS"] == "kafka-ferry-creds:configs"
+    assert seen["command"][seen["command"].index("--master") + 1] == "k8s://https://k8s.example:6443"
+    assert PASSWORD not in " ".join(seen["command"]) and PASSWORD not in json.dumps(seen["env"])
+    assert "KFERRY_CLUSTER_CONFIGS" not in seen["env"]  # the worker never even builds the value
+
+
+def test_kubernetes_without_a_secret_is_refused_naming_the_field(submitted):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    with pytest.raises(AirflowFailException, match="copy.kubernetes_credentials_secret"):
+        submitted("k8s://https://k8s.example:6443")
+
+
+def test_yarn_ships_a_0600_credentials_file_and_removes_it(submitted):
+    seen = submitted("yarn")
+    command = seen["command"]
+    path = seen["env"]["KFERRY_CLUSTER_CONFIGS_FILE"]
+    assert command[command.index("--files") + 1].split(",")[0] == path
+    assert Path(path).name == "kferry-credentials.json"
+    assert _conf(command)["spark.yarn.appMasterEnv.KFERRY_CLUSTER_CONFIGS_FILE"] == path  # a path, not a secret
+    assert (seen["file_mode"], seen["dir_mode"]) == (0o600, 0o700)
+    assert json.loads(seen["file_text"])["source"]["sasl.password"] == PASSWORD
+    assert PASSWORD not in " ".join(command) and PASSWORD not in json.dumps(seen["env"])
+    assert not Path(path).exists() and not Path(path).parent.exists()  # removed after the run
+    assert seen["operator_after"] == (None, {}, None) or PASSWORD not in json.dumps(seen["operator_after"])
+
+
+def test_local_master_passes_the_configs_in_the_process_environment_only(submitted):
+    seen = submitted("local[2]")
+    assert json.loads(seen["env"]["KFERRY_CLUSTER_CONFIGS"])["destination"]["sasl.password"] == PASSWORD
+    assert PASSWORD not in " ".join(seen["command"]) and "--files" not in seen["command"]
+
+
+def test_the_job_reads_the_file_by_path_or_by_its_name_in_the_container_cwd(tmp_path, monkeypatch):
+    from kafka_ferry.copy.clients import load_cluster_configs
+
+    configs = {"source": {"bootstrap.servers": "s:1"}, "destination": {"bootstrap.servers": "d:1"}}
+    (tmp_path / "kferry-credentials.json").write_text(json.dumps(configs))
+    assert load_cluster_configs({"KFERRY_CLUSTER_CONFIGS_FILE": str(tmp_path / "kferry-credentials.json")}) == configs
+    monkeypatch.chdir(tmp_path)  # YARN cluster mode: --files localizes it into the container's cwd
+    assert load_cluster_configs({"KFERRY_CLUSTER_CONFIGS_FILE": "/gone/on/the/worker/kferry-credentials.json"}) == \
+        configs

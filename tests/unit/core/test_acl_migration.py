@@ -1,0 +1,65 @@
+"""ACL migration planning: invariants A-D of core.acl_migration after every plan."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafka_ferry.core.acl_migration import effectively_allowed, plan_acl_migration
+from kafka_ferry.core.acl_plan import AclEntry
+
+TOPICS = ["orders", "ord-eu", "payments"]
+MIGRATED = ["orders", "ord-eu"]
+PRINCIPALS = ["User:app", "User:a", "User:b", "User:*"]
+MAP = {"User:a": "User:merged", "User:b": "User:merged"}
+
+ENTRY = st.builds(AclEntry, st.sampled_from(PRINCIPALS), st.sampled_from(["TOPIC", "GROUP", "CLUSTER"]),
+                  st.sampled_from([*TOPICS, "ord", "g1", "*", "kafka-cluster"]),
+                  st.sampled_from(["READ", "WRITE", "DESCRIBE", "ALL"]), st.sampled_from(["ALLOW", "DENY"]),
+                  st.sampled_from(["LITERAL", "PREFIXED"]))
+
+
+def rename(t: str) -> str:
+    return f"dst.{t}"
+
+
+@settings(max_examples=300)
+@given(st.lists(ENTRY, max_size=15), st.lists(ENTRY, max_size=5))
+def test_every_plan_is_literal_never_wider_carries_denials_and_is_idempotent(source, destination):
+    plan = plan_acl_migration(source, MIGRATED, ["g1"], rename, MAP, destination)
+    planned = plan.create + plan.present
+    targets = {rename(t) for t in MIGRATED} | {"g1"}
+    # A: literal, one migrated resource each
+    assert all(e.pattern_type == "LITERAL" and e.resource_name in targets for e in planned)
+    # B: each planned ALLOW comes from a source ALLOW, and every other source principal merged into its
+    # principal already holds that access on the source
+    for e in planned:
+        if e.permission == "ALLOW":
+            name = e.resource_name.removeprefix("dst.") if e.resource_type == "TOPIC" else e.resource_name
+            sources = {p for p in [*PRINCIPALS, *MAP] if MAP.get(p, p) == e.principal}
+            origins = {s.principal for s in source if s.permission == "ALLOW" and s.operation == e.operation
+                       and s.covers(e.resource_type, name) and s.principal in sources}
+            assert origins
+            assert any(all(p == o or effectively_allowed(source, p, e.resource_type, name, e.operation)
+                           for p in sources) for o in origins)
+    # C: each source DENY covering a migrated resource is planned
+    for s in source:
+        for resource_type, name, target in [("TOPIC", t, rename(t)) for t in MIGRATED] + [("GROUP", "g1", "g1")]:
+            if s.permission == "DENY" and s.covers(resource_type, name):
+                mapped = AclEntry(MAP.get(s.principal, s.principal), resource_type, target, s.operation, "DENY")
+                assert mapped in planned
+    # D: applying the plan and planning again creates nothing
+    again = plan_acl_migration(source, MIGRATED, ["g1"], rename, MAP, [*destination, *plan.create])
+    assert again.create == [] and again.refused == plan.refused
+    assert all(e.resource_type in ("TOPIC", "GROUP") for e in planned)
+
+
+def test_a_merged_principal_gets_only_what_all_its_sources_hold():
+    source = [AclEntry("User:a", "TOPIC", "orders", "READ"), AclEntry("User:b", "TOPIC", "ord", "READ", "ALLOW",
+                                                                        "PREFIXED"),
+              AclEntry("User:a", "TOPIC", "ord-eu", "WRITE")]
+    plan = plan_acl_migration(source, MIGRATED, [], rename, MAP, [])
+    assert AclEntry("User:merged", "TOPIC", "dst.orders", "READ") in plan.create  # both may read orders
+    assert [(r.entry.operation, r.reason.split()[0]) for r in plan.refused] == [("READ", "User:a"),
+                                                                                ("WRITE", "User:b")]
+    assert all(r.entry.resource_name == "dst.ord-eu" for r in plan.refused)

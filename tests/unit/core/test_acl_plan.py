@@ -1,0 +1,101 @@
+"""ACL values: the least-privilege set per side, grant hints, fences."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kafka_ferry.core.acl_plan import (
+    READER_GROUPS,
+    AclEntry,
+    grant_hint_for_code,
+    group_read_fence,
+    minimum_acls,
+    principal_of,
+    topic_write_fence,
+)
+from kafka_ferry.core.spec import parse_spec
+
+PACKAGE = Path(__file__).resolve().parents[3] / "plugins" / "kafka_ferry"
+
+
+def spec(**overrides):
+    doc = {"name": "m1", "tenant": "t", "source": {"connection_id": "src", "alias": "a"},
+           "destination": {"connection_id": "dst", "alias": "b"}, "topics": {"include": ["orders.*"]}}
+    doc.update(overrides)
+    return parse_spec(doc)
+
+
+def test_minimum_acls_are_literal_per_topic_and_group_and_never_on_the_cluster():
+    acls = minimum_acls(spec(topics={"include": ["o.*"], "rename": {"policy": "prefix", "prefix": "x."}}),
+                        "User:s", "User:d", ["o1", "o2"], ["g"])
+    everything = acls.source + acls.destination
+    assert all(e.pattern_type == "LITERAL" and e.permission == "ALLOW" for e in everything)
+    assert not any(e.resource_type == "CLUSTER" or "*" in e.resource_name for e in everything)
+    assert {e.principal for e in acls.source} == {"User:s"} and {e.principal for e in acls.destination} == {"User:d"}
+    source_topics = {(e.resource_name, e.operation) for e in acls.source if e.resource_type == "TOPIC"}
+    assert source_topics == {(t, op) for t in ("o1", "o2") for op in ("DESCRIBE", "DESCRIBE_CONFIGS", "READ")}
+    assert AclEntry("User:d", "TOPIC", "x.o1", "WRITE") in acls.destination
+    assert AclEntry("User:d", "TOPIC", "o1", "WRITE") not in acls.destination  # renamed: only the mirror
+    assert AclEntry("User:d", "GROUP", "g", "READ") in acls.destination  # commits translated offsets
+    assert AclEntry("User:s", "GROUP", "g", "READ") not in acls.source  # the source group is only described
+    internal = {e.resource_name for e in acls.destination if e.operation == "CREATE"} - {"x.o1", "x.o2"}
+    assert internal == {"kafka-ferry.m1.state", "a.checkpoints.internal", "mm2-offset-syncs.b.internal", "heartbeats",
+                        "a.heartbeats"}
+
+
+def test_offset_syncs_are_granted_on_the_destination_only():
+    acls = minimum_acls(spec(), "User:s", "User:d", ["orders"], [])
+    assert AclEntry("User:d", "TOPIC", "mm2-offset-syncs.b.internal", "WRITE") in acls.destination
+    assert not any(e.resource_name == "mm2-offset-syncs.b.internal" for e in acls.source)
+
+
+def test_every_reader_group_of_the_code_is_granted():
+    """The tool's consumers name literal group ids; each needs DESCRIBE (coordinator lookup), so each is listed."""
+    literals = set()
+    for path in PACKAGE.rglob("*.py"):
+        literals |= set(re.findall(r'"group\.id":\s*"([^"]+)"', path.read_text()))
+    assert literals and literals <= set(READER_GROUPS)
+
+
+def test_principal_comes_from_the_username_never_the_password():
+    config = {"security.protocol": "SASL_SSL", "sasl.username": "mig", "sasl.password": "s3cret"}
+    assert principal_of(config) == "User:mig"
+    assert principal_of({"bootstrap.servers": "x:1"}) == "User:ANONYMOUS"
+    assert principal_of({"security.protocol": "SSL"}) is None  # a certificate's DN: unknown here
+
+
+def test_grant_hint_names_operation_resource_and_principal_for_authorization_codes_only():
+    hint = grant_hint_for_code(29, "User:mig", {"TOPIC": ("WRITE", "orders"), "GROUP": ("READ", "g")})
+    assert hint == "grant ALLOW WRITE on TOPIC 'orders' for User:mig"
+    assert grant_hint_for_code(30, "User:mig", {"TOPIC": ("WRITE", "orders"), "GROUP": ("READ", "g")}) == (
+        "grant ALLOW READ on GROUP 'g' for User:mig")
+    assert "CLUSTER 'kafka-cluster'" in grant_hint_for_code(31, None, {"CLUSTER": ("ALTER", "")})
+    assert grant_hint_for_code(29, "User:mig", None) is None  # no guess when the call did not say
+    assert grant_hint_for_code(3, "User:mig", {"TOPIC": ("WRITE", "orders")}) is None
+
+
+def test_group_fence_denies_read_to_each_consumer_principal():
+    assert group_read_fence("g", ["User:b", "User:a", "User:a"]) == (
+        AclEntry("User:a", "GROUP", "g", "READ", permission="DENY"),
+        AclEntry("User:b", "GROUP", "g", "READ", permission="DENY"))
+
+
+PRINCIPALS = st.sampled_from(["User:mig", "User:app", "User:ops", "User:*"])
+ENTRIES = st.builds(AclEntry, PRINCIPALS, st.sampled_from(["TOPIC", "GROUP"]),
+                    st.sampled_from(["orders", "ord", "o", "other", "*"]), st.sampled_from(["WRITE", "ALL", "READ"]),
+                    st.sampled_from(["ALLOW", "DENY"]), st.sampled_from(["LITERAL", "PREFIXED"]))
+
+
+@given(st.lists(ENTRIES, max_size=12))
+def test_write_fence_denies_every_other_writer_and_never_the_migration(existing):
+    fence = topic_write_fence("orders", "User:mig", existing)
+    denied = {e.principal for e in fence}
+    writers = {e.principal for e in existing if e.permission == "ALLOW" and e.operation in ("WRITE", "ALL")
+               and e.covers("TOPIC", "orders")}
+    assert denied == writers - {"User:mig"}
+    assert all((e.resource_type, e.resource_name, e.operation, e.permission, e.pattern_type)
+               == ("TOPIC", "orders", "WRITE", "DENY", "LITERAL") for e in fence)

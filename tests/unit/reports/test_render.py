@@ -1,0 +1,73 @@
+"""Report pages: the numbers a person scans are on the page, values are escaped, nothing loads from elsewhere."""
+
+from __future__ import annotations
+
+import re
+
+from kafka_ferry.reports.chart import lag_chart_svg
+from kafka_ferry.reports.render import batch_page, overview_page, promotion_page
+
+HISTORY = [{"batch_id": f"b{i}", "finished_at_ms": 1_795_000_000_000 + i * 60_000, "lag_before_total": 1000 - 300 * i,
+            "lag_after_total": max(0, 700 - 300 * i)} for i in range(4)]
+REPORT = {"migration": "orders", "batch_id": "batch-1", "status": "succeeded", "started_at_ms": 1_795_000_000_000,
+          "finished_at_ms": 1_795_000_012_000, "duration_s": 12.0, "records_copied": 18000, "bytes_copied": 987654,
+          "lag_before_total": 18000, "lag_after_total": 0, "syncs_written": 189, "records_resumed": 0,
+          "gaps": [{"topic": "orders.events", "partition": 2, "lost_start": 10, "lost_end": 25, "lost_count": 15}],
+          "partitions": [{"source_topic": "orders.events", "partition": 0, "destination_topic": "orders.events",
+                          "start_offset": 0, "next_upstream_offset": 6000, "records_copied": 6000,
+                          "bytes_copied": 321, "syncs_written": 63, "lag_before": 6000, "lag_after": 0,
+                          "duration_s": 3.5}]}
+GROUPS = [{"group": "<script>billing</script>", "source_topic": "orders.events", "partition": 0,
+           "upstream_offset": 4000, "destination_topic": "orders.events", "downstream_offset": 4000,
+           "method": "exact", "reason": "inside a contiguous run"}]
+
+
+def external_loads(html: str) -> list[str]:
+    """Anything a browser would fetch: scripts, stylesheets, images, frames (SVG namespace URIs are not fetched)."""
+    return re.findall(r"<(?:script|link|img|iframe)\b|(?:src|href)=\"(?:https?:)?//", html)
+
+
+def test_a_batch_page_shows_totals_partitions_gaps_groups_and_the_chart():
+    html = batch_page(REPORT, GROUPS, HISTORY, run_id="scheduled__2026-11-22T10:00:00+00:00")
+    for text in ("orders: batch batch-1", "scheduled__2026-11-22T10:00:00+00:00", "<b>18000</b>records copied",
+                 "<b>189</b>offset syncs", "Retention gaps", "<td>10</td><td>25</td><td>15</td>",
+                 "<td>6000</td><td>321</td><td>63</td><td>6000</td><td>0</td>", "inside a contiguous run", "<svg"):
+        assert text in html, text
+    assert "<script>billing" not in html and "&lt;script&gt;billing&lt;/script&gt;" in html
+    assert external_loads(html) == []
+
+
+def test_the_lag_chart_is_inline_svg_with_one_point_per_batch_and_a_note_without_batches():
+    svg = lag_chart_svg(HISTORY)
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert "lag before batch" in svg and "lag after batch" in svg
+    assert lag_chart_svg([]) == '<p class="muted">No batch has run yet: no lag history to draw.</p>'
+
+
+def test_a_promotion_page_names_mismatched_partitions_and_lists_group_offsets():
+    report = {"migration": "orders", "status": "in-progress", "generated_at_ms": 1_795_000_000_000,
+              "duration_s": 3.2, "groups": GROUPS, "steps": {"final_copy": {"finished_at_ms": 1_795_000_000_000}},
+              "reconciliation": {"mismatched": ["orders.events-1"], "partitions": [
+                  {"source_topic": "orders.events", "partition": 0, "source_count": 5, "destination_count": 5,
+                   "matches": True},
+                  {"source_topic": "orders.events", "partition": 1, "source_count": 5, "destination_count": 4,
+                   "matches": False}]}}
+    html = promotion_page(report, HISTORY, run_id="manual__1")
+    assert 'Reconciliation: <span class="bad">MISMATCH: orders.events-1</span>' in html
+    assert "<td>5</td><td>4</td><td class=\"l\">MISMATCH</td>" in html
+    assert "<td>4000</td><td class=\"l\">orders.events</td><td>4000</td><td class=\"l\">exact</td>" in html
+    assert external_loads(html) == []
+    ok = promotion_page({**report, "status": "promoted", "reconciliation": {"mismatched": [], "partitions": []}}, [])
+    assert 'Reconciliation: <span class="ok">all partitions match</span>' in ok
+
+
+def test_the_overview_lists_each_migration_with_a_link_to_its_last_run():
+    rows = [{"migration": "orders", "tenant": "acme", "dag_id": "kafka_ferry__orders", "last_run_id": "manual__a+b",
+             "last_batch": "batch-9", "last_batch_at_ms": 1_795_000_000_000, "lag": 0, "promoted": True,
+             "reconciliation": "ok"},
+            {"migration": "billing", "tenant": "acme", "dag_id": "kafka_ferry__billing", "last_run_id": None}]
+    html = overview_page(rows, report_href="/kafka-ferry/runs/{dag_id}/{run_id}")
+    assert html.index("billing") < html.index("orders")  # by tenant, then name
+    assert '<a href="/kafka-ferry/runs/kafka_ferry__orders/manual__a%2Bb">manual__a+b</a>' in html
+    assert '<td class="l ok">yes</td>' in html and '<td class="l ">no</td>' in html
+    assert "no migration has reported yet" in overview_page([])
