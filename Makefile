@@ -2,6 +2,7 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
 .PHONY: install demo demo-secure demo-promote e2e test test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec lock clean
@@ -38,15 +39,16 @@ demo-secure: install testbed-up
 
 ## The production-like stack (PostgreSQL, Airflow services, Chromium) against the test bed (takes minutes).
 e2e: install testbed-up
-	$(PY) -m pytest -q tests/e2e
+	$(PY) -m pytest -q $(PYTEST_ARGS) tests/e2e
 
 ## Every test but the fault matrix and the end-to-end stack: pure units, then integration against the real two-cluster test bed.
 test: install
-	$(PY) -m pytest -q --ignore=tests/integration/faults --ignore=tests/e2e
+	$(PY) -m pytest -q --durations=20 $(PYTEST_ARGS) --ignore=tests/integration/faults --ignore=tests/e2e
 
-## The fault matrix: broker kills, job kills, refusals, load, on a private cluster pair (ports 21092/22092).
+## The fault matrix: broker kills, job kills, refusals, load, on a private cluster pair (ports 21092/22092, or
+## KFERRY_PRIVATE_SOURCE_PORT / KFERRY_PRIVATE_DESTINATION_PORT; CI moves them to run beside `make test`).
 test-faults: install
-	$(PY) -m pytest -q -s tests/integration/faults
+	$(PY) -m pytest -q -s $(PYTEST_ARGS) tests/integration/faults
 
 test-unit: install
 	$(PY) -m pytest -q tests/unit
