@@ -245,7 +245,7 @@ def main() -> int:
     setup_connections(args.master)
 
     create_topic(tb.SOURCE.bootstrap, topic, partitions)
-    results: dict = {"records": records, "partitions": partitions, "record_bytes": size,
+    results: dict = {"topic": topic, "records": records, "partitions": partitions, "record_bytes": size,
                      "seed": rate(records, size, seed(topic, partitions, records, size))}
 
     spec_path = write_spec(work, name, topic, records // partitions + 1)

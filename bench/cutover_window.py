@@ -1,4 +1,4 @@
-"""Cutover window: producers stopped -> promoted, for 100 partitions and 20 groups (issue 4 target <= 30 s).
+"""Cutover window: producers stopped -> promoted, for 100 partitions and 20 groups (target <= 30 s).
 
     .venv/bin/python bench/cutover_window.py [--partitions 100] [--groups 20] [--quiesce-window 5]
                                              [--engine in-process|spark-connect]

@@ -4,7 +4,7 @@
 
 Seeds a plain, a compacted (with holes) and a transactional (with aborts) topic, every record tagged with
 a unique id header; commits groups at random positions; then
-  (a) kafka-ferry: copies (issue 3's copier, in process) and translates (exact, from our sync log);
+  (a) kafka-ferry: copies (the copier, in process) and translates (exact, from our sync log);
   (b) MirrorMaker 2 (dedicated mode, connect-mirror from the test bed's jars, DefaultReplicationPolicy so
       its topics are ``<alias>.<topic>`` and never touch ours) copies and emits checkpoints.
 For each group and partition, what a consumer resuming at the translated offset would receive is mapped

@@ -131,9 +131,9 @@ class AirflowStack:
             raise RuntimeError(f"airflow {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
 
     def _spawn(self, name: str, cmd: list[str]) -> None:
-        log = open(self.home / f"{name}.log", "ab")  # noqa: SIM115 - kept open for the child's lifetime
-        self.procs[name] = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
+        with open(self.home / f"{name}.log", "ab") as log:  # the child keeps its own copy of the descriptor
+            self.procs[name] = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL, start_new_session=True)
 
     def logs(self) -> str:
         return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted(

@@ -38,6 +38,8 @@ RUN_DIR = Path(os.environ.get("KFERRY_TESTBED_RUN_DIR", REPO_DIR / ".testbed"))
 JAR_CACHE = Path(os.environ.get("KFERRY_JAR_CACHE", Path.home() / ".cache" / "kafka-ferry" / "jars"))
 ADMIN_USER = "kferry-admin"
 SCRAM_MECHANISM = "SCRAM-SHA-512"
+# Brokers this process started: `subprocess` warns when a Popen of a still-running child is collected.
+_DETACHED: list[subprocess.Popen] = []
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
@@ -250,9 +252,13 @@ def start(spec: ClusterSpec) -> None:
         # The admin's SCRAM credential is written with the metadata: the SASL listener works from the start.
         # (A one-off local process; the password is the test bed's own, kept in a 0600 file.)
         scram = f"{SCRAM_MECHANISM}=[name={ADMIN_USER},password={admin_password(spec)}]"
-        subprocess.run([_java(), "-cp", cp, *log_opts, "kafka.tools.StorageTool", "format",
-                        "-t", cluster_id, "-c", str(props), "--add-scram", scram],
-                       check=True, stdout=subprocess.DEVNULL)
+        formatted = subprocess.run([_java(), "-cp", cp, *log_opts, "kafka.tools.StorageTool", "format",
+                                    "-t", cluster_id, "-c", str(props), "--add-scram", scram],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if formatted.returncode != 0:
+            # Never echo the command line: it holds the admin's password.
+            raise SystemExit(f"{spec.name}: formatting {spec.home / 'data'} failed (exit {formatted.returncode}): "
+                             f"{formatted.stderr.replace(admin_password(spec), '***').strip()[-2000:]}")
     log = spec.home / "logs" / "server.log"
     (spec.home / "log.offset").write_text(str(log.stat().st_size if log.exists() else 0))
     heap = os.environ.get("KFERRY_BROKER_HEAP", "768m")
@@ -262,6 +268,7 @@ def start(spec: ClusterSpec) -> None:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
     _pid_file(spec).write_text(str(proc.pid))
+    _DETACHED.append(proc)  # stopped by pid (`stop`/`kill`); kept so no running child is garbage-collected
     print(f"{spec.name}: started Kafka {spec.kafka_version} pid {proc.pid} on {spec.bootstrap}", flush=True)
 
 

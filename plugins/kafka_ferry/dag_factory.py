@@ -27,6 +27,7 @@ from kafka_ferry.operators.provision import (
     ProvisionMirrorGroupsOperator,
     ProvisionMirrorTopicsOperator,
 )
+from kafka_ferry.operators.schemas import MigrateSchemasOperator
 
 # Airflow's safe mode only parses files that mention both "airflow" and "dag": the docstring does.
 STUB_TEMPLATE = '''"""Airflow DAG of the kafka-ferry migration {yaml_name} (written by `make dags`)."""
@@ -37,7 +38,7 @@ dag = dag_from_yaml(__file__, "migrations/{yaml_name}")
 
 
 def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
-    """The migration's DAG: pre-flight -> provision topics -> provision groups -> mode branch.
+    """The migration's DAG: pre-flight -> [migrate schemas] -> provision topics -> provision groups -> mode branch.
 
     catch-up (every scheduled run, and the trigger form's default): plan -> Spark copy batch from the stored
     offsets -> report -> translate offsets + write checkpoints. promote (trigger form only): source quiesced
@@ -59,7 +60,13 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
         topics = ProvisionMirrorTopicsOperator(task_id="provision_topics", spec_path=str(spec_path),
                                                dry_run=DRY_RUN_TEMPLATE)
         groups = ProvisionMirrorGroupsOperator(task_id="provision_groups", spec_path=str(spec_path))
-        preflight >> topics >> groups
+        if spec.schema_registry:  # subjects exist on the destination before any mirror topic or record does
+            schemas = MigrateSchemasOperator(task_id="migrate_schemas", spec_path=str(spec_path),
+                                             dry_run=DRY_RUN_TEMPLATE)
+            preflight >> schemas >> topics
+        else:
+            preflight >> topics
+        topics >> groups
         branch = add_mode_branch(groups, catch_up_entry="plan_copy")
         plan_copy, _, report = copy_batch_tasks(spec, str(spec_path))
         branch >> plan_copy

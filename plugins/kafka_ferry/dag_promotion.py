@@ -8,7 +8,7 @@ takes the catch-up path with every task planning only.
 Wiring (inside ``with DAG(..., params=trigger_params(spec.name))``)::
 
     branch = add_mode_branch(groups, catch_up_entry="plan_copy", promote_entry=PROMOTE_ENTRY)
-    branch >> plan_copy >> copy >> copy_report          # the catch-up copy tasks (issue 3)
+    branch >> plan_copy >> copy >> copy_report          # the catch-up copy tasks
     add_translation_tasks(dag, spec_path, copy_report)  # translate + checkpoint after each batch
     add_promotion_tasks(dag, spec, spec_path, branch)   # sensors -> promotion steps
 """

@@ -1,4 +1,4 @@
-"""Promotion against real brokers: end to end with issue 3's copier, a killed run resumes, a mismatch blocks."""
+"""Promotion against real brokers: end to end with the Spark copy job, a killed run resumes, a mismatch blocks."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def assert_groups_resume_exactly(clusters, m):
             assert received[q] == [o for o in m["committed"][topic][q] if o >= offsets[(topic, q)]], (group, q)
 
 
-def test_promotion_end_to_end_with_the_issue3_copier(clusters, tmp_path):
+def test_promotion_end_to_end_with_the_copy_job(clusters, tmp_path):
     m = migration(clusters, tmp_path, kinds=("plain", "compact", "txn"))
     store = MigrationStateStore(clusters.hook("destination"), m["spec"].state_topic_name)
 

@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 from confluent_kafka import TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from schema_support import CuttableProxy, registry, seed_tenant
+from copy_support import provision, run_batch, write_spec
+from schema_support import BY_TOPIC, CuttableProxy, registry, seed_tenant
 
 import schema_registries as srtb
 from kafka_ferry.core.schema_plan import canonical
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, schema_id_of
-from kafka_ferry.core.spec import SchemaRegistryRef
+from kafka_ferry.core.spec import SchemaRegistryRef, load_spec
+from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.operators.schemas import MigrateSchemasOperator
+from kafka_ferry.promotion.reconcile import reconcile, reconcile_copies
 from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryUnavailable
-from kafka_ferry.stages.schemas import SchemaMigrationError, migrate_schemas
+from kafka_ferry.stages.schemas import SCHEMA_ID_KIND, SchemaMigrationError, migrate_schemas
+from kafka_ferry.translation.translate import load_partition_copies, read_progress
 
 pytestmark = pytest.mark.integration
 
@@ -48,8 +56,8 @@ def source():
     return registry(srtb.SOURCE.url, "apicurio-source")
 
 
-def read_source_records(clusters, topic):
-    consumer = clusters.consumer("source")
+def read_source_records(clusters, topic, side="source"):
+    consumer = clusters.consumer(side)
     parts = [TopicPartition(topic, p, 0) for p in (0, 1)]
     consumer.assign(parts)
     out = []
@@ -61,22 +69,23 @@ def read_source_records(clusters, topic):
     return out
 
 
-def decode_all(tenant, clusters, registry_url, rewriter=None):
+def decode_all(tenant, clusters, registry_url, rewriter=None, side="source"):
     """Every record of the tenant's serialized topics, decoded against `registry_url` (after a rewrite)."""
     client = SchemaRegistryClient({"url": registry_url})
     decoded = {}
     for role in ("orders", "payments", "events"):
         topic = tenant.topics[role]
-        value_de = JSONDeserializer(None, schema_registry_client=client) if role == "events" else \
-            AvroDeserializer(client)
+        value_de = JSONDeserializer(None, schema_registry_client=client, conf=BY_TOPIC) if role == "events" else \
+            AvroDeserializer(client, conf=BY_TOPIC)
         values = []
-        for msg in read_source_records(clusters, topic):
+        for msg in read_source_records(clusters, topic, side):
             value = rewriter.rewrite(msg.value()) if rewriter else msg.value()
             ctx = SerializationContext(topic, MessageField.VALUE)
             values.append((schema_id_of(value), value_de(value, ctx)))
             if msg.key() is not None:
                 key = rewriter.rewrite(msg.key()) if rewriter else msg.key()
-                assert AvroDeserializer(client)(key, SerializationContext(topic, MessageField.KEY)).startswith("k")
+                key_ctx = SerializationContext(topic, MessageField.KEY)
+                assert AvroDeserializer(client, conf=BY_TOPIC)(key, key_ctx).startswith("k")
         decoded[topic] = values
     return decoded
 
@@ -176,3 +185,52 @@ def test_registry_down_mid_run_fails_clearly_and_a_rerun_completes(tenant):
     assert rerun.registered > 0
     assert_same_subjects(source(), dst, rerun.subjects, same_ids=False)
     assert migrate_schemas(source(), dst, settings(tenant, "remap"), topics).registered == 0
+
+
+def test_the_dag_tasks_migrate_schemas_then_copy_records_with_destination_ids_and_reconcile(
+        tenant, clusters, tmp_path, monkeypatch):
+    """`migrate_schemas` as the DAG runs it: registries from `schema_registry` connections, topics from the spec."""
+    for conn_id, url in (("kf_sr_op_src", srtb.SOURCE.url), ("kf_sr_op_dst", srtb.REMAP.url)):
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}",
+                           json.dumps({"conn_type": "schema_registry", "host": url}))
+    spec_path = Path(write_spec(tmp_path, clusters, tenant.prefix))
+    spec_path.write_text(spec_path.read_text() + yaml.safe_dump({"schema_registry": {
+        "source_connection_id": "kf_sr_op_src", "destination_connection_id": "kf_sr_op_dst", "mode": "remap",
+        "subjects_include": [re.escape(tenant.audit_subject)],
+        "include_soft_deleted": True}}))
+    task = MigrateSchemasOperator(task_id="migrate_schemas", spec_path=str(spec_path))
+    dst = registry(srtb.REMAP.url, "apicurio-remap")
+    orders_value = f"{tenant.topics['orders']}-value"
+
+    planned = MigrateSchemasOperator(task_id="migrate_schemas", spec_path=str(spec_path), dry_run="True").execute(
+        {"run_id": "dry"})
+    assert planned["dry_run"] and any(orders_value in line for line in planned["diff"])
+    assert dst.read_subject(orders_value) is None  # a dry run writes nothing
+
+    first = task.execute({"run_id": "r1"})
+    assert first["registered"] > 0 and orders_value in first["subjects"]
+    assert_same_subjects(source(), dst, first["subjects"], same_ids=False)
+    store = MigrationStateStore(clusters.hook("destination"), load_spec(spec_path).state_topic_name)
+    stored = store.read_kind(SCHEMA_ID_KIND)
+    assert {int(k): v["destination_id"] for k, v in stored.items()} == {int(k): v for k, v in first["id_map"].items()}
+    assert {v["run_id"] for v in stored.values()} == {"r1"}
+
+    again = task.execute({"run_id": "r2"})
+    assert (again["registered"], again["diff"], again["id_map"]) == (0, [], first["id_map"])
+    assert {v["run_id"] for v in store.read_kind(SCHEMA_ID_KIND).values()} == {"r1"}  # nothing rewritten
+
+    # The copy batch then writes every record with its destination id, and only that changes.
+    provision(str(spec_path))
+    run_batch(str(spec_path), clusters.SPARK_CONN)
+    before = decode_all(tenant, clusters, srtb.SOURCE.url)
+    after = decode_all(tenant, clusters, srtb.REMAP.url, side="destination")
+    id_map = {int(k): v for k, v in first["id_map"].items()}
+    for topic, values in before.items():
+        assert sorted(json.dumps(v, sort_keys=True) for _, v in after[topic]) == sorted(
+            json.dumps(v, sort_keys=True) for _, v in values), topic
+        assert {i for i, _ in after[topic]} == {id_map[i] for i, _ in values} != {i for i, _ in values}, topic
+    spec = load_spec(spec_path)
+    source_hook, destination_hook = clusters.hook("source"), clusters.hook("destination")
+    assert reconcile(spec, source_hook, destination_hook, store).ok  # source ids mapped before comparing
+    copies = load_partition_copies(spec, source_hook, destination_hook, read_progress(store))
+    assert not reconcile_copies(source_hook, destination_hook, copies.values()).ok  # byte for byte they differ

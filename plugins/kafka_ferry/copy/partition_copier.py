@@ -43,6 +43,7 @@ from kafka_ferry.core.provenance import (
     is_loop,
     user_headers,
 )
+from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownSchemaId, schema_id_of
 from kafka_ferry.io.kafka_errors import KafkaClusterError
 from kafka_ferry.io.state_store import MigrationStateStore
 
@@ -85,6 +86,8 @@ class PartitionCopier:
         self._fatal: KafkaError | None = None
         self.producer = destination.producer(**PRODUCER_CONFIG, error_cb=self._on_producer_error)
         self.consumer = source.consumer(**{**CONSUMER_CONFIG, "group.id": f"kafka-ferry-copy.{plan.migration}"})
+        self.schema_ids = None if plan.schema_id_map is None else SchemaIdRewriter(
+            {int(k): v for k, v in plan.schema_id_map.items()}, plan.unknown_schema_id_policy)
 
     def close(self) -> None:
         self.consumer.close()
@@ -122,6 +125,17 @@ class PartitionCopier:
         log.info("copied %s-%s: %s", task.source_topic, task.partition, result.as_dict())
         return result
 
+    def _remapped(self, task: PartitionTask, offset: int, key, value):
+        """Key and value with destination schema ids: the 4 id bytes change, nothing else (`core.schema_wire`)."""
+        rewrite = self.schema_ids.rewrite
+        try:
+            return rewrite(key), rewrite(value)
+        except UnknownSchemaId as exc:
+            field = "key" if key is not None and schema_id_of(key) == exc.schema_id else "value"
+            raise CopyError(f"{task.source_topic}-{task.partition} offset {offset}: the {field} carries schema id "
+                            f"{exc.schema_id}, which the schema migration did not map (unknown_id_policy: fail); "
+                            "run migrate_schemas again or choose unknown_id_policy: pass-through") from None
+
     def _resume_from_tail(self, task, progress, tracker, emit, result, start: int) -> int:
         after = progress.last_downstream_offset if progress is not None else None
         pairs = copied_pairs(self.destination, task.destination_topic, task.partition, after,
@@ -156,6 +170,7 @@ class PartitionCopier:
         cluster_header = (SOURCE_CLUSTER_HEADER, self.plan.source_cluster_id.encode())
         destination_cluster = self.plan.destination_cluster_id
         per_record = not stamp  # without provenance a chunk could not be read back: a report per record
+        remap = self._remapped if self.schema_ids is not None else None  # remap-mode schema migration only
         end, next_offset, last_activity, last_position = task.end_offset, start, time.monotonic(), start
         max_records, max_bytes = self.plan.max_records_per_partition, self.plan.max_bytes_per_partition
         copied = copied_bytes = skipped = 0
@@ -212,6 +227,8 @@ class PartitionCopier:
                             self._produce(produce, poll, acks, dest_topic, partition, held, first_report)
                         first_report = None
                 key, value = msg.key(), msg.value()
+                if remap is not None:
+                    key, value = remap(task, offset, key, value)
                 ts_type, ts = msg.timestamp()
                 held = (key, value, headers, ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0)
                 ups.append(offset)

@@ -54,6 +54,10 @@ class CopyPlan:
     gaps: tuple[RetentionGap, ...] = ()
     lag_before: dict[str, int] = field(default_factory=dict)  # partition_key -> uncopied offsets
     planned_at_ms: int = 0
+    # remap-mode schema migration: source id -> destination id for the 4-byte id in wire-format keys/values
+    # (JSON object keys are strings); None copies keys and values byte for byte
+    schema_id_map: dict[str, int] | None = None
+    unknown_schema_id_policy: str = "fail"
 
     @property
     def is_empty(self) -> bool:

@@ -23,6 +23,7 @@ from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import TOPIC_PROMOTION_KIND, promoted_names, topics_to_copy
 from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.stages.schemas import record_rewriter
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,16 @@ def plan_copy(spec: MigrationSpec, source: Any, destination: Any, store: Migrati
         gaps=batch.gaps,
         lag_before=lag_before,
         planned_at_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+        **_schema_ids(spec, store),
     )
+
+
+def _schema_ids(spec: MigrationSpec, store: MigrationStateStore) -> dict[str, Any]:
+    rewriter = record_rewriter(spec, store)
+    if rewriter is None:
+        return {}
+    return {"schema_id_map": {str(k): v for k, v in sorted(rewriter.id_map.items())},
+            "unknown_schema_id_policy": rewriter.policy}
 
 
 def _check_destination(destination: Any, partitions: list[tuple[str, int]], rename) -> None:

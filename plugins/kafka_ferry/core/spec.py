@@ -278,7 +278,7 @@ def _cross_field_problems(data: Mapping[str, Any], positions: Mapping[Location, 
 def connection_refs(spec: MigrationSpec) -> list[tuple[Location, str, tuple[str, ...] | None]]:
     """(spec field, connection id, accepted connection types) of every Airflow connection the spec names.
 
-    The types are None where any type will do (the schema registry's is its hook's business). The Spark
+    The registries' connections are of type ``schema_registry`` (`hooks.schema_registry`). The Spark
     connection's type picks the copy engine: ``spark`` (spark-submit) or ``spark_connect`` (a Connect server).
     """
     refs: list[tuple[Location, str, tuple[str, ...] | None]] = [
@@ -288,8 +288,10 @@ def connection_refs(spec: MigrationSpec) -> list[tuple[Location, str, tuple[str,
     ]
     if spec.schema_registry:
         refs += [
-            (("schema_registry", "source_connection_id"), spec.schema_registry.source_connection_id, None),
-            (("schema_registry", "destination_connection_id"), spec.schema_registry.destination_connection_id, None),
+            (("schema_registry", "source_connection_id"), spec.schema_registry.source_connection_id,
+             ("schema_registry",)),
+            (("schema_registry", "destination_connection_id"), spec.schema_registry.destination_connection_id,
+             ("schema_registry",)),
         ]
     return refs
 

@@ -16,11 +16,13 @@ from dataclasses import asdict, dataclass
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
+from kafka_ferry.core.schema_wire import SchemaIdRewriter
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
 from kafka_ferry.io.partition_reader import read_ranges
 from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.promotion.digest import PartitionDigest, encode_record
+from kafka_ferry.stages.schemas import record_rewriter
 from kafka_ferry.translation.decisions import PartitionCopy, decide
 from kafka_ferry.translation.translate import load_partition_copies, read_progress
 
@@ -94,13 +96,16 @@ class _Side:
         self.digest = PartitionDigest()
         self.records: list[tuple[int, bytes]] = []
 
-    def add(self, msg) -> None:
+    def add(self, msg, schema_ids: SchemaIdRewriter | None = None) -> None:
         # Every timestamp must survive the copy: the mirror is CreateTime while copying, so a LogAppendTime
         # source record's append time is stored as it is (its destination copy reads as CreateTime).
         kind, ts = msg.timestamp()
         ts = None if kind == TIMESTAMP_NOT_AVAILABLE else ts
-        self.digest.add(msg.key(), msg.value(), msg.headers(), ts)
-        self.records.append((msg.offset(), hashlib.blake2b(encode_record(msg.key(), msg.value(), msg.headers(), ts),
+        key, value = msg.key(), msg.value()
+        if schema_ids is not None:  # remap mode: the copy changed exactly the 4 schema-id bytes, so does this
+            key, value = schema_ids.rewrite(key), schema_ids.rewrite(value)
+        self.digest.add(key, value, msg.headers(), ts)
+        self.records.append((msg.offset(), hashlib.blake2b(encode_record(key, value, msg.headers(), ts),
                                                            digest_size=8).digest()))
 
 
@@ -117,7 +122,12 @@ def _first_difference(source: _Side, destination: _Side) -> dict | None:
 
 
 def reconcile_copies(source: KafkaClusterHook, destination: KafkaClusterHook,
-                     copies: Iterable[PartitionCopy]) -> ReconciliationReport:
+                     copies: Iterable[PartitionCopy], schema_ids: SchemaIdRewriter | None = None
+                     ) -> ReconciliationReport:
+    """Source and destination ranges compared record by record; `schema_ids` maps source records' schema ids
+    first (remap mode), with unknown ids passed through: the copy stops on those, so none is on both sides."""
+    if schema_ids is not None:
+        schema_ids = SchemaIdRewriter(schema_ids.id_map, "pass-through")
     copies = sorted(copies, key=lambda c: c.key)
     source_ranges, dest_ranges = {}, {}
     for c in copies:
@@ -125,9 +135,10 @@ def reconcile_copies(source: KafkaClusterHook, destination: KafkaClusterHook,
         start = decide("reconcile", c.source_log_start, "", c).downstream_offset
         dest_ranges[(c.destination_topic, c.partition)] = (start, max(start, c.downstream_end))
     sides: dict[tuple[str, str, int], _Side] = {}
-    for role, hook, ranges in (("s", source, source_ranges), ("d", destination, dest_ranges)):
+    for role, hook, ranges, mapped in (("s", source, source_ranges, schema_ids),
+                                       ("d", destination, dest_ranges, None)):
         for msg in read_ranges(hook, ranges):
-            sides.setdefault((role, msg.topic(), msg.partition()), _Side()).add(msg)
+            sides.setdefault((role, msg.topic(), msg.partition()), _Side()).add(msg, mapped)
     results = []
     for c in copies:
         s = sides.get(("s", c.source_topic, c.partition), _Side())
@@ -150,4 +161,4 @@ def reconcile(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaC
     """Reconcile every partition the copy has progress for."""
     if copies is None:
         copies = load_partition_copies(spec, source, destination, read_progress(store))
-    return reconcile_copies(source, destination, copies.values())
+    return reconcile_copies(source, destination, copies.values(), record_rewriter(spec, store))

@@ -26,6 +26,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from kafka_ferry.core.schema_plan import Reference, RegistrySnapshot, SchemaVersion, Subject, canonical
 
 NOT_FOUND_CODES = frozenset({40401, 40402, 40403, 40406, 40408, 40409})
+REFUSED_STATUSES = frozenset({401, 403})
 CONTENT_TYPE = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 
 
@@ -60,6 +61,21 @@ class SchemaRegistryUnavailable(RuntimeError):
         super().__init__(f"schema registry {conn.name!r} ({conn.url}): {operation} failed: {cause}")
 
 
+class SchemaRegistryRefused(SchemaRegistryUnavailable):
+    """The registry answered 401/403: the credentials or the principal's permissions are wrong, and no retry
+    changes that (an outage stays `SchemaRegistryUnavailable`, which retries may heal)."""
+
+    def __init__(self, conn: RegistryConnection, operation: str, status: int):
+        super().__init__(conn, operation, f"refused with HTTP {status}: check the connection's credentials and "
+                                          "the principal's permissions on the registry")
+
+
+def _unavailable(conn: RegistryConnection, operation: str, status: int | None, cause: object):
+    if status in REFUSED_STATUSES:
+        return SchemaRegistryRefused(conn, operation, status)
+    return SchemaRegistryUnavailable(conn, operation, cause)
+
+
 def _missing(exc: SchemaRegistryError) -> bool:
     return exc.http_status_code == 404 or exc.error_code in NOT_FOUND_CODES
 
@@ -92,7 +108,7 @@ class SchemaRegistry:
         except SchemaRegistryError as exc:
             if missing is not ... and _missing(exc):
                 return missing
-            raise SchemaRegistryUnavailable(self.conn, operation, exc) from None
+            raise _unavailable(self.conn, operation, exc.http_status_code, exc) from None
         except (httpx2.HTTPError, OSError) as exc:
             raise SchemaRegistryUnavailable(self.conn, operation, f"{type(exc).__name__}: {exc}") from None
 
@@ -105,7 +121,7 @@ class SchemaRegistry:
         if resp.status_code == 404 and missing is not ...:
             return missing
         if resp.status_code >= 400:
-            raise SchemaRegistryUnavailable(self.conn, operation, f"HTTP {resp.status_code}: {resp.text[:300]}")
+            raise _unavailable(self.conn, operation, resp.status_code, f"HTTP {resp.status_code}: {resp.text[:300]}")
         return resp.json() if resp.content else None
 
     # --- reads ---------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from kafka_ferry.core.staged_cutover import (
 from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.reconcile import reconcile_copies
+from kafka_ferry.stages.schemas import record_rewriter
 from kafka_ferry.stages.staged_cutover_state import read_promotions, save_promotion
 from kafka_ferry.translation.translate import (
     commit_translated_offsets,
@@ -126,7 +127,8 @@ def _run_step(step, spec, source, destination, store, group, topics, run_plan, a
         return {"committed": outcome.committed if outcome else {}}
     if step == "reconciled":
         copies = load_partition_copies(spec, source, destination, read_progress(store))
-        report = reconcile_copies(source, destination, [c for c in copies.values() if c.source_topic in topics])
+        report = reconcile_copies(source, destination, [c for c in copies.values() if c.source_topic in topics],
+                                  record_rewriter(spec, store))
         report.raise_if_mismatched()
         return {"partitions": len(report.partitions), "ok": report.ok}
     return None  # promoted: the record itself is the marker

@@ -23,7 +23,8 @@ from kafka_ferry.core.schema_plan import (
     plan_schemas,
     select_subjects,
 )
-from kafka_ferry.core.spec import SchemaRegistryRef
+from kafka_ferry.core.schema_wire import SchemaIdRewriter
+from kafka_ferry.core.spec import MigrationSpec, SchemaRegistryRef
 from kafka_ferry.registry.client import SchemaRegistry
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,24 @@ log = logging.getLogger(__name__)
 SCHEMA_ID_KIND = "schema_id"  # state topic: key = source id, value = destination id and where it came from
 IMPORT_PROBE_SUBJECT = "_kafka-ferry-import-probe"
 PROBE_ID_ATTEMPTS = 50  # free ids looked up above the source ids before giving up the probe
+
+
+def stored_id_map(store) -> dict[int, int]:
+    """The source -> destination schema ids `migrate_schemas` stored in the state topic (empty before it ran)."""
+    return {int(k): int(v["destination_id"]) for k, v in store.read_kind(SCHEMA_ID_KIND).items() if v}
+
+
+def record_rewriter(spec: MigrationSpec, store) -> SchemaIdRewriter | None:
+    """How copied keys and values get their destination schema ids: only in remap mode (preserve keeps ids).
+
+    None means records are copied byte for byte. In remap mode the stored map is used as it is, even empty
+    (a source registry with no schemas): with `unknown_id_policy: fail` a record that carries an id the map
+    lacks stops the copy naming it, rather than reaching the destination with an id that means nothing there.
+    """
+    settings = spec.schema_registry
+    if settings is None or settings.mode != "remap":
+        return None
+    return SchemaIdRewriter(stored_id_map(store), settings.unknown_id_policy)
 
 
 class SchemaMigrationError(RuntimeError):

@@ -25,6 +25,7 @@ from kafka_ferry.core.staged_cutover import (
 from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.promotion.reconcile import reconcile_copies
 from kafka_ferry.stages.group_promotion import GroupPromotionRefused, RunPlan, copy_up_to_source_end
+from kafka_ferry.stages.schemas import record_rewriter
 from kafka_ferry.stages.staged_cutover_state import promoted_groups, read_promotions, save_promotion
 from kafka_ferry.translation.translate import load_partition_copies, migrated_groups, read_progress
 
@@ -75,7 +76,8 @@ def _run_step(step, spec, source, destination, store, topic, run_plan, quiet_win
         return copy_up_to_source_end(spec, source, destination, store, [topic], run_plan)
     if step == "reconciled":
         copies = load_partition_copies(spec, source, destination, read_progress(store))
-        report = reconcile_copies(source, destination, [c for c in copies.values() if c.source_topic == topic])
+        report = reconcile_copies(source, destination, [c for c in copies.values() if c.source_topic == topic],
+                                  record_rewriter(spec, store))
         report.raise_if_mismatched()
         return {"partitions": len(report.partitions), "ok": report.ok}
     return None

@@ -4,6 +4,7 @@ a record the destination rejects, wrong credentials, an unreachable bootstrap.""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from copy_support import provision, write_spec
@@ -106,8 +107,8 @@ def test_wrong_credentials_and_unreachable_bootstrap_fail_clearly(private, tmp_p
         private.set_connection(conn, {"bootstrap.servers": "127.0.0.1:39999"})  # nothing listens there
         expected = "check bootstrap.servers"
     spec_path = write_spec(tmp_path, private, p)
-    spec_text = open(spec_path).read().replace(private.SOURCE_CONN, conn)
-    open(spec_path, "w").write(spec_text)
+    spec_text = Path(spec_path).read_text().replace(private.SOURCE_CONN, conn)
+    Path(spec_path).write_text(spec_text)
 
     timings = {}
     for name, call in (

@@ -69,3 +69,15 @@ def test_dag_shape_and_params(dags_folder):
 
 def test_write_stubs_is_idempotent(dags_folder):
     assert write_stubs(dags_folder) == []
+
+
+def test_a_spec_with_a_schema_registry_migrates_schemas_between_preflight_and_topics(dags_folder):
+    spec = dags_folder / "migrations" / "other.yaml"
+    spec.write_text(spec.read_text() + "schema_registry:\n  source_connection_id: sr_src\n"
+                                       "  destination_connection_id: sr_dst\n  mode: remap\n")
+    bag = load(dags_folder)
+    with_schemas, without = bag.dags["kafka_ferry__other"], bag.dags["kafka_ferry__demo-tenant"]
+    assert with_schemas.get_task("preflight").downstream_task_ids == {"migrate_schemas"}
+    assert with_schemas.get_task("migrate_schemas").downstream_task_ids == {"provision_topics"}
+    assert with_schemas.get_task("migrate_schemas").dry_run == "{{ params.mode == 'dry-run' }}"
+    assert "migrate_schemas" not in without.task_ids

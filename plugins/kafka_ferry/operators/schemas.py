@@ -1,0 +1,90 @@
+"""The `migrate_schemas` task: subjects, versions, references and settings of the migrated topics move from the
+source registry to the destination's before any mirror topic exists (stage: `stages.schemas`).
+
+Idempotent: the stage plans from the destination's current state, so a rerun registers nothing new; the id
+map (source id -> destination id) is stored in the migration's state topic as `schema_id` records, and only
+entries not stored yet are written. Refusals that no retry can change (a conflict, a destination that ignores
+IMPORT mode in preserve mode, a malformed connection) fail the task at once; an unreachable registry keeps the
+task's retries.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowFailException
+
+from kafka_ferry.core.flags import parse_bool
+from kafka_ferry.core.provisioning_plan import select_topics
+from kafka_ferry.hooks.schema_registry import SchemaRegistryError, SchemaRegistryHook
+from kafka_ferry.operators.base import MigrationOperator
+from kafka_ferry.operators.failures import fail_fast
+from kafka_ferry.promotion.guard import assert_not_promoted
+from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryRefused
+from kafka_ferry.stages.schemas import SCHEMA_ID_KIND, SchemaMigrationError, migrate_schemas, stored_id_map
+
+
+class MigrateSchemasOperator(MigrationOperator):
+    """Migrates the schemas of the spec's `schema_registry` section; `dry_run` returns the diff only."""
+
+    template_fields = (*MigrationOperator.template_fields, "dry_run")
+    ui_color = "#e8dcf4"
+
+    def __init__(self, *, dry_run: bool | str = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.dry_run = dry_run
+
+    @cached_property
+    def settings(self):
+        if self.spec.schema_registry is None:
+            raise SchemaMigrationError(f"{self.spec_path}: the spec has no 'schema_registry' section")
+        return self.spec.schema_registry
+
+    def registries(self) -> tuple[SchemaRegistry, SchemaRegistry]:
+        try:
+            return (SchemaRegistryHook(self.settings.source_connection_id).get_conn(),
+                    SchemaRegistryHook(self.settings.destination_connection_id).get_conn())
+        except SchemaRegistryError as exc:
+            raise AirflowFailException(str(exc)) from exc
+
+    def migrated_topics(self) -> dict[str, str]:
+        """Source topic -> destination topic, for every topic the spec selects (their subjects follow them)."""
+        selected = select_topics(self.spec, self.source_hook.list_topic_names())
+        return {t: self.spec.topics.rename.destination_topic(t) for t in selected}
+
+    @fail_fast
+    def execute(self, context: Any) -> dict:
+        dry_run = parse_bool(self.dry_run)
+        if not dry_run:
+            self.state_store.ensure_topic()  # the id map's home; the first run of a migration may come here first
+            assert_not_promoted(self.state_store)  # after promotion the destination registry belongs to the tenant
+        source, destination = self.registries()
+        try:
+            stored = {} if dry_run else self.stored_id_map()
+            result = migrate_schemas(source, destination, self.settings, self.migrated_topics(), dry_run=dry_run,
+                                     store_id_map=None if dry_run else self.storer(stored, context))
+        except (SchemaMigrationError, SchemaRegistryRefused) as exc:  # the same answer on every try
+            raise AirflowFailException(str(exc)) from exc
+        finally:
+            source.close()
+            destination.close()
+        for line in result.diff:
+            self.log.info("schema %s", line)
+        return result.as_dict()
+
+    def stored_id_map(self) -> dict[int, int]:
+        return stored_id_map(self.state_store)
+
+    def storer(self, stored: dict[int, int], context: Any):
+        run_id = str(context.get("run_id", ""))
+
+        def store(id_map: dict[int, int]) -> None:
+            changed = {src: dst for src, dst in id_map.items() if stored.get(src) != dst}
+            if changed:
+                self.state_store.put_many(SCHEMA_ID_KIND, {
+                    str(src): {"destination_id": dst, "mode": self.settings.mode, "run_id": run_id}
+                    for src, dst in sorted(changed.items())})
+            self.log.info("schema id map: %d id(s), %d newly stored", len(id_map), len(changed))
+
+        return store
