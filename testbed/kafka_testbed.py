@@ -215,13 +215,18 @@ def _pid_file(spec: ClusterSpec) -> Path:
     return spec.home / "broker.pid"
 
 
-def _running_pid(spec: ClusterSpec) -> int | None:
+def recorded_pid(pid_file: Path) -> int | None:
+    """The pid a pid file names while that process lives (shared by the test bed's other services)."""
     try:
-        pid = int(_pid_file(spec).read_text())
+        pid = int(pid_file.read_text())
         os.kill(pid, 0)
         return pid
     except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
         return None
+
+
+def _running_pid(spec: ClusterSpec) -> int | None:
+    return recorded_pid(_pid_file(spec))
 
 
 def _answers(port: int) -> bool:

@@ -27,6 +27,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from kafka_testbed import recorded_pid
+
 REPO_DIR = Path(__file__).resolve().parent.parent
 RUN_DIR = Path(os.environ.get("KFERRY_REGISTRY_RUN_DIR", REPO_DIR / ".testbed" / "registries"))
 CACHE = Path(os.environ.get("KFERRY_REGISTRY_CACHE", Path.home() / ".cache" / "kafka-ferry"))
@@ -123,12 +125,7 @@ def _pid_file(spec: RegistrySpec) -> Path:
 
 
 def running_pid(spec: RegistrySpec) -> int | None:
-    try:
-        pid = int(_pid_file(spec).read_text())
-        os.kill(pid, 0)
-        return pid
-    except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
-        return None
+    return recorded_pid(_pid_file(spec))
 
 
 def answers(spec: RegistrySpec) -> bool:

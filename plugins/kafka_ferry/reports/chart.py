@@ -7,8 +7,19 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+MIN_SPAN = timedelta(minutes=2)  # one batch, or a few in a minute: matplotlib would otherwise span years
+
+
+def time_window(times: Sequence[datetime]) -> tuple[datetime, datetime]:
+    """The x range: the batches' own span, widened to at least MIN_SPAN around its middle."""
+    first, last = min(times), max(times)
+    if last - first >= MIN_SPAN:
+        return first, last
+    middle = first + (last - first) / 2
+    return middle - MIN_SPAN / 2, middle + MIN_SPAN / 2
 
 
 def lag_chart_svg(history: Sequence[dict[str, Any]], title: str = "Lag per batch") -> str:
@@ -29,6 +40,11 @@ def lag_chart_svg(history: Sequence[dict[str, Any]], title: str = "Lag per batch
         axes.set_title(title)
         axes.set_ylabel("uncopied offsets")
         axes.set_ylim(bottom=0)
+        axes.set_xlim(*time_window(times))
+        if times[-1] - times[0] < timedelta(days=1):
+            from matplotlib.dates import DateFormatter
+
+            axes.xaxis.set_major_formatter(DateFormatter("%H:%M:%S", tz=UTC))
         axes.grid(alpha=0.3)
         axes.legend(loc="upper right")
         figure.autofmt_xdate()

@@ -29,6 +29,13 @@ def _time(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if ms else "—"
 
 
+def _config_changes(changes: Any) -> Any:
+    """`{config: value}` as a person reads it; None means the topic's override was removed (broker default)."""
+    if not isinstance(changes, Mapping):
+        return changes
+    return "; ".join(f"{k} = {v}" if v is not None else f"{k}: broker default" for k, v in sorted(changes.items()))
+
+
 def _cell(value: Any) -> str:
     return "—" if value is None else escape(str(value))
 
@@ -121,7 +128,8 @@ def promotion_page(report: Mapping[str, Any], history: Sequence[Mapping[str, Any
             "<h2>Promotion steps</h2>", table((("step", "step"), ("finished", "finished")), steps,
                                               left=("step", "finished"))]
     if report.get("timestamps"):
-        ts = [{"topic": t, **p} for t, p in report["timestamps"].items()]
+        ts = [{"topic": t, **p, "at_promotion": _config_changes(p.get("at_promotion"))}
+              for t, p in report["timestamps"].items()]
         body += ["<h2>Timestamp types</h2>", table((("topic", "source topic"), ("destination_topic", "mirror"),
                                                     ("status", "status"), ("at_promotion", "from promotion on")),
                                                    ts, left=("topic", "destination_topic", "status", "at_promotion"))]

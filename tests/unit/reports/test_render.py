@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
-from kafka_ferry.reports.chart import lag_chart_svg
+from kafka_ferry.reports.chart import lag_chart_svg, time_window
 from kafka_ferry.reports.render import batch_page, overview_page, promotion_page
 
 HISTORY = [{"batch_id": f"b{i}", "finished_at_ms": 1_795_000_000_000 + i * 60_000, "lag_before_total": 1000 - 300 * i,
@@ -71,3 +72,21 @@ def test_the_overview_lists_each_migration_with_a_link_to_its_last_run():
     assert '<a href="/kafka-ferry/runs/kafka_ferry__orders/manual__a%2Bb">manual__a+b</a>' in html
     assert '<td class="l ok">yes</td>' in html and '<td class="l ">no</td>' in html
     assert "no migration has reported yet" in overview_page([])
+
+
+def test_a_single_batch_gets_a_two_minute_axis_and_a_long_history_its_own_span():
+    one = [datetime(2026, 11, 24, 0, 53, 30, tzinfo=UTC)]
+    assert time_window(one) == (datetime(2026, 11, 24, 0, 52, 30, tzinfo=UTC),
+                                datetime(2026, 11, 24, 0, 54, 30, tzinfo=UTC))
+    hours = [datetime(2026, 11, 24, h, tzinfo=UTC) for h in (1, 3, 2)]
+    assert time_window(hours) == (hours[0], hours[1])
+
+
+def test_timestamp_switches_read_as_settings_not_as_a_mapping():
+    report = {"migration": "orders", "status": "promoted", "reconciliation": {"mismatched": [], "partitions": []},
+              "timestamps": {"orders.events": {"destination_topic": "orders.events", "status": "switched",
+                                               "at_promotion": {"message.timestamp.type": "LogAppendTime",
+                                                                "message.timestamp.before.max.ms": None}}}}
+    html = promotion_page(report, [])
+    assert ("message.timestamp.before.max.ms: broker default; message.timestamp.type = LogAppendTime") in html
+    assert "{" not in html.split("Timestamp types")[1].split("</table>")[0]
