@@ -215,14 +215,40 @@ def _pid_file(spec: ClusterSpec) -> Path:
     return spec.home / "broker.pid"
 
 
+def alive(pid: int) -> bool:
+    """The process runs; a zombie child of this process (ended, not yet reaped) counts as gone, and is reaped."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        return os.waitpid(pid, os.WNOHANG) == (0, 0)
+    except ChildProcessError:  # not our child: kill(pid, 0) answered for it
+        return True
+
+
 def recorded_pid(pid_file: Path) -> int | None:
     """The pid a pid file names while that process lives (shared by the test bed's other services)."""
     try:
         pid = int(pid_file.read_text())
-        os.kill(pid, 0)
-        return pid
-    except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
+    except (FileNotFoundError, ValueError):
         return None
+    return pid if alive(pid) else None
+
+
+def stop_recorded(pid_file: Path, timeout_s: float = 30.0) -> bool:
+    """TERM the process group a pid file's leader heads, KILL it after `timeout_s`; drop the file.
+    False when nothing recorded there was running. Shared by the brokers, registries and Spark services."""
+    pid = recorded_pid(pid_file)
+    if pid is not None:
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and alive(pid):
+            time.sleep(0.2)
+        if alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+    pid_file.unlink(missing_ok=True)
+    return pid is not None
 
 
 def _running_pid(spec: ClusterSpec) -> int | None:
@@ -316,22 +342,7 @@ def kill(spec: ClusterSpec) -> int:
 
 
 def stop(spec: ClusterSpec, timeout_s: float = 30.0) -> None:
-    pid = _running_pid(spec)
-    if pid is None:
-        print(f"{spec.name}: not running")
-        return
-    os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and _running_pid(spec):
-        try:
-            os.waitpid(pid, os.WNOHANG)  # reap it when this process started it
-        except ChildProcessError:
-            pass
-        time.sleep(0.2)
-    if _running_pid(spec):
-        os.killpg(pid, signal.SIGKILL)
-    _pid_file(spec).unlink(missing_ok=True)
-    print(f"{spec.name}: stopped")
+    print(f"{spec.name}: {'stopped' if stop_recorded(_pid_file(spec), timeout_s) else 'not running'}")
 
 
 def up() -> None:

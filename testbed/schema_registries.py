@@ -18,7 +18,6 @@ import dataclasses
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -27,7 +26,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from kafka_testbed import recorded_pid
+from kafka_testbed import recorded_pid, stop_recorded
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RUN_DIR = Path(os.environ.get("KFERRY_REGISTRY_RUN_DIR", REPO_DIR / ".testbed" / "registries"))
@@ -176,18 +175,7 @@ def wait_ready(spec: RegistrySpec, timeout_s: float = 120.0) -> None:
 
 
 def stop(spec: RegistrySpec, timeout_s: float = 20.0) -> None:
-    pid = running_pid(spec)
-    if pid is None:
-        print(f"{spec.name}: not running")
-        return
-    os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and running_pid(spec):
-        time.sleep(0.2)
-    if running_pid(spec):
-        os.killpg(pid, signal.SIGKILL)
-    _pid_file(spec).unlink(missing_ok=True)
-    print(f"{spec.name}: stopped")
+    print(f"{spec.name}: {'stopped' if stop_recorded(_pid_file(spec), timeout_s) else 'not running'}")
 
 
 def select(names: list[str] | None) -> tuple[RegistrySpec, ...]:

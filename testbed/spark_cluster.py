@@ -14,12 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from kafka_testbed import alive as _alive
+from kafka_testbed import stop_recorded
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RUN_DIR = Path(os.environ.get("KFERRY_TESTBED_RUN_DIR", REPO_DIR / ".testbed")) / "spark"
@@ -82,33 +84,7 @@ def up(workers: int = 2, cores: int = 1, memory: str = "1g", timeout_s: float = 
 def down() -> None:
     """Stop the processes this script started (by their recorded process group), workers first."""
     for pid_file in sorted(RUN_DIR.glob("worker-*.pid")) + [RUN_DIR / "master.pid"]:
-        stop_recorded(pid_file)
-
-
-def stop_recorded(pid_file: Path) -> None:
-    """Stop the process group whose leader's pid the file records (TERM, then KILL after 20 s); drop the file."""
-    if not pid_file.exists():
-        return
-    pid = int(pid_file.read_text())
-    if _alive(pid):
-        os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 20
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if _alive(pid):
-            os.killpg(pid, signal.SIGKILL)
-    pid_file.unlink()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    try:  # a zombie child of this process counts as gone
-        return os.waitpid(pid, os.WNOHANG) == (0, 0)
-    except ChildProcessError:
-        return True
+        stop_recorded(pid_file, 20)
 
 
 def main(argv: list[str] | None = None) -> int:

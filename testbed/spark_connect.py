@@ -59,7 +59,7 @@ def up(cores: int = 2, timeout_s: float = 120.0) -> str:
 
 
 def down() -> None:
-    stop_recorded(PID_FILE)
+    stop_recorded(PID_FILE, 20)
 
 
 def main(argv: list[str] | None = None) -> int:
