@@ -22,7 +22,7 @@ from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
 from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryRefused
-from kafka_ferry.stages.schemas import SCHEMA_ID_KIND, SchemaMigrationError, migrate_schemas, stored_id_map
+from kafka_ferry.stages.schemas import SchemaMigrationError, id_map_storer, migrate_schemas
 
 
 class MigrateSchemasOperator(MigrationOperator):
@@ -61,30 +61,13 @@ class MigrateSchemasOperator(MigrationOperator):
             assert_not_promoted(self.state_store)  # after promotion the destination registry belongs to the tenant
         source, destination = self.registries()
         try:
-            stored = {} if dry_run else self.stored_id_map()
+            storer = None if dry_run else id_map_storer(self.state_store, self.settings.mode,
+                                                        str(context.get("run_id", "")))
             result = migrate_schemas(source, destination, self.settings, self.migrated_topics(), dry_run=dry_run,
-                                     store_id_map=None if dry_run else self.storer(stored, context))
+                                     store_id_map=storer)
         except (SchemaMigrationError, SchemaRegistryRefused) as exc:  # the same answer on every try
             raise AirflowFailException(str(exc)) from exc
         finally:
             source.close()
             destination.close()
-        for line in result.diff:
-            self.log.info("schema %s", line)
-        return result.as_dict()
-
-    def stored_id_map(self) -> dict[int, int]:
-        return stored_id_map(self.state_store)
-
-    def storer(self, stored: dict[int, int], context: Any):
-        run_id = str(context.get("run_id", ""))
-
-        def store(id_map: dict[int, int]) -> None:
-            changed = {src: dst for src, dst in id_map.items() if stored.get(src) != dst}
-            if changed:
-                self.state_store.put_many(SCHEMA_ID_KIND, {
-                    str(src): {"destination_id": dst, "mode": self.settings.mode, "run_id": run_id}
-                    for src, dst in sorted(changed.items())})
-            self.log.info("schema id map: %d id(s), %d newly stored", len(id_map), len(changed))
-
-        return store
+        return result.as_dict()  # the stage logged the plan, line by line

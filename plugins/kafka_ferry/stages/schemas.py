@@ -39,6 +39,21 @@ def stored_id_map(store) -> dict[int, int]:
     return {int(k): int(v["destination_id"]) for k, v in store.read_kind(SCHEMA_ID_KIND).items() if v}
 
 
+def id_map_storer(store, mode: str, run_id: str) -> Callable[[dict[int, int]], None]:
+    """What `migrate_schemas` calls with the finished id map: stores only the entries the state topic lacks or
+    holds differently, so a complete rerun writes nothing."""
+    stored = stored_id_map(store)
+
+    def store_ids(id_map: dict[int, int]) -> None:
+        changed = {src: dst for src, dst in id_map.items() if stored.get(src) != dst}
+        if changed:
+            store.put_many(SCHEMA_ID_KIND, {str(src): {"destination_id": dst, "mode": mode, "run_id": run_id}
+                                            for src, dst in sorted(changed.items())})
+        log.info("schema id map: %d id(s), %d newly stored", len(id_map), len(changed))
+
+    return store_ids
+
+
 def record_rewriter(spec: MigrationSpec, store) -> SchemaIdRewriter | None:
     """How copied keys and values get their destination schema ids: only in remap mode (preserve keeps ids).
 
