@@ -37,7 +37,7 @@ def main() -> int:
     setup_connections("local[1]")
     from kafka_ferry.copy.plan import CopyPlan
     from kafka_ferry.copy.runner import copy_plan_in_process
-    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+    from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.operators.copy import PlanCopyBatchOperator
     from kafka_ferry.operators.provision import ProvisionMirrorTopicsOperator
 
@@ -50,8 +50,8 @@ def main() -> int:
     ProvisionMirrorTopicsOperator(task_id="provision_topics", spec_path=str(spec_path)).execute({})
     plan_info = PlanCopyBatchOperator(task_id="plan_copy", spec_path=str(spec_path)).execute({})
     plan = CopyPlan.read(plan_info["plan_path"])
-    configs = {"source": KafkaClusterHook(SOURCE_CONN).client_config,
-               "destination": KafkaClusterHook(DESTINATION_CONN).client_config}
+    configs = {"source": kafka_cluster(SOURCE_CONN).client_config,
+               "destination": kafka_cluster(DESTINATION_CONN).client_config}
     profiler = cProfile.Profile() if args.profile else None
     wall, cpu = time.monotonic(), time.process_time()
     if profiler:

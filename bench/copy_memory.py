@@ -42,8 +42,8 @@ MEASURE = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]
 
 def copy_peak_rss(work: Path, records: int, partitions: int, record_bytes: int) -> dict:
     """Seed `records`, plan one batch over all of them, copy in a child; its peak RSS in MB."""
-    from kafka_ferry.copy.clients import encode_cluster_configs
-    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+    from kafka_ferry.hooks.kafka_cluster import kafka_cluster
+    from kafka_ferry.kafka.configs import encode_cluster_configs
     from kafka_ferry.operators.copy import PlanCopyBatchOperator
     from kafka_ferry.operators.provision import ProvisionMirrorTopicsOperator
 
@@ -55,7 +55,7 @@ def copy_peak_rss(work: Path, records: int, partitions: int, record_bytes: int) 
     ProvisionMirrorTopicsOperator(task_id="provision_topics", spec_path=str(spec_path)).execute({})
     plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=str(spec_path)).execute({})
     env = {**os.environ, "KFERRY_CLUSTER_CONFIGS": encode_cluster_configs(
-        KafkaClusterHook(SOURCE_CONN).client_config, KafkaClusterHook(DESTINATION_CONN).client_config)}
+        kafka_cluster(SOURCE_CONN).client_config, kafka_cluster(DESTINATION_CONN).client_config)}
     cmd = [sys.executable, "-c", MEASURE, sys.executable, str(REPO / "spark_jobs" / "copy_batch.py"),
            "--plan", plan["plan_path"], "--in-process"]
     started = time.monotonic()

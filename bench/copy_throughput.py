@@ -71,9 +71,9 @@ def write_spec(work: Path, name: str, topic: str, per_partition: int, prefix: st
 
 def kafka_ferry_copy(spec_path: Path, master: str) -> tuple[float, dict]:
     """Plan, then spark-submit the copy job exactly as the DAG's copy_batch task does; wall clock of both."""
-    from kafka_ferry.copy.clients import encode_cluster_configs
     from kafka_ferry.copy.packaging import build_package_zip
-    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+    from kafka_ferry.hooks.kafka_cluster import kafka_cluster
+    from kafka_ferry.kafka.configs import encode_cluster_configs
     from kafka_ferry.operators.copy import PlanCopyBatchOperator
     from kafka_ferry.operators.provision import ProvisionMirrorTopicsOperator
 
@@ -81,7 +81,7 @@ def kafka_ferry_copy(spec_path: Path, master: str) -> tuple[float, dict]:
     started = time.monotonic()
     plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=str(spec_path)).execute({})
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "KFERRY_CLUSTER_CONFIGS": encode_cluster_configs(
-        KafkaClusterHook(SOURCE_CONN).client_config, KafkaClusterHook(DESTINATION_CONN).client_config)}
+        kafka_cluster(SOURCE_CONN).client_config, kafka_cluster(DESTINATION_CONN).client_config)}
     package = build_package_zip(Path(plan["plan_path"]).parent / "packages")
     cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", master, "--driver-memory", "1g",
            "--py-files", str(package), str(REPO / "spark_jobs" / "copy_batch.py"), "--plan", plan["plan_path"]]
@@ -200,15 +200,15 @@ def profile_one_partition(spec_path: Path, topic: str) -> str:
     from kafka_ferry.copy.planner import plan_copy
     from kafka_ferry.copy.runner import copy_group
     from kafka_ferry.core.spec import load_spec
-    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
-    from kafka_ferry.io.state_store import MigrationStateStore
+    from kafka_ferry.hooks.kafka_cluster import kafka_cluster
+    from kafka_ferry.state.store import MigrationStateStore
 
     spec = load_spec(spec_path)
     spec = spec.model_copy(update={"name": spec.name + "-profile", "state_topic": f"kafka-ferry.{spec.name}-prof",
                                    "topics": spec.topics.model_copy(update={"rename": type(spec.topics.rename)(
                                        policy="prefix", prefix="ferryprof.")})})
-    source, destination = KafkaClusterHook(SOURCE_CONN), KafkaClusterHook(DESTINATION_CONN)
-    from kafka_ferry.io.provisioning import apply_topic_plan, compute_topic_plan, ensure_internal_topics
+    source, destination = kafka_cluster(SOURCE_CONN), kafka_cluster(DESTINATION_CONN)
+    from kafka_ferry.stages.provision import apply_topic_plan, compute_topic_plan, ensure_internal_topics
 
     ensure_internal_topics(spec, destination)
     apply_topic_plan(compute_topic_plan(spec, source, destination), destination)

@@ -85,11 +85,11 @@ def connect_final_copy():
 def run(args, final_copy) -> None:
 
     from kafka_ferry.core.spec import load_spec
-    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
-    from kafka_ferry.io.state_store import MigrationStateStore
+    from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.operators.provision import ProvisionMirrorGroupsOperator, ProvisionMirrorTopicsOperator
     from kafka_ferry.promotion import readiness
     from kafka_ferry.promotion.runner import PromotionRunner, in_process_final_copy
+    from kafka_ferry.state.store import MigrationStateStore
 
     name = f"cut-{uuid.uuid4().hex[:6]}"
     per_topic = args.partitions // args.topics
@@ -106,7 +106,7 @@ def run(args, final_copy) -> None:
         "topics": {"include": [f"{name}\\..*"]}, "groups": {"include": [f"{name}-.*"]},
         "promotion": {"quiesce_window_seconds": max(1, int(args.quiesce_window))}}))
     spec = load_spec(spec_path)
-    source, destination = KafkaClusterHook(SOURCE_CONN), KafkaClusterHook(DESTINATION_CONN)
+    source, destination = kafka_cluster(SOURCE_CONN), kafka_cluster(DESTINATION_CONN)
     store = MigrationStateStore(destination, spec.state_topic_name)
 
     t = time.monotonic()

@@ -16,8 +16,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_ferry.core.batch_planning import PartitionPosition, plan_batch
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
-from kafka_ferry.io.partition_reader import read_ranges
+from kafka_ferry.hooks.kafka_cluster import kafka_cluster
+from kafka_ferry.kafka.reads import read_ranges
 
 SOURCE = os.environ.get("KFERRY_SCALE_SOURCE", "127.0.0.1:19092")
 DESTINATION = os.environ.get("KFERRY_SCALE_DESTINATION", "127.0.0.1:29092")
@@ -67,7 +67,7 @@ def run_real(partitions: int) -> dict:
         committer = Consumer({"bootstrap.servers": SOURCE, "group.id": group, "enable.auto.commit": False})
         committer.commit(offsets=[TopicPartition(name, p, 1) for p in range(partitions)], asynchronous=False)
         committer.close()
-        source, destination = KafkaClusterHook("kf_scale_source"), KafkaClusterHook("kf_scale_destination")
+        source, destination = kafka_cluster("kf_scale_source"), kafka_cluster("kf_scale_destination")
         figures["partitions_of"], tps = _timed(lambda: source.partitions_of([name]))
         figures["list_offsets_earliest"], starts = _timed(lambda: source.list_offsets(tps, "earliest"))
         figures["list_offsets_latest"], ends = _timed(lambda: source.list_offsets(tps, "latest"))

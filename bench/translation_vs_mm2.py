@@ -79,10 +79,10 @@ def seed(prefix: str, records: int, rng: random.Random) -> list[str]:
 
 def read_ids(bootstrap: str, topic: str) -> dict[int, list[tuple[int, str]]]:
     """(offset, id header) of every committed record, per partition, to the end."""
-    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
-    from kafka_ferry.io.partition_reader import read_whole_partitions
+    from kafka_ferry.hooks.kafka_cluster import kafka_cluster
+    from kafka_ferry.kafka.reads import read_whole_partitions
 
-    hook = KafkaClusterHook(SOURCE_CONN if bootstrap == tb.SOURCE.bootstrap else DESTINATION_CONN)
+    hook = kafka_cluster(SOURCE_CONN if bootstrap == tb.SOURCE.bootstrap else DESTINATION_CONN)
     out: dict[int, list[tuple[int, str]]] = defaultdict(list)
     for msg in read_whole_partitions(hook, [(topic, p) for p in range(PARTITIONS)]):
         out[msg.partition()].append((msg.offset(), dict(msg.headers() or [])["id"].decode()))
@@ -164,10 +164,10 @@ def main() -> None:
     args = parser.parse_args()
     connections()
     from kafka_ferry.core.spec import load_spec
-    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
-    from kafka_ferry.io.state_store import MigrationStateStore
+    from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.operators.provision import ProvisionMirrorGroupsOperator, ProvisionMirrorTopicsOperator
     from kafka_ferry.promotion.runner import in_process_final_copy
+    from kafka_ferry.state.store import MigrationStateStore
     from kafka_ferry.translation.translate import translate_migration
 
     rng = random.Random(4)
@@ -192,7 +192,7 @@ def main() -> None:
         "destination": {"connection_id": DESTINATION_CONN, "alias": "dst"},
         "topics": {"include": [f"{prefix}\\..*"]}, "groups": {"include": [f"{prefix}-.*"]}}))
     spec = load_spec(spec_path)
-    source, destination = KafkaClusterHook(SOURCE_CONN), KafkaClusterHook(DESTINATION_CONN)
+    source, destination = kafka_cluster(SOURCE_CONN), kafka_cluster(DESTINATION_CONN)
     ProvisionMirrorTopicsOperator(task_id="t", spec_path=str(spec_path)).execute({})
     ProvisionMirrorGroupsOperator(task_id="g", spec_path=str(spec_path)).execute({})
     t0 = time.monotonic()

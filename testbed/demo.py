@@ -101,12 +101,12 @@ def main() -> int:
 def reset_demo_promotion() -> None:
     """Demo only: lift the promotion so `make demo` can run catch-up batches again (production never does)."""
     from kafka_ferry.core.spec import load_spec
-    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
-    from kafka_ferry.io.state_store import MigrationStateStore
+    from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.promotion.guard import reset_promotion
+    from kafka_ferry.state.store import MigrationStateStore
 
     spec = load_spec(REPO / "dags" / "migrations" / "demo-tenant.yaml")
-    reset_promotion(MigrationStateStore(KafkaClusterHook(spec.destination.connection_id), spec.state_topic_name))
+    reset_promotion(MigrationStateStore(kafka_cluster(spec.destination.connection_id), spec.state_topic_name))
     print("  (demo: promotion reset so that `make demo` can run again; a real migration stays promoted)")
 
 

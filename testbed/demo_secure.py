@@ -21,9 +21,9 @@ PRINCIPALS = {"source": "demo-ferry-source", "destination": "demo-ferry-destinat
 
 def _admin(spec: tb.ClusterSpec):
     """Admin calls as the test bed's super user (PLAINTEXT listener), the way a platform team grants."""
-    from kafka_ferry.copy.clients import ClusterClients
+    from kafka_ferry.kafka.cluster import KafkaCluster
 
-    return ClusterClients(spec.name, {"bootstrap.servers": spec.bootstrap})
+    return KafkaCluster(spec.name, {"bootstrap.servers": spec.bootstrap})
 
 
 def grant_least_privilege(spec_path: Path, topics: list[str], groups: list[str]) -> dict[str, list]:

@@ -75,10 +75,11 @@ class Clusters:
         return Consumer({"bootstrap.servers": self._bootstrap(side), "group.id": group_id or self.unique("reader"),
                          "auto.offset.reset": "earliest", "enable.auto.commit": False, **config})
 
-    def hook(self, side: str):
-        from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+    def cluster(self, side: str):
+        """kafka-ferry's client of one side, through its Airflow connection (as the tasks get it)."""
+        from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 
-        return KafkaClusterHook(self.SOURCE_CONN if side == "source" else self.DESTINATION_CONN)
+        return kafka_cluster(self.SOURCE_CONN if side == "source" else self.DESTINATION_CONN)
 
     def create_topic(self, side: str, name: str, partitions: int = 1, config: dict | None = None) -> str:
         from confluent_kafka.admin import NewTopic

@@ -83,7 +83,7 @@ class _PrivateMixin:
 
         username = self.unique(prefix)
         password = secrets.token_urlsafe(24)
-        upsert_scram_user(self.hook(side), username, password)
+        upsert_scram_user(self.cluster(side), username, password)
         return username, password
 
     def sasl_config(self, side: str, username: str, password: str) -> dict:

@@ -21,14 +21,15 @@ from kafka_ferry.core.batch_planning import RetentionGapError
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
 from kafka_ferry.core.spec import MigrationSpec, SpecError, load_spec
 from kafka_ferry.core.trigger_form import TriggerRefused
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
-from kafka_ferry.io.kafka_errors import KafkaClusterError
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.hooks.kafka_cluster import kafka_cluster
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.promotion.guard import MigrationPromotedError
+from kafka_ferry.state.store import MigrationStateStore
 
 
 class MigrationContext:
-    """The spec (a YAML path, re-read at run time) and the hooks and state of the migration it names.
+    """The spec (a YAML path, re-read at run time) and the clusters and state of the migration it names.
 
     Shared by operators and sensors; clients are created lazily, on first use in the task.
     """
@@ -40,16 +41,16 @@ class MigrationContext:
         return load_spec(self.spec_path)
 
     @cached_property
-    def source_hook(self) -> KafkaClusterHook:
-        return KafkaClusterHook(self.spec.source.connection_id)
+    def source_cluster(self) -> KafkaCluster:
+        return kafka_cluster(self.spec.source.connection_id)
 
     @cached_property
-    def destination_hook(self) -> KafkaClusterHook:
-        return KafkaClusterHook(self.spec.destination.connection_id)
+    def destination_cluster(self) -> KafkaCluster:
+        return kafka_cluster(self.spec.destination.connection_id)
 
     @cached_property
     def state_store(self) -> MigrationStateStore:
-        return MigrationStateStore(self.destination_hook, self.spec.state_topic_name)
+        return MigrationStateStore(self.destination_cluster, self.spec.state_topic_name)
 
 
 # AirflowNotFoundException: a connection the task looks up is not defined (hooks raise it on first use).

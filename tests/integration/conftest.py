@@ -30,13 +30,13 @@ def spark_on_path():
 @pytest.fixture(scope="session")
 def cluster_configs(clusters) -> dict:
     """The configs the DAG's copy task would hand to the Spark job (from the same Airflow connections)."""
-    return {"source": clusters.hook("source").client_config, "destination": clusters.hook("destination").client_config}
+    return {side: clusters.cluster(side).client_config for side in ("source", "destination")}
 
 
 @pytest.fixture(scope="session")
 def configs_env(cluster_configs) -> str:
     """KFERRY_CLUSTER_CONFIGS as the copy task sets it for the job."""
-    from kafka_ferry.copy.clients import encode_cluster_configs
+    from kafka_ferry.kafka.configs import encode_cluster_configs
 
     return encode_cluster_configs(cluster_configs["source"], cluster_configs["destination"])
 

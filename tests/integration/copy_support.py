@@ -97,7 +97,7 @@ def spark_submit(plan_path: str, configs_env: str, master: str = "local[2]", fau
 
 def read_partition(clusters, side: str, topic: str, partition: int) -> list[Record]:
     """Every record of a partition as read_committed sees it, start to last stable offset."""
-    admin_side = clusters.hook(side)
+    admin_side = clusters.cluster(side)
     tp = (topic, partition)
     start = admin_side.list_offsets([tp], "earliest")[tp]
     end = admin_side.list_offsets([tp], "latest", read_committed=True)[tp]
@@ -169,7 +169,7 @@ def check_all(clusters, spec_alias, topics, source_id) -> int:
         syncs = read_syncs(clusters, spec_alias, topic)
         for p, partition_pairs in pairs.items():
             if partition_pairs:
-                end = clusters.hook("source").list_offsets([(topic, p)], "latest")[(topic, p)]
+                end = clusters.cluster("source").list_offsets([(topic, p)], "latest")[(topic, p)]
                 assert_syncs_exact(syncs.get(p, []), partition_pairs, end)
             copied += len(partition_pairs)
     return copied

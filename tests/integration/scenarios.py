@@ -85,7 +85,7 @@ def seed_compacted(clusters, topic: str, partitions: int, per_partition: int, ti
             producer.produce(topic, key=b"roll", value=b"r", partition=p)
         producer.flush(30)
         counts = count_committed(clusters, "source", topic, partitions)
-        ends = clusters.hook("source").list_offsets([(topic, p) for p in range(partitions)])
+        ends = clusters.cluster("source").list_offsets([(topic, p) for p in range(partitions)])
         if all(counts[p] < ends[(topic, p)] - 10 for p in range(partitions)):
             _wait_until_cleaned(clusters, topic, partitions, counts, deadline)
             return
@@ -129,10 +129,10 @@ def count_committed(clusters, side, topic, partitions) -> dict[int, int]:
 
 def committed_offsets(clusters, side, topic, partitions) -> dict[int, list[int]]:
     """Offsets of the committed records of each partition (read_committed, to the LSO)."""
-    from kafka_ferry.io.partition_reader import read_whole_partitions
+    from kafka_ferry.kafka.reads import read_whole_partitions
 
     out: dict[int, list[int]] = {p: [] for p in range(partitions)}
-    for msg in read_whole_partitions(clusters.hook(side), [(topic, p) for p in range(partitions)]):
+    for msg in read_whole_partitions(clusters.cluster(side), [(topic, p) for p in range(partitions)]):
         out[msg.partition()].append(msg.offset())
     for offsets in out.values():
         offsets.sort()
@@ -141,10 +141,10 @@ def committed_offsets(clusters, side, topic, partitions) -> dict[int, list[int]]
 
 def destination_provenance(clusters, topic, partitions) -> dict[int, list[tuple[int, int]]]:
     """(destination offset, source offset from provenance) of every committed destination record."""
-    from kafka_ferry.io.partition_reader import read_whole_partitions
+    from kafka_ferry.kafka.reads import read_whole_partitions
 
     out: dict[int, list[tuple[int, int]]] = {p: [] for p in range(partitions)}
-    for msg in read_whole_partitions(clusters.hook("destination"), [(topic, p) for p in range(partitions)]):
+    for msg in read_whole_partitions(clusters.cluster("destination"), [(topic, p) for p in range(partitions)]):
         out[msg.partition()].append((msg.offset(), read_provenance(msg.headers())[1]))
     return out
 
@@ -159,9 +159,9 @@ def commit_source_group(clusters, group: str, offsets: dict[tuple[str, int], int
 
 def consume_as_group(clusters, group: str, topic: str, partitions: int) -> dict[int, list[int]]:
     """Consume the destination from the group's committed offsets to the end; source offsets per partition."""
-    from kafka_ferry.io.partition_reader import read_ranges
+    from kafka_ferry.kafka.reads import read_ranges
 
-    hook = clusters.hook("destination")
+    hook = clusters.cluster("destination")
     parts = [(topic, p) for p in range(partitions)]
     committed = hook.group_offsets(group)
     ends = hook.list_offsets(parts)

@@ -17,7 +17,7 @@ class Writer:
     """Writes to the source until stopped; counts what it wrote per partition."""
 
     def __init__(self, clusters, topic: str):
-        self.producer = clusters.hook("source").producer(**{"acks": "all", "enable.idempotence": True})
+        self.producer = clusters.cluster("source").producer(**{"acks": "all", "enable.idempotence": True})
         self.topic, self.stop, self.written = topic, threading.Event(), 0
         self.thread = threading.Thread(target=self.run, daemon=True)
 

@@ -26,7 +26,7 @@ def test_batches_copy_every_committed_record_exactly_once_and_then_only_new_ones
     (plain, _), (compacted, _), (txn, _) = topics
     spec_path = write_spec(tmp_path, clusters, p)
     provision(spec_path)
-    source_id = clusters.hook("source").describe_cluster().cluster_id
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
     alias = f"dst-{p}"
 
     # The seeds really hold what the acceptance names: offset holes, aborted records, trailing markers.
@@ -34,7 +34,7 @@ def test_batches_copy_every_committed_record_exactly_once_and_then_only_new_ones
     assert compacted_offsets[-1] + 1 - compacted_offsets[0] > len(compacted_offsets)
     txn_records = read_partition(clusters, "source", txn, 0)
     assert all(r.value.startswith(b"commit") for r in txn_records)
-    assert txn_records[-1].offset + 1 < clusters.hook("source").list_offsets([(txn, 0)], "latest")[(txn, 0)]
+    assert txn_records[-1].offset + 1 < clusters.cluster("source").list_offsets([(txn, 0)], "latest")[(txn, 0)]
 
     first = run_batch(spec_path, clusters.SPARK_CONN)
 

@@ -18,8 +18,8 @@ from copy_support import (
     write_spec,
 )
 
-from kafka_ferry.copy.clients import encode_cluster_configs
 from kafka_ferry.copy.faults import EXIT_CODE
+from kafka_ferry.kafka.configs import encode_cluster_configs
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -40,7 +40,7 @@ def test_a_killed_batch_reruns_to_exactly_once(clusters, tmp_path, work_dir, spa
     seed_plain(clusters, topic, 2, PER_PARTITION)
     spec_path = write_spec(tmp_path, clusters, p)
     provision(spec_path)
-    source_id = clusters.hook("source").describe_cluster().cluster_id
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
     plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path).execute({})
     configs_env = encode_cluster_configs(cluster_configs["source"], cluster_configs["destination"])
 

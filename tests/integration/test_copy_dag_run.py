@@ -78,7 +78,7 @@ def test_catch_up_runs_copy_then_skip_spark_when_nothing_is_new(clusters, tmp_pa
 
     assert first["state"] == "success", first_log[-5000:]
     assert {first["tasks"][t] for t in ("plan_copy", "copy_batch", "copy_report")} == {"success"}
-    source_id = clusters.hook("source").describe_cluster().cluster_id
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
     assert sum(len(v) for v in assert_copied_exactly_once(clusters, topic, topic, 2, source_id).values()) == 120
     assert "records / " in first_log and "lag 120 -> 0 offsets" in first_log
 

@@ -17,10 +17,10 @@ import time
 import pytest
 from copy_support import REPO, assert_copied_exactly_once, plan_and_copy_in_process, provision, write_spec
 
-from kafka_ferry.copy.clients import ClusterClients
 from kafka_ferry.copy.lease import CopyLease, CopyLeaseLost, process_started
 from kafka_ferry.core.copy_lease import Claim, CopyLeaseHeld
 from kafka_ferry.core.spec import load_spec
+from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
 
 pytestmark = [pytest.mark.integration]
@@ -35,7 +35,7 @@ def _state_topic(clusters, tmp_path, prefix: str) -> tuple[str, str]:
 
 
 def _lease(cluster_configs, state_topic: str, batch: str, **kw) -> CopyLease:
-    return CopyLease(ClusterClients("destination", cluster_configs["destination"]), state_topic, "m", batch, **kw)
+    return CopyLease(KafkaCluster("destination", cluster_configs["destination"]), state_topic, "m", batch, **kw)
 
 
 def test_claims_racing_on_the_state_topic_leave_exactly_one_holder(clusters, tmp_path, work_dir, cluster_configs):
@@ -151,15 +151,15 @@ sys.exit(copy_batch.main(sys.argv[2:]))
 
 
 def _landed(clusters, topic: str, partitions: int) -> int:
-    ends = clusters.hook("destination").list_offsets([(topic, p) for p in range(partitions)], read_committed=False)
+    ends = clusters.cluster("destination").list_offsets([(topic, p) for p in range(partitions)], read_committed=False)
     return sum(ends.values())
 
 
 def _claims(clusters, state_topic: str) -> dict:
     from kafka_ferry.core.copy_lease import LEASE_KIND
-    from kafka_ferry.io.state_store import MigrationStateStore
+    from kafka_ferry.state.store import MigrationStateStore
 
-    return MigrationStateStore(clusters.hook("destination"), state_topic).read_kind(LEASE_KIND)
+    return MigrationStateStore(clusters.cluster("destination"), state_topic).read_kind(LEASE_KIND)
 
 
 def test_a_second_copy_job_of_the_same_plan_is_refused_naming_the_first_and_the_copy_is_exact(
@@ -204,7 +204,7 @@ def test_a_second_copy_job_of_the_same_plan_is_refused_naming_the_first_and_the_
             break
     else:
         raise AssertionError("not caught up after 3 more batches")
-    source_id = clusters.hook("source").describe_cluster().cluster_id
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
     pairs = assert_copied_exactly_once(clusters, topic, topic, partitions, source_id)  # 0 lost, 0 duplicated
     assert sum(len(v) for v in pairs.values()) == partitions * per_partition
     print(f"COPY-LEASE: second job refused {'while the first copied' if refused_while_copying else ''}; "
@@ -214,15 +214,15 @@ def test_a_second_copy_job_of_the_same_plan_is_refused_naming_the_first_and_the_
 def test_the_promotions_final_copy_takes_the_same_lease(clusters, tmp_path, work_dir, cluster_configs):
     from copy_support import seed_plain
 
-    from kafka_ferry.io.state_store import MigrationStateStore
     from kafka_ferry.promotion.runner import in_process_final_copy
+    from kafka_ferry.state.store import MigrationStateStore
 
     p = clusters.unique("leasefinal")
     topic = clusters.create_topic("source", f"{p}.t", 2)
     seed_plain(clusters, topic, 2, 50)
     spec_path, state_topic = _state_topic(clusters, tmp_path, p)
     spec = load_spec(spec_path)
-    source, destination = clusters.hook("source"), clusters.hook("destination")
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
     store = MigrationStateStore(destination, state_topic)
     with _lease(cluster_configs, state_topic, "b-catch-up") as held, pytest.raises(
             CopyLeaseHeld, match=f"batch b-catch-up, lease {held.claim.token[:8]}"):

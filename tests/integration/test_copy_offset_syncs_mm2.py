@@ -58,7 +58,7 @@ def test_kafkas_offset_sync_formatter_reads_every_sync_we_wrote(clusters, tmp_pa
     decoded = kafka_formatter_syncs(clusters, offset_syncs_topic(alias), len(ours))
 
     assert sorted(decoded) == sorted(ours) and len(decoded) == len(ours) > 0
-    source_id = clusters.hook("source").describe_cluster().cluster_id
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
     pairs = {(t, part): dict(pp) for t, n in ((plain, 2), (txn, 1))
              for part, pp in assert_copied_exactly_once(clusters, t, t, n, source_id).items()}
     for topic, partition, up, down in decoded:  # each value is a real (upstream, downstream) pair

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.integration
 def test_records_that_came_from_the_destination_are_never_copied_back(clusters, tmp_path, work_dir, configs_env):
     p = clusters.unique("loop")
     topic = clusters.create_topic("source", f"{p}.t", 1)
-    destination_id = clusters.hook("destination").describe_cluster().cluster_id
-    source_id = clusters.hook("source").describe_cluster().cluster_id
+    destination_id = clusters.cluster("destination").describe_cluster().cluster_id
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
     producer = clusters.producer("source")
     for i in range(30):
         headers = [("app", b"x")]

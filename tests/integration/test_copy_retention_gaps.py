@@ -15,8 +15,8 @@ from copy_support import (
 
 from kafka_ferry.core.batch_planning import RetentionGapError
 from kafka_ferry.core.provenance import read_provenance
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
+from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +46,7 @@ def test_a_retention_gap_fails_naming_every_lost_range_unless_the_spec_accepts_i
     assert f"{topic}-0 [50, 80) 30 offsets" in message and f"{topic}-1 [50, 100) 50 offsets" in message
     assert f"{topic}-2" not in message
     assert "accept_retention_gaps" in message
-    store = MigrationStateStore(clusters.hook("destination"), f"kafka-ferry.{p}.state")
+    store = MigrationStateStore(clusters.cluster("destination"), f"kafka-ferry.{p}.state")
     assert store.read_kind("gap") == {}
     assert len(read_partition(clusters, "destination", topic, 0)) == 50  # nothing copied past the gap
 

@@ -32,7 +32,7 @@ def test_batches_on_spark_connect_copy_exactly_once_with_the_package_shipped_as_
     topics = seed_acceptance_topics(clusters, p)
     spec_path = write_spec(tmp_path, clusters, p, spark_connection_id=spark_connect)
     provision(spec_path)
-    source_id = clusters.hook("source").describe_cluster().cluster_id
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
 
     first = run_batch(spec_path, spark_connect)
 
@@ -54,7 +54,7 @@ def test_a_worker_killed_mid_batch_on_spark_connect_is_resumed_exactly_once_by_t
     seed_plain(clusters, topic, 2, PER_PARTITION)
     spec_path = write_spec(tmp_path, clusters, p, spark_connection_id=spark_connect)
     provision(spec_path)
-    source_id = clusters.hook("source").describe_cluster().cluster_id
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
 
     monkeypatch.setenv(FAULT_ENV, f"before_produce:{topic}:0:120")
     with pytest.raises(Exception) as crashed:  # noqa: PT011 - the Connect client raises the server's failure
@@ -85,7 +85,7 @@ def test_the_promotion_final_copy_runs_on_the_spark_connect_engine_of_the_catch_
     seed_plain(clusters, topic, 2, PER_PARTITION)
     spec_path = write_spec(tmp_path, clusters, p, spark_connection_id=spark_connect)
     provision(spec_path)
-    source_id = clusters.hook("source").describe_cluster().cluster_id
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
     assert run_batch(spec_path, spark_connect)["records_copied"] == 2 * PER_PARTITION
     seed_plain(clusters, topic, 2, PER_PARTITION)  # producers wrote more before they stopped
 

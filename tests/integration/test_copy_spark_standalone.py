@@ -14,7 +14,7 @@ def test_a_batch_on_a_standalone_cluster_copies_exactly_once_with_the_shipped_pa
     topics = seed_acceptance_topics(clusters, p)
     spec_path = write_spec(tmp_path, clusters, p)
     provision(spec_path)
-    source_id = clusters.hook("source").describe_cluster().cluster_id
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
 
     report = run_batch(spec_path, spark_standalone)
 

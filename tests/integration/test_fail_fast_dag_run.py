@@ -140,4 +140,4 @@ def test_a_bad_trigger_fails_preflight_in_one_try_and_changes_nothing(airflow_ho
     assert f"AirflowFailException: run of migration {name!r} refused: {problem.format(name=name)}" in log, "\n".join(
         line for line in log.splitlines() if "xception" in line or "refused" in line)[-4000:]
     # nothing changed: no mirror topic, no state topic on the destination
-    assert clusters.hook("destination").describe_topics([f"{name}.t", f"kafka-ferry.{name}.state"]) == {}
+    assert clusters.cluster("destination").describe_topics([f"{name}.t", f"kafka-ferry.{name}.state"]) == {}

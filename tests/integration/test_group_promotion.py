@@ -7,10 +7,10 @@ from scenarios import commit_source_group, consume_as_group, one_group_migration
 from staged_support import PARTITIONS, Writer, thread_copy
 
 from kafka_ferry.core.staged_cutover import GROUP_PROMOTION_KIND, GROUP_STEPS, UnitPromotion
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.promotion.runner import in_process_final_copy
 from kafka_ferry.stages.group_promotion import GroupPromotionRefused, promote_group
 from kafka_ferry.stages.staged_cutover_state import promoted_groups, read_promotions, save_promotion
+from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import commit_translated_offsets, translate_migration
 
 pytestmark = pytest.mark.integration
@@ -18,7 +18,7 @@ def test_group_promoted_while_producer_writes_resumes_exactly_and_is_left_alone_
     p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "gpr", PARTITIONS, 30, {0: 7, 1: 19})
     commit_source_group(clusters, f"{p}-b", {(topic, 0): 3, (topic, 1): 3})
     provision_groups(spec_path)
-    source, destination = clusters.hook("source"), clusters.hook("destination")
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
     store = MigrationStateStore(destination, spec.state_topic_name)
     group = f"{p}-g"
 
@@ -49,7 +49,7 @@ def test_group_promoted_while_producer_writes_resumes_exactly_and_is_left_alone_
 
 def test_interrupted_group_promotion_resumes_with_its_first_run(clusters, tmp_path):
     p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "gpi", 1, 12, {0: 4})
-    source, destination = clusters.hook("source"), clusters.hook("destination")
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
     store = MigrationStateStore(destination, spec.state_topic_name)
     group = f"{p}-g"
     started = UnitPromotion(group, "run-first", started_at_ms=1).with_step(GROUP_PROMOTION_KIND, "source_quiet", 1)
@@ -65,7 +65,7 @@ def test_interrupted_group_promotion_resumes_with_its_first_run(clusters, tmp_pa
 
 def test_group_with_members_on_the_source_is_refused_before_anything_changes(clusters, tmp_path):
     p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "gpm", 1, 5, {0: 2})
-    source, destination = clusters.hook("source"), clusters.hook("destination")
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
     store = MigrationStateStore(destination, spec.state_topic_name)
     member = source.consumer(**{"group.id": f"{p}-g", "enable.auto.commit": False})
     try:

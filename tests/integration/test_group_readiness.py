@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 from scenarios import commit_source_group, one_group_migration
 
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.stages.group_readiness import ready_groups
+from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
 
 
 def test_group_is_ready_once_its_commits_stop_for_the_quiet_window(clusters, tmp_path):
     p, topic, _spec_path, spec = one_group_migration(clusters, tmp_path, "grd", 1, 10, {0: 2})
-    source = clusters.hook("source")
-    store = MigrationStateStore(clusters.hook("destination"), spec.state_topic_name)
+    source = clusters.cluster("source")
+    store = MigrationStateStore(clusters.cluster("destination"), spec.state_topic_name)
     group = f"{p}-g"
 
     [first] = ready_groups(source, store, quiet_ms=1000, now_ms=10_000)

@@ -66,7 +66,7 @@ def test_a_non_editable_install_runs_a_copy_batch_end_to_end(clusters, tmp_path,
     seed_plain(clusters, topic, 2, PER_PARTITION)
     spec_path = write_spec(tmp_path, clusters, p)
     provision(spec_path)
-    source_id = clusters.hook("source").describe_cluster().cluster_id
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
 
     env = {**os.environ, "PYTHONPATH": str(site)}
     done = subprocess.run([sys.executable, "-c", TASKS, spec_path, clusters.SPARK_CONN], env=env, cwd=tmp_path,

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterError, KafkaClusterHook
+from kafka_ferry.hooks.kafka_cluster import kafka_cluster
+from kafka_ferry.kafka.errors import KafkaClusterError
 
 pytestmark = pytest.mark.integration
 
@@ -18,7 +19,7 @@ def test_offsets_and_group_offsets_round_trip(clusters):
     for i in range(7):
         producer.produce(topic, value=str(i).encode(), partition=i % 2, timestamp=1_000_000 + i * 1000)
     producer.flush(30)
-    hook = clusters.hook("source")
+    hook = clusters.cluster("source")
 
     partitions = hook.partitions_of([topic])
     assert partitions == [(topic, 0), (topic, 1)]
@@ -40,7 +41,7 @@ def test_unreachable_cluster_error_names_connection_and_hides_secrets(monkeypatc
     monkeypatch.setenv("AIRFLOW_CONN_KF_TEST_DEAD", json.dumps({"conn_type": "kafka", "extra": {
         "bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
         "sasl.username": "ferry", "sasl.password": "hunter2-secret"}}))
-    hook = KafkaClusterHook("kf_test_dead")
+    hook = kafka_cluster("kf_test_dead")
     hook.request_timeout_s = 3
     with pytest.raises(KafkaClusterError) as raised:
         hook.describe_cluster()
@@ -60,5 +61,5 @@ def test_unreachable_cluster_error_names_connection_and_hides_secrets(monkeypatc
 def test_missing_bootstrap_servers_is_refused(monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_KF_TEST_EMPTY", json.dumps({"conn_type": "kafka", "extra": {}}))
     with pytest.raises(ValueError, match="bootstrap.servers"):
-        KafkaClusterHook("kf_test_empty").describe_cluster()
+        kafka_cluster("kf_test_empty").describe_cluster()
     assert os.environ["AIRFLOW_CONN_KF_TEST_EMPTY"]

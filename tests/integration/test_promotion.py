@@ -22,12 +22,12 @@ from scenarios import (
     write_spec,
 )
 
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
 from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promoted, reset_promotion
 from kafka_ferry.promotion.readiness import check_group_offsets_synced
 from kafka_ferry.promotion.reconcile import ReconciliationMismatch
 from kafka_ferry.promotion.runner import STEPS, PromotionRunner
+from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +53,7 @@ def migration(clusters, tmp_path, kinds=("plain", "txn"), **spec_overrides):
 
 
 def runner(clusters, m, **kwargs):
-    return PromotionRunner(m["spec"], clusters.hook("source"), clusters.hook("destination"),
+    return PromotionRunner(m["spec"], clusters.cluster("source"), clusters.cluster("destination"),
                            work_dir=m["work_dir"], **kwargs)
 
 
@@ -67,7 +67,7 @@ def assert_groups_resume_exactly(clusters, m):
 
 def test_promotion_end_to_end_with_the_copy_job(clusters, tmp_path):
     m = migration(clusters, tmp_path, kinds=("plain", "compact", "txn"))
-    store = MigrationStateStore(clusters.hook("destination"), m["spec"].state_topic_name)
+    store = MigrationStateStore(clusters.cluster("destination"), m["spec"].state_topic_name)
 
     report = runner(clusters, m).run()
 
@@ -78,7 +78,7 @@ def test_promotion_end_to_end_with_the_copy_job(clusters, tmp_path):
     assert json.loads((m["work_dir"] / "promotion-report.json").read_text())["status"] == "promoted"
     assert (m["work_dir"] / "offset-map" / "offset-map.csv").exists()
     assert_groups_resume_exactly(clusters, m)
-    assert check_group_offsets_synced(clusters.hook("destination"), store)[0]
+    assert check_group_offsets_synced(clusters.cluster("destination"), store)[0]
     with pytest.raises(MigrationPromotedError, match="reset_promotion"):
         assert_not_promoted(store)
     with pytest.raises(AirflowFailException, match="was promoted"):  # the DAG's copy planning refuses too
@@ -92,13 +92,13 @@ def test_promotion_end_to_end_with_the_copy_job(clusters, tmp_path):
 KILL_SCRIPT = textwrap.dedent("""
     import os, sys
     from kafka_ferry.core.spec import load_spec
-    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+    from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.promotion.runner import PromotionRunner
     spec = load_spec(sys.argv[1])
     def die(step):
         if step == sys.argv[3]:
             os._exit(137)  # like SIGKILL: no cleanup, no exception handling
-    PromotionRunner(spec, KafkaClusterHook(spec.source.connection_id), KafkaClusterHook(spec.destination.connection_id),
+    PromotionRunner(spec, kafka_cluster(spec.source.connection_id), kafka_cluster(spec.destination.connection_id),
                     work_dir=sys.argv[2], after_step=die).run()
 """)
 
@@ -108,7 +108,7 @@ def test_killed_promotion_resumes_from_its_last_completed_step(clusters, tmp_pat
     killed = subprocess.run([sys.executable, "-c", KILL_SCRIPT, m["spec_path"], str(m["work_dir"]), "commit_offsets"],
                             capture_output=True, text=True, timeout=300)
     assert killed.returncode == 137, killed.stderr[-3000:]
-    store = MigrationStateStore(clusters.hook("destination"), m["spec"].state_topic_name)
+    store = MigrationStateStore(clusters.cluster("destination"), m["spec"].state_topic_name)
     assert_not_promoted(store)  # not promoted yet
 
     report = runner(clusters, m).run()
@@ -132,7 +132,7 @@ def test_reconciliation_mismatch_blocks_promotion_and_names_the_partition(cluste
     with pytest.raises(ReconciliationMismatch, match=rf"{topic}-1 .*first difference"):
         runner(clusters, m).run()
 
-    store = MigrationStateStore(clusters.hook("destination"), m["spec"].state_topic_name)
+    store = MigrationStateStore(clusters.cluster("destination"), m["spec"].state_topic_name)
     assert_not_promoted(store)
     assert "reconcile" not in runner(clusters, m).completed_steps()
     report = json.loads((m["work_dir"] / "promotion-report.json").read_text())

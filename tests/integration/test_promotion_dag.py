@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from scenarios import consume_as_group, one_group_migration
 
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promoted
+from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow]
 
@@ -46,7 +46,7 @@ def test_promote_mode_runs_sensors_and_steps_to_promoted(clusters, tmp_path):
     assert result and json.loads(result[0][7:])["state"] == "success", (done.stdout + done.stderr)[-4000:]
     log = done.stdout + done.stderr
     assert "source_quiesced: ready: " in log  # it deferred: its trigger's event completed it (2 s window)
-    store = MigrationStateStore(clusters.hook("destination"), spec.state_topic_name)
+    store = MigrationStateStore(clusters.cluster("destination"), spec.state_topic_name)
     with pytest.raises(MigrationPromotedError):
         assert_not_promoted(store)
     assert consume_as_group(clusters, f"{p}-g", topic, 2) == {0: list(range(4, 15)), 1: list(range(11, 15))}

@@ -38,7 +38,7 @@ def first_event(trigger, timeout: float):
 @pytest.fixture()
 def mig(clusters, tmp_path):
     p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "sn", 2, 12, {0: 5, 1: 7})
-    runner = PromotionRunner(spec, clusters.hook("source"), clusters.hook("destination"), work_dir=tmp_path / "w")
+    runner = PromotionRunner(spec, clusters.cluster("source"), clusters.cluster("destination"), work_dir=tmp_path / "w")
     return {"p": p, "topic": topic, "spec_path": spec_path, "spec": spec, "runner": runner}
 
 

@@ -10,14 +10,14 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
 from kafka_ferry.core.spec import SpecError
-from kafka_ferry.io.kafka_errors import KafkaClusterError
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.operators.failures import is_deterministic
 from kafka_ferry.operators.provision import (
     MigrationPreflightOperator,
     ProvisionMirrorGroupsOperator,
     ProvisionMirrorTopicsOperator,
 )
+from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +39,7 @@ def write_spec(tmp_path, clusters, prefix: str, **overrides) -> str:
 
 
 def dest_topics(clusters, names):
-    return clusters.hook("destination").describe_topics(names)
+    return clusters.cluster("destination").describe_topics(names)
 
 
 def provision(spec_path, dry_run=False):
@@ -140,7 +140,7 @@ def test_preflight_names_an_unknown_connection_and_fails_without_retry(clusters,
 def test_a_config_the_destination_refuses_fails_without_retry(clusters, tmp_path):
     p = clusters.unique("badcfg")
     topic = clusters.create_topic("destination", f"{p}.t", 1)
-    hook = clusters.hook("destination")
+    hook = clusters.cluster("destination")
 
     with pytest.raises(KafkaClusterError) as raised:
         hook.set_topic_configs(topic, {"retention.ms": "soon"})
@@ -178,7 +178,7 @@ def test_groups_are_recorded_and_an_active_destination_group_is_refused(clusters
 
     assert plan["migrated"] == {f"{p}-billing": [topic]}
     assert "no committed offsets on migrated topics" in plan["skipped"][f"{p}-other-topic-only"]
-    store = MigrationStateStore(clusters.hook("destination"), f"kafka-ferry.{p}.state")
+    store = MigrationStateStore(clusters.cluster("destination"), f"kafka-ferry.{p}.state")
     assert store.read_kind("group") [f"{p}-billing"]["source_topics"] == [topic]
 
     # A consumer of the same group name is live on the destination: refuse, record nothing new.

@@ -21,11 +21,11 @@ import schema_registries as srtb
 from kafka_ferry.core.schema_plan import canonical
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, schema_id_of
 from kafka_ferry.core.spec import SchemaRegistryRef, load_spec
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.operators.schemas import MigrateSchemasOperator
 from kafka_ferry.promotion.reconcile import reconcile, reconcile_copies
 from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryUnavailable
 from kafka_ferry.stages.schemas import SCHEMA_ID_KIND, SchemaMigrationError, migrate_schemas
+from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import load_partition_copies, read_progress
 
 pytestmark = pytest.mark.integration
@@ -210,7 +210,7 @@ def test_the_dag_tasks_migrate_schemas_then_copy_records_with_destination_ids_an
     first = task.execute({"run_id": "r1"})
     assert first["registered"] > 0 and orders_value in first["subjects"]
     assert_same_subjects(source(), dst, first["subjects"], same_ids=False)
-    store = MigrationStateStore(clusters.hook("destination"), load_spec(spec_path).state_topic_name)
+    store = MigrationStateStore(clusters.cluster("destination"), load_spec(spec_path).state_topic_name)
     stored = store.read_kind(SCHEMA_ID_KIND)
     assert {int(k): v["destination_id"] for k, v in stored.items()} == {int(k): v for k, v in first["id_map"].items()}
     assert {v["run_id"] for v in stored.values()} == {"r1"}
@@ -230,7 +230,7 @@ def test_the_dag_tasks_migrate_schemas_then_copy_records_with_destination_ids_an
             json.dumps(v, sort_keys=True) for _, v in values), topic
         assert {i for i, _ in after[topic]} == {id_map[i] for i, _ in values} != {i for i, _ in values}, topic
     spec = load_spec(spec_path)
-    source_hook, destination_hook = clusters.hook("source"), clusters.hook("destination")
-    assert reconcile(spec, source_hook, destination_hook, store).ok  # source ids mapped before comparing
-    copies = load_partition_copies(spec, source_hook, destination_hook, read_progress(store))
-    assert not reconcile_copies(source_hook, destination_hook, copies.values()).ok  # byte for byte they differ
+    source_cluster, destination_cluster = clusters.cluster("source"), clusters.cluster("destination")
+    assert reconcile(spec, source_cluster, destination_cluster, store).ok  # source ids mapped before comparing
+    copies = load_partition_copies(spec, source_cluster, destination_cluster, read_progress(store))
+    assert not reconcile_copies(source_cluster, destination_cluster, copies.values()).ok  # byte for byte they differ

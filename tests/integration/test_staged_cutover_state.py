@@ -6,7 +6,6 @@ import pytest
 from scenarios import commit_source_group, one_group_migration, provision_groups
 
 from kafka_ferry.core.staged_cutover import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, UnitPromotion
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.promotion.runner import in_process_final_copy
 from kafka_ferry.stages.staged_cutover_state import (
     promoted_groups,
@@ -16,6 +15,7 @@ from kafka_ferry.stages.staged_cutover_state import (
     save_promotion,
     without_promoted_groups,
 )
+from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import commit_translated_offsets, translate_migration
 
 pytestmark = pytest.mark.integration
@@ -25,7 +25,7 @@ def test_promoted_group_is_left_to_its_consumers_by_catch_up_commits(clusters, t
     p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "scs", 1, 20, {0: 5})
     commit_source_group(clusters, f"{p}-h", {(topic, 0): 9})
     provision_groups(spec_path)
-    source, destination = clusters.hook("source"), clusters.hook("destination")
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
     store = MigrationStateStore(destination, spec.state_topic_name)
     in_process_final_copy(spec, source, destination, store)
     promoted = UnitPromotion(f"{p}-g", "run-a", started_at_ms=1).with_step(GROUP_PROMOTION_KIND, "promoted", 2)

@@ -6,16 +6,16 @@ import pytest
 from scenarios import one_group_migration
 
 from kafka_ferry.core.staged_cutover import StagedCutoverError
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator, PromoteTopicsOperator
 from kafka_ferry.stages.staged_cutover_state import promoted_groups, promoted_topics
+from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
 
 
 def test_form_chosen_group_then_topic_are_promoted_by_their_tasks(clusters, tmp_path):
     p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "stk", 1, 8, {0: 3})
-    store = MigrationStateStore(clusters.hook("destination"), spec.state_topic_name)
+    store = MigrationStateStore(clusters.cluster("destination"), spec.state_topic_name)
     topics_task = PromoteTopicsOperator(task_id="promote_topics", spec_path=spec_path, quiet_window_s=0.5)
     with pytest.raises(StagedCutoverError, match=f"read by unpromoted group\\(s\\) {p}-g"):
         topics_task.execute({"params": {"topics": [topic]}, "run_id": "r0"})

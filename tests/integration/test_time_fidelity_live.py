@@ -11,10 +11,10 @@ from scenarios import COMPACT_CONFIG, commit_source_group, provision, provision_
 
 from kafka_ferry.core.provenance import read_provenance
 from kafka_ferry.core.time_fidelity import AFTER_MAX_MS, BEFORE_MAX_MS, TIMESTAMP_TYPE, UNLIMITED
-from kafka_ferry.io.partition_reader import read_whole_partitions
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.kafka.reads import read_whole_partitions
 from kafka_ferry.operators.provision import MigrationPreflightOperator
 from kafka_ferry.promotion.runner import PromotionRunner, in_process_final_copy
+from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import translate_migration
 
 pytestmark = pytest.mark.integration
@@ -29,7 +29,7 @@ class Killed(Exception):
 def source_records(clusters, topic: str, partitions: int) -> dict[int, list[tuple[int, int, int]]]:
     """(offset, timestamp type, timestamp) of every committed source record, per partition."""
     out: dict[int, list] = {q: [] for q in range(partitions)}
-    for msg in read_whole_partitions(clusters.hook("source"), [(topic, q) for q in range(partitions)]):
+    for msg in read_whole_partitions(clusters.cluster("source"), [(topic, q) for q in range(partitions)]):
         out[msg.partition()].append((msg.offset(), *msg.timestamp()))
     return {q: sorted(rows) for q, rows in out.items()}
 
@@ -37,24 +37,24 @@ def source_records(clusters, topic: str, partitions: int) -> dict[int, list[tupl
 def destination_records(clusters, topic: str, partitions: int) -> dict[int, list[tuple[int, int, int]]]:
     """(source offset from provenance, timestamp type, timestamp) of every destination record, in order."""
     out: dict[int, list] = {q: [] for q in range(partitions)}
-    for msg in read_whole_partitions(clusters.hook("destination"), [(topic, q) for q in range(partitions)]):
+    for msg in read_whole_partitions(clusters.cluster("destination"), [(topic, q) for q in range(partitions)]):
         out[msg.partition()].append((msg.offset(), read_provenance(msg.headers())[1], *msg.timestamp()))
     return {q: [row[1:] for row in sorted(rows)] for q, rows in out.items()}
 
 
 def destination_config(clusters, topic: str, *names: str) -> dict[str, str]:
-    configs = clusters.hook("destination").describe_topics([topic])[topic].configs
+    configs = clusters.cluster("destination").describe_topics([topic])[topic].configs
     return {name: configs.get(name) for name in names}
 
 
 def copy_everything(clusters, spec) -> dict:
-    source, destination = clusters.hook("source"), clusters.hook("destination")
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
     return in_process_final_copy(spec, source, destination, MigrationStateStore(destination, spec.state_topic_name))
 
 
 def promotion(clusters, spec, tmp_path, **kwargs) -> PromotionRunner:
-    return PromotionRunner(spec, clusters.hook("source"), clusters.hook("destination"), work_dir=tmp_path / "work",
-                           **kwargs)
+    return PromotionRunner(spec, clusters.cluster("source"), clusters.cluster("destination"),
+                           work_dir=tmp_path / "work", **kwargs)
 
 
 def seed_log_append_time(clusters, topic: str, partitions: int, rounds: int, per_round: int) -> None:
@@ -128,7 +128,7 @@ def test_log_append_time_topic_copied_in_two_batches_keeps_every_timestamp_and_s
     producer = clusters.producer("destination")
     producer.produce(topic, value=b"after cutover", partition=0, timestamp=1_000)
     assert producer.flush(30) == 0
-    end = clusters.hook("destination").list_offsets([(topic, 0)])[(topic, 0)]
+    end = clusters.cluster("destination").list_offsets([(topic, 0)])[(topic, 0)]
     consumer = clusters.consumer("destination")
     consumer.assign([TopicPartition(topic, 0, end - 1)])
     msg = consumer.poll(30)
@@ -202,7 +202,7 @@ def test_time_seeks_on_the_destination_land_on_the_translated_source_seek(cluste
     spec_path, spec = write_spec(tmp_path, clusters, p)
     provision(spec_path)
     copy_everything(clusters, spec)
-    source, destination = clusters.hook("source"), clusters.hook("destination")
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
     copies = translate_migration(spec, source, destination,
                                  MigrationStateStore(destination, spec.state_topic_name)).copies
 
@@ -219,7 +219,7 @@ def test_time_seeks_on_the_destination_land_on_the_translated_source_seek(cluste
 
 def assert_seeks_translate(clusters, spec, topic: str, partitions: int, times: list[int], copies=None) -> None:
     """For each T: the destination's offsets_for_times(T) is the translation of the source's, per partition."""
-    source, destination = clusters.hook("source"), clusters.hook("destination")
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
     if copies is None:
         copies = translate_migration(spec, source, destination,
                                      MigrationStateStore(destination, spec.state_topic_name)).copies

@@ -8,10 +8,10 @@ from staged_support import Writer, thread_copy
 
 from kafka_ferry.copy.planner import plan_copy
 from kafka_ferry.core.staged_cutover import TOPIC_PROMOTION_KIND, TOPIC_STEPS, StagedCutoverError
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.stages.group_promotion import GroupPromotionRefused, promote_group
 from kafka_ferry.stages.staged_cutover_state import promoted_topics, read_promotions
 from kafka_ferry.stages.topic_promotion import promote_topics
+from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +20,7 @@ def test_topic_promotion_waits_for_its_readers_then_stops_copy_batches(clusters,
     p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "tpr", 2, 10, {0: 3, 1: 4})
     commit_source_group(clusters, f"{p}-b", {(topic, 0): 1})
     provision_groups(spec_path)
-    source, destination = clusters.hook("source"), clusters.hook("destination")
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
     store = MigrationStateStore(destination, spec.state_topic_name)
 
     with pytest.raises(StagedCutoverError, match=f"topic {topic} is read by unpromoted group\\(s\\) {p}-b, {p}-g"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from pathlib import Path
 
 import pytest
 from scenarios import (
@@ -24,8 +25,8 @@ from scenarios import (
 
 from kafka_ferry.core.mm2_wire import checkpoints_topic
 from kafka_ferry.core.offset_translation import AHEAD_OF_COPY
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.promotion.runner import in_process_final_copy
+from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.decisions import decide
 from kafka_ferry.translation.offset_map import Run, translate_with_runs
 from kafka_ferry.translation.sync_log import read_checkpoints
@@ -55,7 +56,7 @@ def migrated(clusters, tmp_path_factory):
     spec_path, spec = write_spec(tmp_path_factory.mktemp("tr"), clusters, p,
                                  copy={"spark_connection_id": clusters.SPARK_CONN, "offset_sync_interval": 7,
                                        "max_records_per_partition": 23})  # several batches per partition
-    source, destination = clusters.hook("source"), clusters.hook("destination")
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
 
     rng = random.Random(20261122)
     committed = {kind: committed_offsets(clusters, "source", t, PARTITIONS) for kind, t in topics.items()}
@@ -81,7 +82,7 @@ def migrated(clusters, tmp_path_factory):
 
 def test_every_group_resumes_exactly_where_it_stopped(clusters, migrated):
     spec, result = migrated["spec"], migrated["result"]
-    destination = clusters.hook("destination")
+    destination = clusters.cluster("destination")
     assert checkpoint_translations(spec, destination, result.decisions) == len(result.decisions)
     outcomes = commit_translated_offsets(destination, result.decisions, strict=True)
     assert all(not o.refused and not o.skipped for o in outcomes)
@@ -133,7 +134,7 @@ def test_kafka_checkpoint_formatter_decodes_our_checkpoints(clusters, migrated):
     import sys
     from pathlib import Path
 
-    spec, destination = migrated["spec"], clusters.hook("destination")
+    spec, destination = migrated["spec"], clusters.cluster("destination")
     checkpoint_translations(spec, destination, migrated["result"].decisions)
     ours = read_checkpoints(destination, checkpoints_topic(spec.source.alias))
     mine = {k: v for k, v in ours.items() if k[0].startswith(spec.name)}
@@ -157,7 +158,7 @@ def test_kafka_checkpoint_formatter_decodes_our_checkpoints(clusters, migrated):
 
 def test_offsets_beyond_the_copy_are_clamped_and_flagged(clusters, tmp_path):
     p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "ahead", 1, 10, {0: 4})
-    source, destination = clusters.hook("source"), clusters.hook("destination")
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
     store = MigrationStateStore(destination, spec.state_topic_name)
     in_process_final_copy(spec, source, destination, store)
     seed_plain(clusters, topic, 1, 5)  # produced after the copy: offsets 10..14
@@ -171,7 +172,7 @@ def test_offsets_beyond_the_copy_are_clamped_and_flagged(clusters, tmp_path):
 
 def test_commit_refuses_active_groups_and_never_rewinds(clusters, tmp_path):
     p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "cm", 1, 10, {0: 6}, metadata="keep-me")
-    source, destination = clusters.hook("source"), clusters.hook("destination")
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
     store = MigrationStateStore(destination, spec.state_topic_name)
     in_process_final_copy(spec, source, destination, store)
     decisions = translate_migration(spec, source, destination, store).decisions
@@ -207,7 +208,7 @@ def test_a_group_on_a_partition_with_nothing_to_copy_starts_at_the_destination_s
     # partition 1 stays empty: the planner never writes progress for it
     p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "empty", 2, 6, {0: 2, 1: 0},
                                                     seeded_partitions=1)
-    source, destination = clusters.hook("source"), clusters.hook("destination")
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
     store = MigrationStateStore(destination, spec.state_topic_name)
     in_process_final_copy(spec, source, destination, store)
 
@@ -224,4 +225,4 @@ def test_catch_up_operator_translates_checkpoints_and_exports(clusters, migrated
     summary = TranslateOffsetsOperator(task_id="translate", spec_path=migrated["spec_path"]).execute({})
     assert summary["checkpoints"] == summary["decisions"] == len(migrated["result"].decisions)
     assert summary["flagged"] == [] and "commits" not in summary
-    assert json.loads(open(summary["offset_map"]["json"]).read())["migration"] == migrated["spec"].name
+    assert json.loads(Path(summary["offset_map"]["json"]).read_text())["migration"] == migrated["spec"].name

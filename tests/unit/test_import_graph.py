@@ -16,6 +16,19 @@ ROOT = "kafka_ferry"
 EDGE = ("hooks", "operators", "sensors", "triggers", "dag_factory", "dag_promotion", "plugin", "views")
 EDGE_ONLY = ("operators", "sensors", "triggers", "dag_factory", "dag_promotion")
 
+# The floors, top to bottom: a module may import its own floor and the floors below, never one above.
+# Airflow edge -> stages -> state, clients -> core (the pure core imports nothing of kafka_ferry's I/O).
+LAYERS = {
+    "airflow edge": ("hooks", "operators", "sensors", "triggers", "dag_factory", "dag_promotion", "plugin",
+                     "task_support"),
+    "stages": ("stages", "copy", "translation", "promotion", "reports"),
+    "state": ("state",),
+    "clients": ("kafka", "registry"),
+    "core": ("core",),
+}
+FLOOR = {package: len(LAYERS) - i for i, packages in enumerate(LAYERS.values()) for package in packages}
+FLOOR_NAME = {len(LAYERS) - i: name for i, name in enumerate(LAYERS)}
+
 # Cycles not broken yet, each as its sorted member modules. The test checks this list EXACTLY:
 # a new cycle fails, and a cycle that is fixed must be removed from here.
 KNOWN_CYCLES: set[frozenset[str]] = set()
@@ -127,3 +140,32 @@ def test_only_the_airflow_edge_imports_operators_sensors_triggers_or_dags():
 def test_the_graph_sees_function_level_imports():
     graph = import_graph()
     assert "kafka_ferry.copy.planner" in graph["kafka_ferry.promotion.runner"]  # imported inside a function
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module on a higher floor than the importer's, named with both floors."""
+    return sorted(
+        f"{module} ({FLOOR_NAME[FLOOR[_top(module)]]}) imports {target} ({FLOOR_NAME[FLOOR[_top(target)]]})"
+        for module, targets in graph.items() if _top(module) in FLOOR
+        for target in targets if _top(target) in FLOOR and FLOOR[_top(target)] > FLOOR[_top(module)]
+    )
+
+
+def test_every_package_has_a_floor():
+    unplaced = sorted({_top(m) for m in import_graph()} - set(FLOOR) - {""})
+    assert not unplaced, f"packages on no floor of LAYERS (place them): {unplaced}"
+
+
+def test_imports_only_go_down_the_floors():
+    wrong = upward_imports(import_graph())
+    assert not wrong, "imports going up a floor:\n" + "\n".join(wrong)
+
+
+def test_an_upward_import_is_caught():
+    graph = import_graph()
+    graph["kafka_ferry.kafka.cluster"] = graph["kafka_ferry.kafka.cluster"] | {"kafka_ferry.hooks.kafka_cluster"}
+    graph["kafka_ferry.core.spec"] = graph["kafka_ferry.core.spec"] | {"kafka_ferry.state.store"}
+    assert upward_imports(graph) == [
+        "kafka_ferry.core.spec (core) imports kafka_ferry.state.store (state)",
+        "kafka_ferry.kafka.cluster (clients) imports kafka_ferry.hooks.kafka_cluster (airflow edge)",
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from kafka_ferry.io.partition_reader import read_ranges
+from kafka_ferry.kafka.reads import read_ranges
 
 
 class _Eof:

@@ -10,11 +10,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kafka_ferry.copy.clients import ClusterClients
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.report import build_report, measure_lag, write_report
 from kafka_ferry.core.progress import BATCH_KIND
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.state.store import MigrationStateStore
 
 # The state record keeps totals and gaps; per-partition rows stay in the JSON file (a record has a size cap).
 STATE_FIELDS = ("migration", "batch_id", "status", "started_at_ms", "finished_at_ms", "duration_s",
@@ -28,8 +28,8 @@ def report_path_for(plan_path: str | Path, plan: CopyPlan) -> Path:
 
 def finish_batch(plan: CopyPlan, results: Iterable[Mapping[str, Any]], configs: Mapping[str, Mapping[str, Any]],
                  started_at_ms: int, report_path: str | Path) -> dict[str, Any]:
-    source = ClusterClients("source", configs["source"])
-    store = MigrationStateStore(ClusterClients("destination", configs["destination"]), plan.state_topic)
+    source = KafkaCluster("source", configs["source"])
+    store = MigrationStateStore(KafkaCluster("destination", configs["destination"]), plan.state_topic)
     lag_after = measure_lag(plan, source, store)
     report = build_report(plan, results, lag_after, started_at_ms, int(time.time() * 1000))
     report["report_path"] = str(report_path)

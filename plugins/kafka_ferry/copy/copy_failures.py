@@ -11,7 +11,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from kafka_ferry.copy.delivery import ChunkAcks
 from kafka_ferry.copy.plan import PartitionTask
-from kafka_ferry.io.kafka_errors import KafkaClusterError
+from kafka_ferry.kafka.errors import KafkaClusterError
 
 TOO_LARGE_CODES = (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD)
 TOO_LARGE_TEXT = "Message size too large"  # a fatal (gapless) error carries the broker's code only in its text
@@ -43,7 +43,7 @@ def delivery_failure(source, destination, task: PartitionTask, acks: ChunkAcks, 
 
 def largest_unacknowledged(source, task: PartitionTask, start: int, end: int) -> str:
     """Which record the destination refused as too large: the largest of the unacknowledged ones."""
-    from kafka_ferry.io.partition_reader import read_ranges
+    from kafka_ferry.kafka.reads import read_ranges
 
     sizes = [(len(m.key() or b"") + len(m.value() or b""), m.offset())
              for m in read_ranges(source, {(task.source_topic, task.partition): (start, end)})]

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
-from kafka_ferry.copy.clients import ClusterClients
 from kafka_ferry.core.copy_lease import LEASE_S, RENEW_EVERY_S, Claim, CopyLeaseHeld, claims_in_log, holder, refusal
-from kafka_ferry.io.kafka_errors import KafkaClusterError
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.errors import KafkaClusterError
 
 log = logging.getLogger(__name__)
 READER_GROUP = "kafka-ferry-state-reader"  # the state store's reader group: no new ACL
@@ -56,7 +56,7 @@ def process_gone(claim: Claim) -> bool:
 class CopyLease:
     """``with CopyLease(...):`` holds the migration's copy lease or raises ``CopyLeaseHeld`` naming the holder."""
 
-    def __init__(self, destination: ClusterClients, state_topic: str, migration: str, batch_id: str,
+    def __init__(self, destination: KafkaCluster, state_topic: str, migration: str, batch_id: str,
                  lease_s: float = LEASE_S, renew_every_s: float = RENEW_EVERY_S) -> None:
         self.destination, self.topic = destination, state_topic
         self.lease_s, self.renew_every_s = lease_s, renew_every_s
@@ -175,5 +175,5 @@ def _now_ms() -> int:
 
 def copy_lease(plan, configs) -> CopyLease:
     """The lease a copy job of ``plan`` holds while it copies (its own producer on the destination)."""
-    return CopyLease(ClusterClients("destination", configs["destination"]), plan.state_topic, plan.migration,
+    return CopyLease(KafkaCluster("destination", configs["destination"]), plan.state_topic, plan.migration,
                      plan.batch_id)

@@ -44,8 +44,8 @@ from kafka_ferry.core.provenance import (
     user_headers,
 )
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownSchemaId, schema_id_of
-from kafka_ferry.io.kafka_errors import KafkaClusterError
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.state.store import MigrationStateStore
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Plan the next copy batch from what the clusters hold now and the progress stored on the destination.
 
-Runs on the Airflow side (with ``KafkaClusterHook``s). Gathers, per selected source partition, the stored
+Runs on the Airflow side (with both ``KafkaCluster``s). Gathers, per selected source partition, the stored
 next offset, the log start and the last stable offset, and lets ``core.batch_planning`` decide; a
 retention gap raises ``RetentionGapError`` naming every lost range unless the spec accepts gaps, in
 which case ``record_accepted_gaps`` writes them to the gap ledger before anything is copied.
@@ -22,8 +22,8 @@ from kafka_ferry.core.progress import GAP_KIND, PROGRESS_KIND, PartitionProgress
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import TOPIC_PROMOTION_KIND, promoted_names, topics_to_copy
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.stages.schemas import record_rewriter
+from kafka_ferry.state.store import MigrationStateStore
 
 log = logging.getLogger(__name__)
 

@@ -13,14 +13,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import kafka_ferry
-from kafka_ferry.copy.clients import ClusterClients
 from kafka_ferry.copy.faults import Faults
 from kafka_ferry.copy.partition_copier import PartitionCopier
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.state import stored_progress
 from kafka_ferry.copy.sync_writer import OffsetSyncWriter
 from kafka_ferry.core.batch_planning import split_into_task_groups
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.state.store import MigrationStateStore
 
 
 def task_groups(plan: CopyPlan, task_count: int) -> list[list[tuple[str, int]]]:
@@ -43,7 +43,7 @@ def check_planned_topics(plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]
               "destination": {(t.destination_topic, t.partition) for t in plan.tasks}}
     missing = []
     for role, partitions in wanted.items():
-        metadata = ClusterClients(role, configs[role]).list_partitions({t for t, _ in partitions})
+        metadata = KafkaCluster(role, configs[role]).list_partitions({t for t, _ in partitions})
         missing += [f"{role} {t}-{p}" for t, p in sorted(partitions) if (t, p) not in metadata]
     if missing:
         raise PlannedTopicMissing(
@@ -55,10 +55,10 @@ def check_planned_topics(plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]
 def copy_group(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[str, Mapping[str, Any]],
                fault_spec: str | None = None) -> list[dict]:
     """Copy these partitions in order; returns one result dict per partition."""
-    source = ClusterClients("source", configs["source"])
-    destination = ClusterClients("destination", configs["destination"])
+    source = KafkaCluster("source", configs["source"])
+    destination = KafkaCluster("destination", configs["destination"])
     # The store flushes after every put: it can keep one producer for the whole task (progress per partition).
-    store = MigrationStateStore(ClusterClients("destination", configs["destination"], reuse_producers=True),
+    store = MigrationStateStore(KafkaCluster("destination", configs["destination"], reuse_producers=True),
                                 plan.state_topic)
     progress = stored_progress(store)
     copier = PartitionCopier(plan, source, destination, OffsetSyncWriter(destination, plan.offset_syncs_topic),

@@ -20,13 +20,13 @@ import sys
 import time
 
 from kafka_ferry.copy.batch import finish_batch, report_path_for
-from kafka_ferry.copy.clients import load_cluster_configs
 from kafka_ferry.copy.faults import FAULT_ENV
 from kafka_ferry.copy.lease import copy_lease
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.report import report_lines
 from kafka_ferry.copy.runner import check_planned_topics, copy_plan_in_process, spark_task, task_groups
 from kafka_ferry.core.copy_lease import CopyLeaseHeld
+from kafka_ferry.kafka.configs import load_cluster_configs
 
 log = logging.getLogger("kafka_ferry.copy_batch")
 LEASE_HELD_EXIT = 3  # another copy job of the migration holds the lease: nothing was copied

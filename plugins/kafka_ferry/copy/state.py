@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kafka_ferry.core.progress import PROGRESS_KIND, PartitionProgress
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.state.store import MigrationStateStore
 
 
 def stored_progress(store: MigrationStateStore) -> dict[tuple[str, int], PartitionProgress]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kafka_ferry.core.mm2_wire import OffsetSync
 from kafka_ferry.core.offset_sync_policy import SyncPoint
-from kafka_ferry.io.kafka_errors import KafkaClusterError
+from kafka_ferry.kafka.errors import KafkaClusterError
 
 PRODUCER_CONFIG = {"acks": "all", "enable.idempotence": True, "linger.ms": 20}
 FLUSH_TIMEOUT_S = 60.0

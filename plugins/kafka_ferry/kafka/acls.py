@@ -22,7 +22,7 @@ from confluent_kafka.admin import (
 )
 
 from kafka_ferry.core.acl_plan import AclEntry
-from kafka_ferry.io.kafka_errors import KafkaClusterError
+from kafka_ferry.kafka.errors import KafkaClusterError
 
 TIMEOUT_S = 30.0
 

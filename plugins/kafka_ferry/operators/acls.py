@@ -24,5 +24,5 @@ class MigrateAclsOperator(MigrationOperator):
 
     def execute(self, context: Any) -> dict:
         dry_run = parse_bool(self.dry_run)
-        plan = migrate_acls(self.spec, self.source_hook, self.destination_hook, self.state_store, dry_run=dry_run)
+        plan = migrate_acls(self.spec, self.source_cluster, self.destination_cluster, self.state_store, dry_run=dry_run)
         return {**plan.summary(), "dry_run": dry_run, "diff": plan.diff_lines()}

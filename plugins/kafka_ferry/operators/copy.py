@@ -23,7 +23,6 @@ from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_ferry.copy.batch import finish_batch, report_path_for
-from kafka_ferry.copy.clients import CLUSTER_CONFIGS_ENV, encode_cluster_configs
 from kafka_ferry.copy.faults import FAULT_ENV
 from kafka_ferry.copy.lease import copy_lease
 from kafka_ferry.copy.packaging import build_package_zip, write_launcher
@@ -35,7 +34,8 @@ from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.spark_credentials import CREDENTIALS_FILE_NAME, delivery_for
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+from kafka_ferry.hooks.kafka_cluster import kafka_cluster
+from kafka_ferry.kafka.configs import CLUSTER_CONFIGS_ENV, encode_cluster_configs
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promoted
@@ -68,7 +68,7 @@ class PlanCopyBatchOperator(MigrationOperator):
         except MigrationPromotedError as exc:
             raise AirflowFailException(str(exc)) from exc
         try:
-            plan = plan_copy(self.spec, self.source_hook, self.destination_hook, self.state_store)
+            plan = plan_copy(self.spec, self.source_cluster, self.destination_cluster, self.state_store)
         except RetentionGapError as exc:
             raise AirflowFailException(str(exc)) from exc  # a retry cannot bring deleted records back
         dry_run = parse_bool(self.dry_run)
@@ -139,8 +139,8 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
             raise AirflowFailException(f"Spark connection '{self._conn_id}': {exc}") from None
         secret_env = {}
         if delivery.needs_secret_env or delivery.needs_file:
-            secret = encode_cluster_configs(KafkaClusterHook(spec.source.connection_id).client_config,
-                                            KafkaClusterHook(spec.destination.connection_id).client_config)
+            secret = encode_cluster_configs(kafka_cluster(spec.source.connection_id).client_config,
+                                            kafka_cluster(spec.destination.connection_id).client_config)
             if delivery.needs_file:
                 _write_private(credentials_dir / CREDENTIALS_FILE_NAME, secret)
             else:
@@ -164,8 +164,8 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         from kafka_ferry.copy.connect_engine import run_on_spark_connect
 
         plan = CopyPlan.read(summary["plan_path"])
-        configs = {"source": KafkaClusterHook(spec.source.connection_id).client_config,
-                   "destination": KafkaClusterHook(spec.destination.connection_id).client_config}
+        configs = {"source": kafka_cluster(spec.source.connection_id).client_config,
+                   "destination": kafka_cluster(spec.destination.connection_id).client_config}
         report_path = Path(summary["report_path"])
         report_path.unlink(missing_ok=True)  # the report task must never read a stale one
         started_at_ms = int(time.time() * 1000)
@@ -225,7 +225,8 @@ class CopyReportOperator(MigrationOperator):
         report_path = Path(summary["report_path"])
         if summary["empty"]:
             plan = CopyPlan.read(summary["plan_path"])
-            configs = {"source": self.source_hook.client_config, "destination": self.destination_hook.client_config}
+            configs = {"source": self.source_cluster.client_config,
+                       "destination": self.destination_cluster.client_config}
             report = finish_batch(plan, [], configs, plan.planned_at_ms, report_path)
         elif report_path.exists():
             report = json.loads(report_path.read_text())
@@ -233,7 +234,7 @@ class CopyReportOperator(MigrationOperator):
             raise AirflowFailException(f"the copy job wrote no report at {report_path}")
         for line in report_lines(report):
             self.log.info("%s", line)
-        write_heartbeat(self.spec, self.destination_hook, int(report.get("finished_at_ms") or 0))
+        write_heartbeat(self.spec, self.destination_cluster, int(report.get("finished_at_ms") or 0))
         return {k: v for k, v in report.items() if k not in ("partitions", "lag_before", "lag_after")}
 
 

@@ -39,7 +39,7 @@ class PromoteMigrationOperator(MigrationOperator):
 
     @fail_fast
     def execute(self, context: Any) -> dict:
-        runner = PromotionRunner(self.spec, self.source_hook, self.destination_hook, self.state_store,
+        runner = PromotionRunner(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
                                  work_dir=self.work_dir, allow_rewind=parse_bool(self.allow_rewind),
                                  final_copy=self._final_copy_engine())
         report = runner.run(self.steps)

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.trigger_form import check_trigger
-from kafka_ferry.io.provisioning import (
+from kafka_ferry.stages.provision import (
     apply_topic_plan,
     compute_group_plan,
     compute_topic_plan,
@@ -32,10 +32,10 @@ class MigrationPreflightOperator(MigrationOperator):
     def execute(self, context: Any) -> dict:
         mode = self.check_trigger(context)
         self.check_connections_exist()
-        source_info = self.source_hook.describe_cluster()
-        destination_info = self.destination_hook.describe_cluster()
-        topic_plan = compute_topic_plan(self.spec, self.source_hook, self.destination_hook)
-        group_plan = compute_group_plan(self.spec, self.source_hook, self.destination_hook)
+        source_info = self.source_cluster.describe_cluster()
+        destination_info = self.destination_cluster.describe_cluster()
+        topic_plan = compute_topic_plan(self.spec, self.source_cluster, self.destination_cluster)
+        group_plan = compute_group_plan(self.spec, self.source_cluster, self.destination_cluster)
         diff = {
             "migration": self.spec.name,
             "source_cluster_id": source_info.cluster_id,
@@ -78,16 +78,16 @@ class ProvisionMirrorTopicsOperator(MigrationOperator):
 
     @fail_fast
     def execute(self, context: Any) -> dict:
-        plan = compute_topic_plan(self.spec, self.source_hook, self.destination_hook)
+        plan = compute_topic_plan(self.spec, self.source_cluster, self.destination_cluster)
         plan.raise_if_refused()
         if parse_bool(self.dry_run):
             self.log.info("dry run: would apply %s", plan.as_dict()["changes"])
             return {"dry_run": True, **plan.as_dict()}
-        created_internal = ensure_internal_topics(self.spec, self.destination_hook)
+        created_internal = ensure_internal_topics(self.spec, self.destination_cluster)
         assert_not_promoted(self.state_store)  # a promoted mirror keeps the timestamp configs promotion set
-        record_time_plans(self.spec, plan, self.destination_hook)
-        done = apply_topic_plan(plan, self.destination_hook)
-        record_topics(self.spec, plan, self.destination_hook)
+        record_time_plans(self.spec, plan, self.destination_cluster)
+        done = apply_topic_plan(plan, self.destination_cluster)
+        record_topics(self.spec, plan, self.destination_cluster)
         return {"dry_run": False, "applied": done, "internal_topics_created": created_internal}
 
 
@@ -96,8 +96,8 @@ class ProvisionMirrorGroupsOperator(MigrationOperator):
 
     @fail_fast
     def execute(self, context: Any) -> dict:
-        plan = compute_group_plan(self.spec, self.source_hook, self.destination_hook)
+        plan = compute_group_plan(self.spec, self.source_cluster, self.destination_cluster)
         plan.raise_if_refused()
-        ensure_internal_topics(self.spec, self.destination_hook)
-        record_groups(self.spec, plan, self.destination_hook)
+        ensure_internal_topics(self.spec, self.destination_cluster)
+        record_groups(self.spec, plan, self.destination_cluster)
         return plan.as_dict()

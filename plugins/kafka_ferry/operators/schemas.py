@@ -50,7 +50,7 @@ class MigrateSchemasOperator(MigrationOperator):
 
     def migrated_topics(self) -> dict[str, str]:
         """Source topic -> destination topic, for every topic the spec selects (their subjects follow them)."""
-        selected = select_topics(self.spec, self.source_hook.list_topic_names())
+        selected = select_topics(self.spec, self.source_cluster.list_topic_names())
         return {t: self.spec.topics.rename.destination_topic(t) for t in selected}
 
     @fail_fast

@@ -29,12 +29,12 @@ class PromoteGroupsOperator(MigrationOperator):
     def execute(self, context: Any) -> dict:
         params = context["params"]
         groups = validate_selection("groups", names(params.get(GROUPS_FIELD)), migrated_groups(self.state_store))
-        for line in ready_groups(self.source_hook, self.state_store, quiet_ms=0):
+        for line in ready_groups(self.source_cluster, self.state_store, quiet_ms=0):
             self.log.info("group %s: %s (%s)", line.group, "ready" if line.ready else "not ready", line.reason)
         run_id = context.get("run_id") or "promote-groups"
         out = {}
         for group in groups:
-            record = promote_group(self.spec, self.source_hook, self.destination_hook, self.state_store, group,
+            record = promote_group(self.spec, self.source_cluster, self.destination_cluster, self.state_store, group,
                                    run_id, threaded_run_plan(), allow_rewind=parse_bool(params.get("allow_rewind")))
             self.log.info("group %s promoted by run %s at %s ms", group, record.run_id, record.promoted_at_ms)
             out[group] = {"run_id": record.run_id, "promoted_at_ms": record.promoted_at_ms}
@@ -53,7 +53,7 @@ class PromoteTopicsOperator(MigrationOperator):
     @fail_fast
     def execute(self, context: Any) -> dict:
         params = context["params"]
-        done = promote_topics(self.spec, self.source_hook, self.destination_hook, self.state_store,
+        done = promote_topics(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
                               names(params.get(TOPICS_FIELD)), context.get("run_id") or "promote-topics",
                               threaded_run_plan(), waived_groups=names(params.get(WAIVE_FIELD)),
                               quiet_window_s=self.quiet_window_s)

@@ -46,14 +46,14 @@ class TranslateOffsetsOperator(MigrationOperator):
         if status and status.get("status") == "promoted":
             self.log.info("migration %s is promoted: catch-up translation skipped", self.spec.name)
             return {"skipped": "promoted"}
-        result = translate_migration(self.spec, self.source_hook, self.destination_hook, self.state_store)
+        result = translate_migration(self.spec, self.source_cluster, self.destination_cluster, self.state_store)
         summary = result.summary()
-        summary["checkpoints"] = checkpoint_translations(self.spec, self.destination_hook, result.decisions)
+        summary["checkpoints"] = checkpoint_translations(self.spec, self.destination_cluster, result.decisions)
         json_path, csv_path = export_offset_map(self.spec, result.copies.values())
         summary["offset_map"] = {"json": str(json_path), "csv": str(csv_path)}
         if parse_bool(self.commit_offsets):
             committable = without_promoted_groups(self.state_store, result.decisions)  # their consumers own them
-            outcomes = commit_translated_offsets(self.destination_hook, committable,
+            outcomes = commit_translated_offsets(self.destination_cluster, committable,
                                                  allow_rewind=parse_bool(self.allow_rewind))
             summary["commits"] = [o.as_dict() for o in outcomes]
         self.log.info("translation of %s: %s", self.spec.name, {k: v for k, v in summary.items() if k != "commits"})

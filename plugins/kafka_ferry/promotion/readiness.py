@@ -12,15 +12,15 @@ import time
 from collections.abc import Iterable, Mapping
 
 from kafka_ferry.core.progress import PROMOTION_KIND, partition_key
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.decisions import expected_group_offsets, stored_decisions
+from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import read_progress
 
 QUIESCE_KEY = "quiesce/source-end-offsets"
 
 
-def replication_lag(source: KafkaClusterHook, store: MigrationStateStore, topics: Iterable[str]) -> dict:
+def replication_lag(source: KafkaCluster, store: MigrationStateStore, topics: Iterable[str]) -> dict:
     """Per partition: source end (last stable offset) minus the copy's next upstream offset."""
     parts = source.partitions_of(topics)
     ends = source.list_offsets(parts, "latest", read_committed=True)
@@ -40,7 +40,7 @@ def check_replication_lag(source, store, topics, max_lag: int) -> tuple[bool, di
     return lag["max_lag"] <= max_lag, lag
 
 
-def source_end_offsets(source: KafkaClusterHook, topics: Iterable[str]) -> dict[str, int]:
+def source_end_offsets(source: KafkaCluster, topics: Iterable[str]) -> dict[str, int]:
     """High watermarks (read_uncommitted): an open transaction is activity too."""
     parts = source.partitions_of(topics)
     ends = source.list_offsets(parts, "latest", read_committed=False)
@@ -64,7 +64,7 @@ def check_quiesced_persistent(source, store: MigrationStateStore, topics, window
     return unchanged >= window_s, {"unchanged_for_s": round(unchanged, 3), "window_s": window_s}
 
 
-def active_groups(source: KafkaClusterHook, groups: Iterable[str]) -> dict[str, str]:
+def active_groups(source: KafkaCluster, groups: Iterable[str]) -> dict[str, str]:
     """Groups with members on the source -> why they count as active."""
     return {g: f"{info.member_count} member(s), state {info.state}"
             for g, info in source.describe_groups(groups).items() if info.is_active}
@@ -75,7 +75,7 @@ def check_groups_inactive(source, groups) -> tuple[bool, dict]:
     return not active, {"active": active}
 
 
-def group_offset_mismatches(destination: KafkaClusterHook,
+def group_offset_mismatches(destination: KafkaCluster,
                             expected: Mapping[str, Mapping[tuple[str, int], int]]) -> dict[str, str]:
     """Per group, the first partition whose committed destination offset differs from the translation."""
     out = {}

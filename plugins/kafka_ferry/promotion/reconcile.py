@@ -18,11 +18,11 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
 from kafka_ferry.core.schema_wire import SchemaIdRewriter
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
-from kafka_ferry.io.partition_reader import read_ranges
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.promotion.digest import PartitionDigest, encode_record
 from kafka_ferry.stages.schemas import record_rewriter
+from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.decisions import PartitionCopy, decide
 from kafka_ferry.translation.translate import load_partition_copies, read_progress
 
@@ -121,7 +121,7 @@ def _first_difference(source: _Side, destination: _Side) -> dict | None:
     return None
 
 
-def reconcile_copies(source: KafkaClusterHook, destination: KafkaClusterHook,
+def reconcile_copies(source: KafkaCluster, destination: KafkaCluster,
                      copies: Iterable[PartitionCopy], schema_ids: SchemaIdRewriter | None = None
                      ) -> ReconciliationReport:
     """Source and destination ranges compared record by record; `schema_ids` maps source records' schema ids
@@ -155,7 +155,7 @@ def reconcile_copies(source: KafkaClusterHook, destination: KafkaClusterHook,
     return ReconciliationReport(tuple(results))
 
 
-def reconcile(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+def reconcile(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
               store: MigrationStateStore, copies: Mapping[tuple[str, int], PartitionCopy] | None = None
               ) -> ReconciliationReport:
     """Reconcile every partition the copy has progress for."""

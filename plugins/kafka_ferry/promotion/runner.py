@@ -25,13 +25,13 @@ from typing import Any
 from kafka_ferry.core.progress import PROMOTION_KIND, TIMESTAMPS_KIND
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.time_fidelity import LOG_APPEND_TIME, TIMESTAMP_TYPE, TopicTimePlan
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.decisions import expected_group_offsets, stored_decisions  # noqa: F401 (public here too)
 from kafka_ferry.promotion.guard import MIGRATION_KEY, PROMOTED
 from kafka_ferry.promotion.readiness import replication_lag
 from kafka_ferry.promotion.reconcile import reconcile
 from kafka_ferry.promotion.report import build_report, write_report
+from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import (
     checkpoint_translations,
     commit_translated_offsets,
@@ -44,7 +44,7 @@ from kafka_ferry.translation.translate import (
 log = logging.getLogger(__name__)
 
 STEPS = ("final_copy", "final_translation", "commit_offsets", "reconcile", "switch_timestamps", "mark_promoted")
-FinalCopy = Callable[[MigrationSpec, KafkaClusterHook, KafkaClusterHook, MigrationStateStore], dict]
+FinalCopy = Callable[[MigrationSpec, KafkaCluster, KafkaCluster, MigrationStateStore], dict]
 
 
 class FinalCopyIncomplete(RuntimeError):
@@ -54,17 +54,17 @@ class FinalCopyIncomplete(RuntimeError):
 RunPlan = Callable[[Any, Mapping[str, Mapping[str, Any]]], list[dict]]
 
 
-def copy_until_caught_up(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+def copy_until_caught_up(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
                          store: MigrationStateStore, run_plan: RunPlan, max_batches: int = 100) -> dict:
     """Plan and copy batches with ``run_plan`` (an engine: plan, configs -> result rows) until nothing is left."""
-    from kafka_ferry.copy.clients import ClusterClients
     from kafka_ferry.copy.lease import CopyLease
     from kafka_ferry.copy.planner import plan_copy, record_accepted_gaps
+    from kafka_ferry.kafka.cluster import KafkaCluster
 
     configs = {"source": source.client_config, "destination": destination.client_config}
     batches = records = 0
     # The same lease as a catch-up copy job's: a batch started outside this DAG must not copy alongside.
-    with CopyLease(ClusterClients("destination", configs["destination"]), store.topic, spec.name, "final-copy"):
+    with CopyLease(KafkaCluster("destination", configs["destination"]), store.topic, spec.name, "final-copy"):
         for _ in range(max_batches):
             plan = plan_copy(spec, source, destination, store)
             if plan.gaps:
@@ -77,7 +77,7 @@ def copy_until_caught_up(spec: MigrationSpec, source: KafkaClusterHook, destinat
     raise FinalCopyIncomplete(f"still records to copy after {max_batches} batches: is the source quiesced?")
 
 
-def in_process_final_copy(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+def in_process_final_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
                           store: MigrationStateStore, max_batches: int = 100, workers: int = 16) -> dict:
     """The final copy in this task, without Spark, for a spark-submit engine.
 
@@ -112,7 +112,7 @@ def spark_connect_final_copy(url: str, package_zip: Path) -> FinalCopy:
 class PromotionRunner:
     """Runs the promotion steps for one migration; ``after_step`` is a test seam (e.g. to kill the run)."""
 
-    def __init__(self, spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+    def __init__(self, spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
                  store: MigrationStateStore | None = None, work_dir: str | Path | None = None,
                  allow_rewind: bool = False, final_copy: FinalCopy | None = None,
                  after_step: Callable[[str], None] | None = None) -> None:

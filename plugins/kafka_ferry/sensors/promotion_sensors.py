@@ -47,7 +47,7 @@ class MigrationSensor(MigrationContext, BaseSensorOperator):
         return interval.total_seconds() if isinstance(interval, timedelta) else float(interval)
 
     def source_topics(self) -> list[str]:
-        return select_topics(self.spec, self.source_hook.list_topic_names())
+        return select_topics(self.spec, self.source_cluster.list_topic_names())
 
     def check(self) -> tuple[bool, dict]:
         raise NotImplementedError
@@ -90,7 +90,7 @@ class ReplicationLagSensor(MigrationSensor):
         return self.spec.promotion.max_lag_records if self.max_lag is None else int(self.max_lag)
 
     def check(self) -> tuple[bool, dict]:
-        return readiness.check_replication_lag(self.source_hook, self.state_store, self.source_topics(),
+        return readiness.check_replication_lag(self.source_cluster, self.state_store, self.source_topics(),
                                                self.threshold)
 
     def build_trigger(self) -> ReplicationLagTrigger:
@@ -114,7 +114,7 @@ class SourceQuiescedSensor(MigrationSensor):
         return float(self.spec.promotion.quiesce_window_seconds if self.window_seconds is None else self.window_seconds)
 
     def check(self) -> tuple[bool, dict]:
-        return readiness.check_quiesced_persistent(self.source_hook, self.state_store, self.source_topics(),
+        return readiness.check_quiesced_persistent(self.source_cluster, self.state_store, self.source_topics(),
                                                    self.window)
 
     def build_trigger(self) -> SourceQuiescedTrigger:
@@ -129,7 +129,7 @@ class SourceGroupsInactiveSensor(MigrationSensor):
         return sorted(migrated_groups(self.state_store))
 
     def check(self) -> tuple[bool, dict]:
-        return readiness.check_groups_inactive(self.source_hook, self.groups())
+        return readiness.check_groups_inactive(self.source_cluster, self.groups())
 
     def build_trigger(self) -> SourceGroupsInactiveTrigger:
         return SourceGroupsInactiveTrigger(self.spec.source.connection_id, self.groups(),
@@ -140,7 +140,7 @@ class GroupOffsetsSyncedSensor(MigrationSensor):
     """Destination group offsets equal the final translation the promotion recorded."""
 
     def check(self) -> tuple[bool, dict]:
-        return readiness.check_group_offsets_synced(self.destination_hook, self.state_store)
+        return readiness.check_group_offsets_synced(self.destination_cluster, self.state_store)
 
     def build_trigger(self) -> GroupOffsetsSyncedTrigger:
         return GroupOffsetsSyncedTrigger(self.spec.destination.connection_id, self.spec.state_topic_name,

@@ -11,8 +11,8 @@ import logging
 from kafka_ferry.core.acl_migration import AclMigrationPlan, plan_acl_migration
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.kafka.acls import create_acls, describe_acls
+from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import migrated_groups
 
 log = logging.getLogger(__name__)

@@ -25,11 +25,11 @@ from kafka_ferry.core.staged_cutover import (
     next_step,
     start_or_resume,
 )
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.reconcile import reconcile_copies
 from kafka_ferry.stages.schemas import record_rewriter
 from kafka_ferry.stages.staged_cutover_state import read_promotions, save_promotion
+from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import (
     commit_translated_offsets,
     load_partition_copies,
@@ -67,14 +67,14 @@ def copy_up_to_source_end(spec: MigrationSpec, source, destination, store: Migra
     Other topics are copied by the same batches (a plan covers the migration); records written after the
     snapshot are left to the next batch, so this ends while producers keep writing.
     """
-    from kafka_ferry.copy.clients import ClusterClients
     from kafka_ferry.copy.lease import CopyLease
     from kafka_ferry.copy.planner import plan_copy, record_accepted_gaps
+    from kafka_ferry.kafka.cluster import KafkaCluster
 
     ends = source.list_offsets(source.partitions_of(topics), "latest", read_committed=True)
     configs = {"source": source.client_config, "destination": destination.client_config}
     batches = 0
-    with CopyLease(ClusterClients("destination", configs["destination"]), store.topic, spec.name, "group-promotion"):
+    with CopyLease(KafkaCluster("destination", configs["destination"]), store.topic, spec.name, "group-promotion"):
         for _ in range(max_batches):
             plan = plan_copy(spec, source, destination, store)
             if plan.gaps:

@@ -12,8 +12,8 @@ import json
 import time
 
 from kafka_ferry.core.staged_cutover import GroupReadiness, group_readiness
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.stages.staged_cutover_state import promoted_groups
+from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import migrated_groups
 
 GROUP_ACTIVITY_KIND = "group_activity"

@@ -15,7 +15,7 @@ from kafka_ferry.core.staged_cutover import (
     groups_to_commit,
     promoted_names,
 )
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.state.store import MigrationStateStore
 
 
 def read_promotions(store: MigrationStateStore, kind: str,

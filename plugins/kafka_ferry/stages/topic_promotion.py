@@ -22,11 +22,11 @@ from kafka_ferry.core.staged_cutover import (
     start_or_resume,
     validate_selection,
 )
-from kafka_ferry.io.state_store import MigrationStateStore
 from kafka_ferry.promotion.reconcile import reconcile_copies
 from kafka_ferry.stages.group_promotion import GroupPromotionRefused, RunPlan, copy_up_to_source_end
 from kafka_ferry.stages.schemas import record_rewriter
 from kafka_ferry.stages.staged_cutover_state import promoted_groups, read_promotions, save_promotion
+from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import load_partition_copies, migrated_groups, read_progress
 
 log = logging.getLogger(__name__)

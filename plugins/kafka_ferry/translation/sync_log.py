@@ -11,8 +11,6 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable
 
-from confluent_kafka import KafkaError
-
 from kafka_ferry.core.mm2_wire import (
     HEARTBEATS_TOPIC,
     Checkpoint,
@@ -25,18 +23,13 @@ from kafka_ferry.core.mm2_wire import (
 )
 from kafka_ferry.core.offset_sync_policy import SyncPoint
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterError, KafkaClusterHook
-from kafka_ferry.io.partition_reader import read_whole_partitions
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.reads import read_whole_partitions
 
 log = logging.getLogger(__name__)
 
 
-def sync_log_hook(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook) -> KafkaClusterHook:
-    """The cluster holding the offset-sync topic: always the destination."""
-    return destination
-
-
-def read_offset_syncs(hook: KafkaClusterHook, topic: str) -> dict[tuple[str, int], list[SyncPoint]]:
+def read_offset_syncs(hook: KafkaCluster, topic: str) -> dict[tuple[str, int], list[SyncPoint]]:
     """Every sync in the topic, per (source topic, partition), in log order (duplicates kept)."""
     if topic not in hook.list_topic_names():
         log.warning("offset-sync topic %s does not exist yet: no syncs", topic)
@@ -53,12 +46,12 @@ def read_offset_syncs(hook: KafkaClusterHook, topic: str) -> dict[tuple[str, int
     return dict(syncs)
 
 
-def read_migration_syncs(spec: MigrationSpec, source: KafkaClusterHook,
-                         destination: KafkaClusterHook) -> dict[tuple[str, int], list[SyncPoint]]:
-    return read_offset_syncs(sync_log_hook(spec, source, destination), offset_syncs_topic(spec.destination.alias))
+def read_migration_syncs(spec: MigrationSpec, source: KafkaCluster,
+                         destination: KafkaCluster) -> dict[tuple[str, int], list[SyncPoint]]:
+    return read_offset_syncs(destination, offset_syncs_topic(spec.destination.alias))  # syncs live on the destination
 
 
-def read_checkpoints(hook: KafkaClusterHook, topic: str) -> dict[tuple[str, str, int], Checkpoint]:
+def read_checkpoints(hook: KafkaCluster, topic: str) -> dict[tuple[str, str, int], Checkpoint]:
     """The newest checkpoint per (group, destination topic, partition)."""
     if topic not in hook.list_topic_names():
         return {}
@@ -71,13 +64,13 @@ def read_checkpoints(hook: KafkaClusterHook, topic: str) -> dict[tuple[str, str,
     return latest
 
 
-def write_checkpoints(spec: MigrationSpec, destination: KafkaClusterHook, checkpoints: Iterable[Checkpoint]) -> int:
+def write_checkpoints(spec: MigrationSpec, destination: KafkaCluster, checkpoints: Iterable[Checkpoint]) -> int:
     """Produce checkpoints to ``<source alias>.checkpoints.internal`` (partition 0) and wait for every ack."""
-    return produce_keyed(destination, checkpoints_topic(spec.source.alias),
-                         [(cp.key_bytes(), cp.value_bytes()) for cp in checkpoints])
+    return destination.produce_and_wait(checkpoints_topic(spec.source.alias),
+                                        [(cp.key_bytes(), cp.value_bytes()) for cp in checkpoints], partition=0)
 
 
-def write_heartbeat(spec: MigrationSpec, destination: KafkaClusterHook, timestamp_ms: int) -> Heartbeat:
+def write_heartbeat(spec: MigrationSpec, destination: KafkaCluster, timestamp_ms: int) -> Heartbeat:
     """One MM2 heartbeat (source alias -> destination alias) to ``heartbeats`` (what MM2's heartbeat task writes
     on the target) and to ``<source alias>.heartbeats`` (what MM2 mirrors from the source), so MM2's tooling
     (``RemoteClusterUtils.upstreamClusters``/``replicationHops``) sees the flow. Topics are made if missing."""
@@ -87,31 +80,5 @@ def write_heartbeat(spec: MigrationSpec, destination: KafkaClusterHook, timestam
         if topic not in existing:
             destination.create_topic(topic, 1, min(3, destination.describe_cluster().broker_count),
                                      {"cleanup.policy": "compact"})
-        produce_keyed(destination, topic, [(heartbeat.key_bytes(), heartbeat.value_bytes())])
+        destination.produce_and_wait(topic, [(heartbeat.key_bytes(), heartbeat.value_bytes())], partition=0)
     return heartbeat
-
-
-def produce_keyed(hook: KafkaClusterHook, topic: str, records: list[tuple[bytes, bytes]], partition: int = 0) -> int:
-    """Idempotent, acks=all produce of (key, value) pairs to one partition; raises on any failed delivery."""
-    if not records:
-        return 0
-    producer = hook.producer(**{"acks": "all", "enable.idempotence": True, "linger.ms": 5})
-    errors: list[KafkaError] = []
-
-    def on_delivery(err, _msg):
-        if err is not None:
-            errors.append(err)
-
-    for key, value in records:
-        while True:
-            try:
-                producer.produce(topic, key=key, value=value, partition=partition, on_delivery=on_delivery)
-                break
-            except BufferError:
-                producer.poll(0.1)
-    remaining = producer.flush(60)
-    if remaining or errors:
-        error = errors[0] if errors else KafkaError(KafkaError._TIMED_OUT, f"{remaining} records unsent")
-        raise KafkaClusterError.on(hook, f"write to {topic}", error,
-                                   acl={"TOPIC": ("WRITE", topic)})
-    return len(records)

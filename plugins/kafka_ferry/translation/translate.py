@@ -18,8 +18,9 @@ from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.mm2_wire import Checkpoint
 from kafka_ferry.core.progress import PROGRESS_KIND, PartitionProgress
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterError, KafkaClusterHook
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.decisions import OffsetDecision, PartitionCopy, partition_copy, translate_groups
 from kafka_ferry.translation.offset_map import write_offset_map
 from kafka_ferry.translation.sync_log import read_migration_syncs, write_checkpoints
@@ -47,7 +48,7 @@ def migrated_groups(store: MigrationStateStore, state: Mapping | None = None) ->
 
 
 def load_partition_copies(
-    spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+    spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
     progress: Mapping[tuple[str, int], PartitionProgress],
 ) -> dict[tuple[str, int], PartitionCopy]:
     """Join progress, the sync log and both clusters' partition bounds into one PartitionCopy each."""
@@ -66,7 +67,7 @@ def load_partition_copies(
     }
 
 
-def empty_partition_copies(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+def empty_partition_copies(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
                            partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], PartitionCopy]:
     """Partitions the copy never planned because the source holds nothing there (log start == end).
 
@@ -86,7 +87,7 @@ def empty_partition_copies(spec: MigrationSpec, source: KafkaClusterHook, destin
                                dest_start[dest[tp]], dest_end[dest[tp]]) for tp in empty}
 
 
-def source_commits(source: KafkaClusterHook, groups: Mapping[str, Iterable[str]]
+def source_commits(source: KafkaCluster, groups: Mapping[str, Iterable[str]]
                    ) -> dict[str, dict[tuple[str, int], tuple[int, str]]]:
     """Committed (offset, metadata) of each group on its migrated source topics."""
     out = {}
@@ -114,7 +115,7 @@ class TranslationResult:
                 "flagged": [d.describe() for d in self.flagged]}
 
 
-def translate_migration(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook,
+def translate_migration(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
                         store: MigrationStateStore, groups: Iterable[str] | None = None) -> TranslationResult:
     """Read everything and decide, logging each decision with its reason; changes nothing."""
     state = store.read_all()
@@ -131,7 +132,7 @@ def translate_migration(spec: MigrationSpec, source: KafkaClusterHook, destinati
     return TranslationResult(decisions, copies)
 
 
-def checkpoint_translations(spec: MigrationSpec, destination: KafkaClusterHook,
+def checkpoint_translations(spec: MigrationSpec, destination: KafkaCluster,
                             decisions: Iterable[OffsetDecision]) -> int:
     """One MM2 checkpoint per translated decision (destination-side topic name); returns how many."""
     checkpoints = [Checkpoint(d.group, d.destination_topic, d.partition, d.upstream_offset, d.downstream_offset,
@@ -158,7 +159,7 @@ class GroupCommitRefused(RuntimeError):
     """A destination group could not be committed (members present, broker refusal)."""
 
 
-def commit_translated_offsets(destination: KafkaClusterHook, decisions: Iterable[OffsetDecision],
+def commit_translated_offsets(destination: KafkaCluster, decisions: Iterable[OffsetDecision],
                               allow_rewind: bool = False, strict: bool = False) -> list[GroupCommit]:
     """Commit translations to destination groups that have no members; ``strict`` raises on any refusal."""
     by_group: dict[str, list[OffsetDecision]] = defaultdict(list)
@@ -172,7 +173,7 @@ def commit_translated_offsets(destination: KafkaClusterHook, decisions: Iterable
     return outcomes
 
 
-def _commit_group(destination: KafkaClusterHook, group: str, decisions: list[OffsetDecision],
+def _commit_group(destination: KafkaCluster, group: str, decisions: list[OffsetDecision],
                   allow_rewind: bool) -> GroupCommit:
     outcome = GroupCommit(group)
     info = destination.describe_groups([group]).get(group)

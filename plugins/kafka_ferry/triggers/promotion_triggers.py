@@ -14,21 +14,11 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from airflow.sdk import BaseHook
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.hooks.kafka_cluster import async_kafka_cluster
 from kafka_ferry.promotion import readiness
-
-
-async def async_cluster_hook(conn_id: str) -> KafkaClusterHook:
-    """A hook whose connection was fetched without blocking the loop; its config is built off the loop."""
-    connection = await BaseHook.aget_connection(conn_id)
-    hook = KafkaClusterHook(conn_id)
-    hook.get_connection = lambda _conn_id: connection  # the provider's _build_config reads it from here
-    await asyncio.to_thread(lambda: hook.client_config)
-    return hook
+from kafka_ferry.state.store import MigrationStateStore
 
 
 class PromotionCheckTrigger(BaseTrigger):
@@ -72,8 +62,8 @@ class ReplicationLagTrigger(PromotionCheckTrigger):
                          state_topic=state_topic, topics=list(topics), max_lag=int(max_lag))
 
     async def prepare(self) -> None:
-        self._source = await async_cluster_hook(self.kwargs["source_conn_id"])
-        destination = await async_cluster_hook(self.kwargs["destination_conn_id"])
+        self._source = await async_kafka_cluster(self.kwargs["source_conn_id"])
+        destination = await async_kafka_cluster(self.kwargs["destination_conn_id"])
         self._store = MigrationStateStore(destination, self.kwargs["state_topic"])
 
     def check(self) -> tuple[bool, dict]:
@@ -91,7 +81,7 @@ class SourceQuiescedTrigger(PromotionCheckTrigger):
         self._seen: tuple[dict, float] | None = None
 
     async def prepare(self) -> None:
-        self._source = await async_cluster_hook(self.kwargs["source_conn_id"])
+        self._source = await async_kafka_cluster(self.kwargs["source_conn_id"])
 
     def check(self) -> tuple[bool, dict]:
         offsets, now = readiness.source_end_offsets(self._source, self.kwargs["topics"]), time.monotonic()
@@ -109,7 +99,7 @@ class SourceGroupsInactiveTrigger(PromotionCheckTrigger):
         super().__init__(poll_interval, source_conn_id=source_conn_id, groups=list(groups))
 
     async def prepare(self) -> None:
-        self._source = await async_cluster_hook(self.kwargs["source_conn_id"])
+        self._source = await async_kafka_cluster(self.kwargs["source_conn_id"])
 
     def check(self) -> tuple[bool, dict]:
         return readiness.check_groups_inactive(self._source, self.kwargs["groups"])
@@ -122,7 +112,7 @@ class GroupOffsetsSyncedTrigger(PromotionCheckTrigger):
         super().__init__(poll_interval, destination_conn_id=destination_conn_id, state_topic=state_topic)
 
     async def prepare(self) -> None:
-        self._destination = await async_cluster_hook(self.kwargs["destination_conn_id"])
+        self._destination = await async_kafka_cluster(self.kwargs["destination_conn_id"])
         self._store = MigrationStateStore(self._destination, self.kwargs["state_topic"])
 
     def check(self) -> tuple[bool, dict]:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from copy_support import REPO, read_partition
 
-from kafka_ferry.copy.clients import encode_cluster_configs
 from kafka_ferry.core.provenance import read_provenance, user_headers
+from kafka_ferry.kafka.configs import encode_cluster_configs
 
 
 @dataclass
@@ -53,7 +53,8 @@ def seed_volume(clusters, topic: str, partitions: int, per_partition: int, value
 
 
 def configs_env(clusters) -> str:
-    return encode_cluster_configs(clusters.hook("source").client_config, clusters.hook("destination").client_config)
+    return encode_cluster_configs(clusters.cluster("source").client_config,
+                                  clusters.cluster("destination").client_config)
 
 
 def start_copy_job(plan_path: str, env_configs: str, log_path: Path) -> subprocess.Popen:
@@ -137,7 +138,7 @@ def check_caught_up_exactly(clusters, spec_path: str, topic: str, partitions: in
 
     after = plan_and_copy_in_process(spec_path, configs_env(clusters))
     assert after["partitions_planned"] == 0, after
-    source_id = clusters.hook("source").describe_cluster().cluster_id
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
     figures = count_exact(clusters, topic, topic, partitions, source_id)
     print(figures.line(row, recover_s))
     assert figures.checked == expected
@@ -147,9 +148,9 @@ def check_caught_up_exactly(clusters, spec_path: str, topic: str, partitions: in
 
 def progress_of(clusters, spec_state_topic: str) -> dict:
     from kafka_ferry.core.progress import PROGRESS_KIND
-    from kafka_ferry.io.state_store import MigrationStateStore
+    from kafka_ferry.state.store import MigrationStateStore
 
-    return MigrationStateStore(clusters.hook("destination"), spec_state_topic).read_kind(PROGRESS_KIND)
+    return MigrationStateStore(clusters.cluster("destination"), spec_state_topic).read_kind(PROGRESS_KIND)
 
 
 def dump(obj) -> str:

@@ -25,7 +25,7 @@ from kafka_ferry.core.mm2_wire import Checkpoint, OffsetSync, checkpoints_topic,
 from kafka_ferry.core.progress import BATCH_KIND, PROGRESS_KIND
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.dag_factory import write_stubs
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults, pytest.mark.airflow, pytest.mark.spark]
 
@@ -96,8 +96,8 @@ def test_ten_migrations_of_twenty_partitions_catch_up_at_once_on_one_airflow_and
         failed = {d: r["state"] for d, r in done.items() if r["state"] != "success"}
         assert not failed, f"{failed}\n{stack.logs()}"
 
-    destination = private.hook("destination")
-    source_id = private.hook("source").describe_cluster().cluster_id
+    destination = private.cluster("destination")
+    source_id = private.cluster("source").describe_cluster().cluster_id
     own_topics = {name: f"{name}.events" for name in names}
     checkpoints = _read_checkpoints(private)
     checked = lost = duplicated = 0

@@ -31,7 +31,7 @@ def test_promotion_killed_after_each_step_resumes(private, tmp_path, step):
         s: "resumed" if s in done else "done" for s in STEPS}
     assert report["status"] == "promoted"
     assert_groups_resume_exactly(private, m)
-    source_id = private.hook("source").describe_cluster().cluster_id
+    source_id = private.cluster("source").describe_cluster().cluster_id
     figures = [count_exact(private, t, t, 2, source_id) for t in m["topics"].values()]
     assert all((f.lost, f.duplicated, f.mismatched) == (0, 0, 0) for f in figures)
     total = sum(f.checked for f in figures)

@@ -34,14 +34,14 @@ def test_topic_deleted_between_plan_and_copy_fails_and_writes_nothing(private, t
     plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path).execute({})
     private.admin(side).delete_topics([doomed])[doomed].result(30)
     deadline = time.monotonic() + 30
-    while doomed in private.hook(side).list_topic_names() and time.monotonic() < deadline:
+    while doomed in private.cluster(side).list_topic_names() and time.monotonic() < deadline:
         time.sleep(0.2)
 
     rc, output = run_job(plan["plan_path"], configs_env(private), tmp_path / "job.log")
 
     assert rc != 0
     assert f"planned partitions no longer exist: {side} {doomed}-0, {side} {doomed}-1" in output, output[-3000:]
-    destination = private.hook("destination")
+    destination = private.cluster("destination")
     ends = destination.list_offsets([(kept, 0), (kept, 1)], read_committed=False)
     assert ends == {(kept, 0): 0, (kept, 1): 0}  # nothing written elsewhere
     if side == "destination":
@@ -62,7 +62,7 @@ def test_destination_rejecting_a_record_fails_naming_it_and_keeps_progress_befor
     assert producer.flush(30) == 0
     spec_path = write_spec(tmp_path, private, p)
     provision(spec_path)
-    private.hook("destination").set_topic_configs(topic, {"max.message.bytes": "600000"})
+    private.cluster("destination").set_topic_configs(topic, {"max.message.bytes": "600000"})
     plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path).execute({})
 
     rc, output = run_job(plan["plan_path"], configs_env(private), tmp_path / "job.log")
@@ -75,16 +75,16 @@ def test_destination_rejecting_a_record_fails_naming_it_and_keeps_progress_befor
     assert f"the largest record not copied is {topic}-0 at source offset {big_at} (800005 bytes" in line, line
     progress = progress_of(private, load_spec(spec_path).state_topic_name)
     assert all(v["next_upstream_offset"] <= named for v in progress.values()), progress
-    destination_records = private.hook("destination").list_offsets([(topic, 0)], read_committed=False)[(topic, 0)]
+    destination_records = private.cluster("destination").list_offsets([(topic, 0)], read_committed=False)[(topic, 0)]
     assert destination_records <= big_at
     print(f"FAULT-MATRIX destination rejects record {topic}-0@{big_at} (800 KB > max.message.bytes 600000): exit {rc}, "
           f"{destination_records} records before it on the destination, progress "
           f"{[v['next_upstream_offset'] for v in progress.values()]}; message: {line[-400:]}")
 
-    private.hook("destination").set_topic_configs(topic, {"max.message.bytes": "1048588"})  # the operator's fix
+    private.cluster("destination").set_topic_configs(topic, {"max.message.bytes": "1048588"})  # the operator's fix
     retry_rc, output = run_job(plan["plan_path"], configs_env(private), tmp_path / "retry.log")
     assert retry_rc == 0, output[-3000:]
-    source_id = private.hook("source").describe_cluster().cluster_id
+    source_id = private.cluster("source").describe_cluster().cluster_id
     figures = count_exact(private, topic, topic, 1, source_id)
     assert (figures.checked, figures.lost, figures.duplicated, figures.mismatched) == (3000, 0, 0, 0)
     print(figures.line("destination rejecting a record, retried after raising max.message.bytes"))

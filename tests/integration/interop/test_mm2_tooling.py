@@ -33,9 +33,10 @@ def test_remote_cluster_utils_translates_to_our_commits_and_sees_the_source_upst
     p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "mm2tool", 2, 50, {0: 17, 1: 33})
     report = run_batch(spec_path, clusters.SPARK_CONN)  # plan, copy, report: one heartbeat
     TranslateOffsetsOperator(task_id="translate", spec_path=spec_path).execute({})
-    promoted = PromotionRunner(spec, clusters.hook("source"), clusters.hook("destination"), work_dir=work_dir).run()
+    promoted = PromotionRunner(spec, clusters.cluster("source"), clusters.cluster("destination"),
+                               work_dir=work_dir).run()
     assert report["records_copied"] == 100 and promoted["status"] == "promoted"
-    committed = clusters.hook("destination").group_offsets(f"{p}-g")
+    committed = clusters.cluster("destination").group_offsets(f"{p}-g")
 
     lines = probe(clusters.destination_bootstrap, spec.source.alias, f"{p}-g")
 
@@ -44,9 +45,9 @@ def test_remote_cluster_utils_translates_to_our_commits_and_sees_the_source_upst
     assert translated == committed == {(topic, 0): 17, (topic, 1): 33}
     assert spec.source.alias in lines[0].split(" ", 1)[1].split(",")
     assert lines[1] == "replicationHops 1"
-    destination = clusters.hook("destination")
+    destination = clusters.cluster("destination")
     for heartbeat_topic in (HEARTBEATS_TOPIC, remote_heartbeats_topic(spec.source.alias)):
-        from kafka_ferry.io.partition_reader import read_whole_partitions
+        from kafka_ferry.kafka.reads import read_whole_partitions
 
         beats = [Heartbeat.from_record(m.key(), m.value()) for m in read_whole_partitions(destination,
                                                                                            [(heartbeat_topic, 0)])]

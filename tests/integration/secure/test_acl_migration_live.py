@@ -40,7 +40,7 @@ def test_acls_of_migrated_topics_and_groups_are_migrated_without_widening(privat
         AclEntry("User:a", "TOPIC", m1, "READ"),  # User:b may not: merging both into User:merged would widen
         AclEntry("User:b", "TOPIC", other, "READ"),
     ]
-    create_acls(private.hook("source"), source_acls)
+    create_acls(private.cluster("source"), source_acls)
     d1, d2 = f"dst.{m1}", f"dst.{m2}"
     expected = sorted([
         AclEntry("User:app", "TOPIC", d1, "READ"),
@@ -54,7 +54,7 @@ def test_acls_of_migrated_topics_and_groups_are_migrated_without_widening(privat
     def on_destination():
         found = []
         for resource_type, name in (("TOPIC", d1), ("TOPIC", d2), ("TOPIC", f"dst.{other}"), ("GROUP", group)):
-            found += describe_acls(private.hook("destination"), resource_type, name)
+            found += describe_acls(private.cluster("destination"), resource_type, name)
         return sorted(found)
 
     dry = MigrateAclsOperator(task_id="acls", spec_path=str(spec_path), dry_run=True).execute({})

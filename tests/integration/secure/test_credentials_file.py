@@ -26,7 +26,7 @@ def test_copy_on_standalone_with_a_credentials_file(private, tmp_path, work_dir,
         report = run_batch(m["spec_path"], spark_standalone)
 
     assert report["records_copied"] == 2 * PARTITIONS * 40
-    source_id = private.hook("source").describe_cluster().cluster_id
+    source_id = private.cluster("source").describe_cluster().cluster_id
     for t in m["topics"]:
         assert_copied_exactly_once(private, t, t, PARTITIONS, source_id)
     assert watch.samples > 5 and watch.hits == []

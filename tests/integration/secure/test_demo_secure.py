@@ -69,10 +69,10 @@ def test_the_demo_migration_over_sasl_ssl_with_exactly_the_minimum_acls(private,
                           list(demo.DEMO_GROUPS))
     for side in ("source", "destination"):
         principal = f"User:{demo_secure.PRINCIPALS[side]}"
-        assert set(describe_acls(private.hook(side), principal=principal)) == set(getattr(wanted, side)), side
+        assert set(describe_acls(private.cluster(side), principal=principal)) == set(getattr(wanted, side)), side
     assert "sasl.password" not in output
     # The whole demo copied, record by record.
-    source_id = private.hook("source").describe_cluster().cluster_id
+    source_id = private.cluster("source").describe_cluster().cluster_id
     copied = 0
     for topic, (partitions, _) in demo.DEMO_TOPICS.items():
         pairs = assert_copied_exactly_once(private, topic, topic, partitions, source_id)

@@ -36,7 +36,7 @@ def _consume_error(config: dict, group: str, topic: str):
 
 
 def test_group_and_topic_fences_refuse_until_lifted(private):
-    destination = private.hook("destination")
+    destination = private.cluster("destination")
     topic = private.create_topic("destination", private.unique("fence") + ".t", 1)
     group = private.unique("fence-g")
     users = {name: private.create_principal("destination", name) for name in ("mig", "app", "reader")}

@@ -76,8 +76,8 @@ def secure_migration(private, tmp_path, prefix: str, grant_filter=None, **copy_o
     spec = load_spec(spec_path)
     acls = minimum_acls(spec, f"User:{users['source'][0]}", f"User:{users['destination'][0]}", topics, [group])
     keep = grant_filter or (lambda side, entry: True)
-    create_acls(private.hook("source"), [e for e in acls.source if keep("source", e)])
-    create_acls(private.hook("destination"), [e for e in acls.destination if keep("destination", e)])
+    create_acls(private.cluster("source"), [e for e in acls.source if keep("source", e)])
+    create_acls(private.cluster("destination"), [e for e in acls.destination if keep("destination", e)])
     for conn_id, side in ((LP_SOURCE, "source"), (LP_DESTINATION, "destination")):
         private.set_connection(conn_id, private.sasl_config(side, *users[side]))
     return {"p": p, "topics": topics, "group": group, "committed": committed, "positions": positions,
@@ -86,7 +86,7 @@ def secure_migration(private, tmp_path, prefix: str, grant_filter=None, **copy_o
 
 def assert_migrated_exactly(private, m) -> None:
     """Every record once on the destination, and the group resumes there exactly where it stopped."""
-    source_id = private.hook("source").describe_cluster().cluster_id
+    source_id = private.cluster("source").describe_cluster().cluster_id
     for t in m["topics"]:
         assert_copied_exactly_once(private, t, t, PARTITIONS, source_id)
         received = consume_as_group(private, m["group"], t, PARTITIONS)
@@ -108,14 +108,14 @@ def grep_files(roots: list[Path], secrets: list[str]) -> tuple[int, list[str]]:
 def test_catch_up_and_promotion_with_exactly_the_minimum_acls(private, tmp_path, work_dir, caplog):
     m = secure_migration(private, tmp_path, "lp")
     secrets = [m["users"]["source"][1], m["users"]["destination"][1]]
-    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+    from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 
     with ProcessListWatch(secrets) as watch:
         provision(m["spec_path"])
         provision_groups(m["spec_path"])
         report = run_batch(m["spec_path"], private.SPARK_CONN)
         TranslateOffsetsOperator(task_id="translate", spec_path=m["spec_path"]).execute({})
-        promoted = PromotionRunner(m["spec"], KafkaClusterHook(LP_SOURCE), KafkaClusterHook(LP_DESTINATION),
+        promoted = PromotionRunner(m["spec"], kafka_cluster(LP_SOURCE), kafka_cluster(LP_DESTINATION),
                                    work_dir=work_dir).run()
 
     assert report["records_copied"] == 2 * PARTITIONS * 40
@@ -123,7 +123,7 @@ def test_catch_up_and_promotion_with_exactly_the_minimum_acls(private, tmp_path,
     assert_migrated_exactly(private, m)
     # the principals hold exactly the minimum, nothing more appeared
     dst_user = f"User:{m['users']['destination'][0]}"
-    assert describe_acls(private.hook("destination"), principal=dst_user) == sorted(m["acls"].destination)
+    assert describe_acls(private.cluster("destination"), principal=dst_user) == sorted(m["acls"].destination)
     assert watch.samples > 10 and watch.hits == []
     checked, hits = grep_files([work_dir, tmp_path, private.specs["source"].home / "logs",
                                 private.specs["destination"].home / "logs",
@@ -142,7 +142,7 @@ def test_catch_up_and_promotion_with_exactly_the_minimum_acls(private, tmp_path,
 ], ids=["dst-write-topic", "dst-read-group", "src-read-topic", "src-describe-configs"])
 def test_a_missing_acl_fails_naming_operation_resource_and_principal(private, tmp_path, work_dir, side,
                                                                      resource_type, operation, which):
-    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+    from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     names = {}
 
     def keep(grant_side, entry):
@@ -170,7 +170,7 @@ def test_a_missing_acl_fails_naming_operation_resource_and_principal(private, tm
     with pytest.raises(Exception) as failure:  # noqa: PT011 - the KafkaClusterError, or a step error quoting it
         provision(m["spec_path"])
         provision_groups(m["spec_path"])
-        PromotionRunner(m["spec"], KafkaClusterHook(LP_SOURCE), KafkaClusterHook(LP_DESTINATION),
+        PromotionRunner(m["spec"], kafka_cluster(LP_SOURCE), kafka_cluster(LP_DESTINATION),
                         work_dir=work_dir).run()
 
     wanted = f"grant ALLOW {operation} on {resource_type} '{names[which]}' for {principal}"

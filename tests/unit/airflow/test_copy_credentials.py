@@ -116,7 +116,7 @@ def test_local_master_passes_the_configs_in_the_process_environment_only(submitt
 
 
 def test_the_job_reads_the_file_by_path_or_by_its_name_in_the_container_cwd(tmp_path, monkeypatch):
-    from kafka_ferry.copy.clients import load_cluster_configs
+    from kafka_ferry.kafka.configs import load_cluster_configs
 
     configs = {"source": {"bootstrap.servers": "s:1"}, "destination": {"bootstrap.servers": "d:1"}}
     (tmp_path / "kferry-credentials.json").write_text(json.dumps(configs))

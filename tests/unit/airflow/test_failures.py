@@ -6,10 +6,10 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 from confluent_kafka import KafkaError
 
-from kafka_ferry.copy.clients import ClusterClients
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
 from kafka_ferry.core.spec_source import SpecError, SpecProblem
-from kafka_ferry.io.kafka_errors import KafkaClusterError
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import MigrationPromotedError
 
@@ -79,7 +79,7 @@ def test_kafka_errors_name_the_addresses_tried_but_no_user_part():
         "Kafka connection 'kafka_source' (bootstrap servers broker-1:9092,broker-2:9092): describe cluster failed: "
         "Connection refused (the cluster is unreachable: check bootstrap.servers and the network)")
     assert "ferry" not in str(error)
-    clients = ClusterClients("destination", {"bootstrap.servers": "dst-1:9092", "sasl.password": "hunter2"})
+    clients = KafkaCluster("destination", {"bootstrap.servers": "dst-1:9092", "sasl.password": "hunter2"})
     on_clients = KafkaClusterError.on(clients, "read tail of t-0", KafkaError(KafkaError._TIMED_OUT, "Timed out"))
     assert str(on_clients) == ("Kafka connection 'destination' (bootstrap servers dst-1:9092): read tail of t-0 "
                                "failed: Timed out (the cluster did not answer in time: check bootstrap.servers and "

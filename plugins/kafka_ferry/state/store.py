@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
-from kafka_ferry.io.kafka_errors import KafkaClusterError
-
-if TYPE_CHECKING:  # the Spark job passes kafka_ferry.copy.clients.ClusterClients, which has no Airflow
-    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.errors import KafkaClusterError
 
 STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0", "segment.ms": "3600000"}
 
@@ -25,7 +23,7 @@ STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"
 class MigrationStateStore:
     """Read-all / write-through access to one migration's state topic."""
 
-    def __init__(self, hook: KafkaClusterHook, topic: str):
+    def __init__(self, hook: KafkaCluster, topic: str):
         self.hook = hook
         self.topic = topic
 
@@ -41,22 +39,11 @@ class MigrationStateStore:
 
     def put_many(self, kind: str, values: Mapping[str, Mapping[str, Any] | None]) -> None:
         """Write records and wait until every one is acknowledged by all in-sync replicas."""
-        producer = self.hook.producer(**{"acks": "all", "enable.idempotence": True, "linger.ms": 5})
-        errors: list[KafkaError] = []
-
-        def on_delivery(err, _msg):
-            if err is not None:
-                errors.append(err)
-
         now_ms = int(time.time() * 1000)
-        for key, value in values.items():
-            payload = None if value is None else json.dumps({**value, "written_at_ms": now_ms}, sort_keys=True)
-            producer.produce(self.topic, key=f"{kind}/{key}".encode(), value=payload, on_delivery=on_delivery)
-        remaining = producer.flush(30)
-        if remaining or errors:
-            error = errors[0] if errors else KafkaError(KafkaError._TIMED_OUT, f"{remaining} state records unsent")
-            raise KafkaClusterError.on(self.hook, f"write state to {self.topic}", error,
-                                       acl={"TOPIC": ("WRITE", self.topic)})
+        records = [(f"{kind}/{key}".encode(),
+                    None if value is None else json.dumps({**value, "written_at_ms": now_ms}, sort_keys=True).encode())
+                   for key, value in values.items()]
+        self.hook.produce_and_wait(self.topic, records, timeout_s=30, what="state records")
 
     def read_all(self) -> dict[str, dict[str, dict[str, Any]]]:
         """Every live record, as {kind: {key: value}}; reads the topic from the start to its end."""

@@ -13,13 +13,14 @@ from collections.abc import Iterator, Mapping
 
 from confluent_kafka import KafkaError, Message, TopicPartition
 
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterError, KafkaClusterHook
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.errors import KafkaClusterError
 
 DEFAULT_TIMEOUT_S = 120.0
 
 
 def read_ranges(
-    hook: KafkaClusterHook,
+    hook: KafkaCluster,
     ranges: Mapping[tuple[str, int], tuple[int, int]],
     read_committed: bool = True,
     timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -85,7 +86,7 @@ def _drop_finished(consumer, pending: dict[tuple[str, int], tuple[int, int]],
         consumer.incremental_unassign(done)
 
 
-def read_whole_partitions(hook: KafkaClusterHook, partitions: list[tuple[str, int]],
+def read_whole_partitions(hook: KafkaCluster, partitions: list[tuple[str, int]],
                           read_committed: bool = True) -> Iterator[Message]:
     """Every record from the log start to the end of each partition (internal topics)."""
     starts = hook.list_offsets(partitions, "earliest", read_committed=read_committed)

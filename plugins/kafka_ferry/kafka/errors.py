@@ -76,7 +76,7 @@ class KafkaClusterError(RuntimeError):
     @classmethod
     def on(cls, cluster: Any, operation: str, error: KafkaError | Exception,
            acl: Mapping[str, tuple[str, str]] | None = None) -> KafkaClusterError:
-        """The error of a call on a hook or client set: named by its connection id and bootstrap addresses, and
+        """The error of a call on a ``KafkaCluster``: named by its connection id (or role) and bootstrap addresses, and
         for an authorization error by the grant its principal needs (``acl``)."""
-        return cls(cluster.kafka_config_id, operation, error, getattr(cluster, "bootstrap_servers", None),
+        return cls(cluster.name, operation, error, getattr(cluster, "bootstrap_servers", None),
                    principal=getattr(cluster, "principal", None), acl=acl)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_ferry.copy.clients import CLUSTER_CONFIGS_ENV, encode_cluster_configs, load_cluster_configs
+from kafka_ferry.kafka.configs import CLUSTER_CONFIGS_ENV, encode_cluster_configs, load_cluster_configs
 
 SECRET = "s3cr3t-password"
 

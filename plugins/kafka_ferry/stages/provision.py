@@ -18,8 +18,8 @@ from kafka_ferry.core.progress import TIMESTAMPS_KIND
 from kafka_ferry.core.provisioning_plan import GroupPlan, TopicPlan, plan_groups, plan_topics, select_topics
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.time_fidelity import TopicTimePlan
-from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
-from kafka_ferry.io.state_store import MigrationStateStore
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.state.store import MigrationStateStore
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 OFFSET_SYNCS_COMPACTION_LAG_MS = str(30 * 24 * 3600 * 1000)
 
 
-def compute_topic_plan(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook) -> TopicPlan:
+def compute_topic_plan(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster) -> TopicPlan:
     selected = select_topics(spec, source.list_topic_names())
     source_topics = source.describe_topics(selected)
     dest_names = [spec.topics.rename.destination_topic(t) for t in selected]
@@ -37,7 +37,7 @@ def compute_topic_plan(spec: MigrationSpec, source: KafkaClusterHook, destinatio
                        recorded_time_plans(spec, destination))
 
 
-def recorded_time_plans(spec: MigrationSpec, destination: KafkaClusterHook) -> dict[str, TopicTimePlan]:
+def recorded_time_plans(spec: MigrationSpec, destination: KafkaCluster) -> dict[str, TopicTimePlan]:
     """The timestamp plans of earlier provisionings (their values to restore), by source topic."""
     if spec.state_topic_name not in destination.list_topic_names():
         return {}
@@ -45,7 +45,7 @@ def recorded_time_plans(spec: MigrationSpec, destination: KafkaClusterHook) -> d
     return {topic: TopicTimePlan.from_record(value) for topic, value in records.items()}
 
 
-def apply_topic_plan(plan: TopicPlan, destination: KafkaClusterHook) -> list[str]:
+def apply_topic_plan(plan: TopicPlan, destination: KafkaCluster) -> list[str]:
     """Apply a plan that has no refusals; returns what was done, one line per change."""
     plan.raise_if_refused()
     done = []
@@ -77,7 +77,7 @@ def internal_topics(spec: MigrationSpec) -> dict[str, dict[str, str]]:
     }
 
 
-def ensure_internal_topics(spec: MigrationSpec, destination: KafkaClusterHook) -> list[str]:
+def ensure_internal_topics(spec: MigrationSpec, destination: KafkaCluster) -> list[str]:
     """State, offset-sync and checkpoint topics (one partition each, compacted); idempotent."""
     created = []
     if MigrationStateStore(destination, spec.state_topic_name).ensure_topic():
@@ -89,7 +89,7 @@ def ensure_internal_topics(spec: MigrationSpec, destination: KafkaClusterHook) -
     return created
 
 
-def compute_group_plan(spec: MigrationSpec, source: KafkaClusterHook, destination: KafkaClusterHook) -> GroupPlan:
+def compute_group_plan(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster) -> GroupPlan:
     migrated_topics = set(select_topics(spec, source.list_topic_names()))
     group_topics = {g: {t for t, _ in source.group_offsets(g)} for g in source.list_group_ids()}
     candidates = [g for g in group_topics if spec.groups.matches(g)]
@@ -98,19 +98,19 @@ def compute_group_plan(spec: MigrationSpec, source: KafkaClusterHook, destinatio
     return plan_groups(spec, group_topics, migrated_topics, destination_groups)
 
 
-def record_groups(spec: MigrationSpec, plan: GroupPlan, destination: KafkaClusterHook) -> None:
+def record_groups(spec: MigrationSpec, plan: GroupPlan, destination: KafkaCluster) -> None:
     plan.raise_if_refused()
     store = MigrationStateStore(destination, spec.state_topic_name)
     store.put_many("group", {g: {"source_topics": list(t)} for g, t in plan.migrated.items()})
 
 
-def record_topics(spec: MigrationSpec, plan: TopicPlan, destination: KafkaClusterHook) -> None:
+def record_topics(spec: MigrationSpec, plan: TopicPlan, destination: KafkaCluster) -> None:
     store = MigrationStateStore(destination, spec.state_topic_name)
     store.put_many("topic", {a.source_topic: {"destination_topic": a.destination_topic, "partitions": a.partitions}
                              for a in plan.actions})
 
 
-def record_time_plans(spec: MigrationSpec, plan: TopicPlan, destination: KafkaClusterHook) -> None:
+def record_time_plans(spec: MigrationSpec, plan: TopicPlan, destination: KafkaCluster) -> None:
     """The timestamp plan of each mirror not planned before; written before the limits are lifted.
 
     Why before: a provisioning killed after lifting would otherwise leave no record of the values to restore.

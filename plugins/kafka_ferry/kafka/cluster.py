@@ -1,0 +1,329 @@
+"""One Kafka cluster, reached with confluent-kafka: admin, offsets, groups, producers, consumers, produce-and-wait.
+
+The one client of kafka-ferry. The Airflow side gets it from a connection (``KafkaClusterHook.get_conn``);
+the Spark job builds the same class from the config the task shipped to it (``kafka.configs``). Nothing
+here imports Airflow. Errors come back as ``KafkaClusterError`` naming the cluster (its connection id or
+role), the bootstrap addresses and what to check; the config, which may hold credentials, is never
+logged, returned in a message or shown by ``repr``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from functools import cached_property
+from typing import Any
+
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
+
+from kafka_ferry.core.acl_plan import principal_of
+from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
+from kafka_ferry.kafka.errors import KafkaClusterError
+
+log = logging.getLogger(__name__)
+
+TIMEOUT_S = 30.0
+# Group coordinator moves and loads (after a broker start or a leader change) pass within seconds.
+RETRIABLE_CODES = frozenset({
+    KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
+    # a restarted broker answers with a stale leader epoch until its metadata catches up
+    KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH,
+})
+RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
+WAIT_SLICE_S = 0.5
+SLICE_RETRY_CODES = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
+# Connection errors no wait can cure: the call fails at once, saying so.
+FATAL_CLIENT_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
+                                KafkaError._SSL})
+# Every internal write (state, syncs, checkpoints, heartbeats) waits for all in-sync replicas.
+DURABLE_PRODUCER = {"acks": "all", "enable.idempotence": True, "linger.ms": 5}
+
+
+class KafkaCluster:
+    """One cluster: ``name`` is what errors call it (the Airflow connection id, or the role in the Spark job).
+
+    ``reuse_producers`` keeps one producer per override set: a producer per call costs a connection and an
+    InitProducerId round trip (~0.3-0.5 s), which a caller that writes state per partition would pay each time.
+    """
+
+    def __init__(self, name: str, config: Mapping[str, Any], *, reuse_producers: bool = False,
+                 request_timeout_s: float = TIMEOUT_S) -> None:
+        self.name = name
+        self._config = dict(config)
+        self.request_timeout_s = request_timeout_s  # per call; tests of unreachable clusters lower it
+        self._producers: dict[tuple, Producer] | None = {} if reuse_producers else None
+        self._client_error: KafkaError | None = None
+
+    def __repr__(self) -> str:
+        return f"KafkaCluster({self.name!r}, bootstrap.servers={self.bootstrap_servers!r})"
+
+    # --- clients -------------------------------------------------------------------------------
+    @property
+    def client_config(self) -> dict[str, Any]:
+        """The librdkafka config. Secret: only for handing to the copy job through its secret channel."""
+        return dict(self._config)
+
+    @property
+    def bootstrap_servers(self) -> str | None:
+        """The addresses errors name (never the rest of the config)."""
+        return self._config.get("bootstrap.servers")
+
+    @cached_property
+    def principal(self) -> str | None:
+        """Who the config authenticates as (named in authorization errors); not a secret."""
+        return principal_of(self._config)
+
+    @cached_property
+    def admin(self) -> AdminClient:
+        return AdminClient({"error_cb": self._on_client_error, **self._config})
+
+    def _on_client_error(self, error: KafkaError) -> None:
+        """librdkafka's connection-level errors (authentication, brokers down): they explain a call's timeout,
+        and an authentication failure ends the wait at once (waiting longer cannot fix credentials)."""
+        self._client_error = error
+
+    def producer(self, **overrides: Any) -> Producer:
+        if self._producers is None:
+            return Producer({**self._config, **overrides})
+        key = tuple(sorted((k, repr(v)) for k, v in overrides.items()))
+        if key not in self._producers:
+            self._producers[key] = Producer({**self._config, **overrides})
+        return self._producers[key]
+
+    def consumer(self, **overrides: Any) -> Consumer:
+        config = {"group.id": "kafka-ferry-reader", "enable.auto.commit": False, **overrides}
+        return Consumer({**self._config, **config})
+
+    # --- waiting -------------------------------------------------------------------------------
+    def _wait(self, future: Future, operation: str, acl: Mapping[str, tuple[str, str]] | None = None) -> Any:
+        deadline = time.monotonic() + self.request_timeout_s
+        while True:
+            try:
+                return future.result(timeout=min(WAIT_SLICE_S, max(0.0, deadline - time.monotonic())))
+            except KafkaException as exc:
+                raise KafkaClusterError.on(self, operation, exc.args[0], acl=acl) from None
+            except TimeoutError:
+                self.admin.poll(0)  # serves error_cb
+                last = self._client_error
+                if last is not None and last.code() in FATAL_CLIENT_CODES:
+                    raise KafkaClusterError.on(self, operation, last) from None
+                if time.monotonic() >= deadline:
+                    detail = f"; last client error: {last.str()}" if last is not None else ""
+                    timed_out = KafkaError(KafkaError._TIMED_OUT,
+                                           f"no answer within {self.request_timeout_s:g} s{detail}")
+                    raise KafkaClusterError.on(self, operation, timed_out) from None
+
+    def _retrying(self, call: Callable[[], Any]) -> Any:
+        """Run a call again while it fails with a transient coordinator/leader error."""
+        for delay in RETRY_DELAYS_S:
+            try:
+                return call()
+            except KafkaClusterError as exc:
+                if exc.code not in RETRIABLE_CODES:
+                    raise
+                log.info("transient Kafka error, retrying in %.1f s: %s", delay, exc)
+                time.sleep(delay)
+        return call()
+
+    def _wait_all(self, futures: Mapping[Any, Future], operation: str,
+                  acl: Callable[[Any], Mapping[str, tuple[str, str]]] | None = None) -> dict[Any, Any]:
+        return {key: self._wait(f, f"{operation} {key}", acl(key) if acl else None) for key, f in futures.items()}
+
+    # --- cluster and topics --------------------------------------------------------------------
+    def describe_cluster(self) -> ClusterInfo:
+        result = self._wait(self.admin.describe_cluster(request_timeout=self.request_timeout_s), "describe cluster")
+        return ClusterInfo(cluster_id=result.cluster_id, broker_count=len(result.nodes))
+
+    def _metadata(self, operation: str) -> Any:
+        """Cluster metadata (every topic the principal may describe), asked in slices so an authentication
+        failure (reported through error_cb) ends the wait at once."""
+        deadline = time.monotonic() + self.request_timeout_s
+        while True:
+            try:
+                return self.admin.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
+            except KafkaException as exc:
+                self.admin.poll(0)
+                last = self._client_error
+                if last is not None and last.code() in FATAL_CLIENT_CODES:
+                    raise KafkaClusterError.on(self, operation, last) from None
+                if time.monotonic() >= deadline or exc.args[0].code() not in SLICE_RETRY_CODES:
+                    raise KafkaClusterError.on(self, operation, exc.args[0]) from None
+
+    def list_topic_names(self) -> list[str]:
+        return sorted(self._metadata("list topics").topics)
+
+    def list_partitions(self, topics: Iterable[str]) -> set[tuple[str, int]]:
+        """The existing (topic, partition) pairs of these topics, from metadata alone (DESCRIBE on the topics is
+        enough; a missing topic has none)."""
+        wanted = set(topics)
+        listed = self._metadata("list partitions").topics
+        return {(t, p) for t in wanted if t in listed and listed[t].error is None for p in listed[t].partitions}
+
+    def describe_topics(self, names: Iterable[str]) -> dict[str, TopicInfo]:
+        """Partition count, replication factor and effective configs of each existing topic (missing ones omitted)."""
+        names = sorted(set(names))
+        existing = set(self.list_topic_names())
+        names = [n for n in names if n in existing]
+        if not names:
+            return {}
+        descriptions = self._wait_all(self.admin.describe_topics(TopicCollection(names)), "describe topic",
+                                      lambda name: {"TOPIC": ("DESCRIBE", name)})
+        resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
+        configs = self._wait_all(self.admin.describe_configs(resources), "describe configs of",
+                                 lambda res: {"TOPIC": ("DESCRIBE_CONFIGS", res.name)})
+        by_name = {res.name: {k: e.value for k, e in entries.items() if e.value is not None}
+                   for res, entries in configs.items()}
+        return {
+            name: TopicInfo(name=name, partitions=len(d.partitions),
+                            replication_factor=len(d.partitions[0].replicas) if d.partitions else 0,
+                            configs=by_name.get(name, {}))
+            for name, d in descriptions.items()
+        }
+
+    def partitions_of(self, topics: Iterable[str]) -> list[tuple[str, int]]:
+        """The existing (topic, partition) pairs of these topics, sorted (a missing topic has none)."""
+        return [(t, p) for t, info in sorted(self.describe_topics(topics).items()) for p in range(info.partitions)]
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]) -> bool:
+        """Create a topic; returns False when it already exists (a retried run)."""
+        future = self.admin.create_topics([NewTopic(name, partitions, replication_factor, config=dict(configs))],
+                                          request_timeout=self.request_timeout_s)[name]
+        try:
+            future.result(timeout=self.request_timeout_s)
+            return True
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return False
+            raise KafkaClusterError.on(self, f"create topic {name}", exc.args[0],
+                                       acl={"TOPIC": ("CREATE", name)}) from None
+
+    def grow_partitions(self, name: str, total: int) -> None:
+        self._wait(self.admin.create_partitions([NewPartitions(name, total)])[name], f"grow partitions of {name}",
+                   {"TOPIC": ("ALTER", name)})
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str | None]) -> None:
+        """Set topic-level configs; a None value removes the topic's override (the broker default applies)."""
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v is not None
+                               else AlterConfigOpType.DELETE) for k, v in configs.items()]
+        resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
+        self._wait_all(self.admin.incremental_alter_configs([resource]), "alter configs of",
+                       lambda res: {"TOPIC": ("ALTER_CONFIGS", res.name)})
+
+    # --- offsets -------------------------------------------------------------------------------
+    def list_offsets(self, partitions: Iterable[tuple[str, int]], which: str = "latest",
+                     timestamp_ms: int | None = None, read_committed: bool = True) -> dict[tuple[str, int], int]:
+        """Earliest, latest (the last stable offset under read_committed) or by-time offsets per partition."""
+        spec = {"earliest": OffsetSpec.earliest, "latest": OffsetSpec.latest}.get(which)
+        offset_spec = OffsetSpec.for_timestamp(timestamp_ms) if which == "time" else spec()
+        request = {TopicPartition(t, p): offset_spec for t, p in partitions}
+        if not request:
+            return {}
+        isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+
+        def call():
+            futures = self.admin.list_offsets(request, isolation_level=isolation,
+                                              request_timeout=self.request_timeout_s)
+            return self._wait_all(futures, f"list {which} offsets of", lambda tp: {"TOPIC": ("DESCRIBE", tp.topic)})
+
+        return {(tp.topic, tp.partition): info.offset for tp, info in self._retrying(call).items()}
+
+    # --- consumer groups -----------------------------------------------------------------------
+    def list_group_ids(self) -> list[str]:
+        future = self.admin.list_consumer_groups(request_timeout=self.request_timeout_s)
+        return sorted(g.group_id for g in self._wait(future, "list consumer groups").valid)
+
+    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
+        group_ids = sorted(set(group_ids))
+        if not group_ids:
+            return {}
+
+        def call():
+            futures = self.admin.describe_consumer_groups(group_ids, request_timeout=self.request_timeout_s)
+            return self._wait_all(futures, "describe group", lambda gid: {"GROUP": ("DESCRIBE", gid)})
+
+        return {gid: GroupInfo(gid, d.state.name, len(d.members)) for gid, d in self._retrying(call).items()}
+
+    def group_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
+        """Committed offsets of a group (partitions without a commit are left out)."""
+        return {tp: offset for tp, (offset, _) in self.group_offsets_with_metadata(group_id).items()}
+
+    def group_offsets_with_metadata(self, group_id: str) -> dict[tuple[str, int], tuple[int, str]]:
+        def call():
+            futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)],
+                                                             request_timeout=self.request_timeout_s)
+            return self._wait(futures[group_id], f"read offsets of group {group_id}",
+                              {"GROUP": ("DESCRIBE", group_id)})
+
+        return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
+                for tp in self._retrying(call).topic_partitions if tp.offset >= 0}
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int],
+                            metadata: Mapping[tuple[str, int], str] | None = None) -> None:
+        """Commit offsets for a group; the broker refuses this while the group has members."""
+        metadata = metadata or {}
+        tps = [TopicPartition(t, p, o, metadata=metadata[(t, p)]) if metadata.get((t, p)) else TopicPartition(t, p, o)
+               for (t, p), o in sorted(offsets.items())]
+        operation = f"commit offsets of group {group_id}"
+        needs = {"GROUP": ("READ", group_id)}
+
+        def call():
+            futures = self.admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id, tps)],
+                                                              request_timeout=self.request_timeout_s)
+            failed = [tp for tp in self._wait(futures[group_id], operation, needs).topic_partitions
+                      if tp.error is not None]
+            if failed:
+                raise KafkaClusterError.on(self, operation, failed[0].error,
+                                           acl={**needs, "TOPIC": ("DESCRIBE", failed[0].topic)})
+
+        self._retrying(call)
+
+    # --- writes --------------------------------------------------------------------------------
+    def produce_and_wait(self, topic: str, records: Iterable[tuple[bytes, bytes | None]], *,
+                         partition: int | None = None, timeout_s: float = 60.0, what: str = "records") -> int:
+        """Idempotent, acks=all produce of (key, value) pairs; returns how many once every one is acknowledged
+        by all in-sync replicas, and raises on any failed delivery or on records still unsent at the timeout."""
+        records = list(records)
+        if not records:
+            return 0
+        producer = self.producer(**DURABLE_PRODUCER)
+        errors: list[KafkaError] = []
+
+        def on_delivery(err, _msg):
+            if err is not None:
+                errors.append(err)
+
+        where = {} if partition is None else {"partition": partition}
+        for key, value in records:
+            while True:
+                try:
+                    producer.produce(topic, key=key, value=value, on_delivery=on_delivery, **where)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    producer.poll(0.1)
+        remaining = producer.flush(timeout_s)
+        if remaining or errors:
+            error = errors[0] if errors else KafkaError(KafkaError._TIMED_OUT, f"{remaining} {what} unsent")
+            raise KafkaClusterError.on(self, f"write {what} to {topic}", error, acl={"TOPIC": ("WRITE", topic)})
+        return len(records)
