@@ -6,6 +6,9 @@ from typing import Any
 
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.trigger_form import check_trigger
+from kafka_ferry.operators.base import MigrationOperator
+from kafka_ferry.operators.failures import fail_fast
+from kafka_ferry.promotion.guard import assert_not_promoted
 from kafka_ferry.stages.provision import (
     apply_topic_plan,
     compute_group_plan,
@@ -16,9 +19,6 @@ from kafka_ferry.stages.provision import (
     record_time_plans,
     record_topics,
 )
-from kafka_ferry.operators.base import MigrationOperator
-from kafka_ferry.operators.failures import fail_fast
-from kafka_ferry.promotion.guard import assert_not_promoted
 
 
 class MigrationPreflightOperator(MigrationOperator):
