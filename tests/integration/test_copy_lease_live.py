@@ -156,7 +156,7 @@ def _landed(clusters, topic: str, partitions: int) -> int:
 
 
 def _claims(clusters, state_topic: str) -> dict:
-    from kafka_ferry.core.copy_lease import LEASE_KIND
+    from kafka_ferry.core.state_records import LEASE_KIND
     from kafka_ferry.state.store import MigrationStateStore
 
     return MigrationStateStore(clusters.cluster("destination"), state_topic).read_kind(LEASE_KIND)

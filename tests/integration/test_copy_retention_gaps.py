@@ -15,6 +15,7 @@ from copy_support import (
 
 from kafka_ferry.core.batch_planning import RetentionGapError
 from kafka_ferry.core.provenance import read_provenance
+from kafka_ferry.core.state_records import GAP_KIND
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
 from kafka_ferry.state.store import MigrationStateStore
 
@@ -47,7 +48,7 @@ def test_a_retention_gap_fails_naming_every_lost_range_unless_the_spec_accepts_i
     assert f"{topic}-2" not in message
     assert "accept_retention_gaps" in message
     store = MigrationStateStore(clusters.cluster("destination"), f"kafka-ferry.{p}.state")
-    assert store.read_kind("gap") == {}
+    assert store.read_kind(GAP_KIND) == {}
     assert len(read_partition(clusters, "destination", topic, 0)) == 50  # nothing copied past the gap
 
     accepting = write_spec(tmp_path, clusters, p, accept_retention_gaps=True)
@@ -55,7 +56,7 @@ def test_a_retention_gap_fails_naming_every_lost_range_unless_the_spec_accepts_i
 
     assert [(g["partition"], g["lost_start"], g["lost_end"], g["lost_count"]) for g in report["gaps"]] == [
         (0, 50, 80, 30), (1, 50, 100, 50)]
-    ledger = store.read_kind("gap")
+    ledger = store.read_kind(GAP_KIND)
     assert {(v["partition"], v["lost_start"], v["lost_end"]) for v in ledger.values()} == {(0, 50, 80), (1, 50, 100)}
     assert report["records_copied"] == 20 + 50
     assert report["lag_after_total"] == 0

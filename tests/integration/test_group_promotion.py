@@ -6,7 +6,8 @@ import pytest
 from scenarios import commit_source_group, consume_as_group, one_group_migration, provision_groups
 from staged_support import PARTITIONS, Writer, thread_copy
 
-from kafka_ferry.core.staged_cutover import GROUP_PROMOTION_KIND, GROUP_STEPS, UnitPromotion
+from kafka_ferry.core.staged_cutover import GROUP_STEPS, UnitPromotion
+from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
 from kafka_ferry.promotion.runner import in_process_final_copy
 from kafka_ferry.stages.group_promotion import GroupPromotionRefused, promote_group
 from kafka_ferry.stages.staged_cutover_state import promoted_groups, read_promotions, save_promotion

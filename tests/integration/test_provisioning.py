@@ -10,6 +10,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
 from kafka_ferry.core.spec import SpecError
+from kafka_ferry.core.state_records import GROUP_KIND
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.operators.failures import is_deterministic
 from kafka_ferry.operators.provision import (
@@ -179,7 +180,7 @@ def test_groups_are_recorded_and_an_active_destination_group_is_refused(clusters
     assert plan["migrated"] == {f"{p}-billing": [topic]}
     assert "no committed offsets on migrated topics" in plan["skipped"][f"{p}-other-topic-only"]
     store = MigrationStateStore(clusters.cluster("destination"), f"kafka-ferry.{p}.state")
-    assert store.read_kind("group") [f"{p}-billing"]["source_topics"] == [topic]
+    assert store.read_kind(GROUP_KIND)[f"{p}-billing"]["source_topics"] == [topic]
 
     # A consumer of the same group name is live on the destination: refuse, record nothing new.
     clusters.create_topic("destination", f"{p}.live", 1)

@@ -21,10 +21,11 @@ import schema_registries as srtb
 from kafka_ferry.core.schema_plan import canonical
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, schema_id_of
 from kafka_ferry.core.spec import SchemaRegistryRef, load_spec
+from kafka_ferry.core.state_records import SCHEMA_ID_KIND
 from kafka_ferry.operators.schemas import MigrateSchemasOperator
 from kafka_ferry.promotion.reconcile import reconcile, reconcile_copies
 from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryUnavailable
-from kafka_ferry.stages.schemas import SCHEMA_ID_KIND, SchemaMigrationError, migrate_schemas
+from kafka_ferry.stages.schemas import SchemaMigrationError, migrate_schemas
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import load_partition_copies, read_progress
 

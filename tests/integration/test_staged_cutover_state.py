@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from scenarios import commit_source_group, one_group_migration, provision_groups
 
-from kafka_ferry.core.staged_cutover import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, UnitPromotion
+from kafka_ferry.core.staged_cutover import UnitPromotion
+from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
 from kafka_ferry.promotion.runner import in_process_final_copy
 from kafka_ferry.stages.staged_cutover_state import (
     promoted_groups,

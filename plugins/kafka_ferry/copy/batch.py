@@ -12,7 +12,7 @@ from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.report import build_report, measure_lag, write_report
-from kafka_ferry.core.progress import BATCH_KIND
+from kafka_ferry.core.state_records import BATCH_KIND
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.store import MigrationStateStore
 

@@ -35,7 +35,7 @@ from kafka_ferry.copy.faults import Faults
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.sync_writer import OffsetSyncWriter
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker, SyncPoint
-from kafka_ferry.core.progress import PROGRESS_KIND, PartitionProgress
+from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.provenance import (
     PROVENANCE_HEADERS,
     SOURCE_CLUSTER_HEADER,
@@ -44,6 +44,7 @@ from kafka_ferry.core.provenance import (
     user_headers,
 )
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownSchemaId, schema_id_of
+from kafka_ferry.core.state_records import PROGRESS_KIND
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.state.store import MigrationStateStore
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_ferry.core.batch_planning import PartitionRange, RetentionGap
-from kafka_ferry.core.progress import partition_key
+from kafka_ferry.core.state_records import partition_key
 
 WORK_DIR_ENV = "KFERRY_WORK_DIR"
 

@@ -16,12 +16,13 @@ from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.state import stored_progress
-from kafka_ferry.core.batch_planning import PartitionPosition, RetentionGap, plan_batch
+from kafka_ferry.core.batch_planning import PartitionPosition, plan_batch
 from kafka_ferry.core.mm2_wire import offset_syncs_topic
-from kafka_ferry.core.progress import GAP_KIND, PROGRESS_KIND, PartitionProgress, partition_key
+from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import TOPIC_PROMOTION_KIND, promoted_names, topics_to_copy
+from kafka_ferry.core.staged_cutover import promoted_names, topics_to_copy
+from kafka_ferry.core.state_records import GAP_KIND, PROGRESS_KIND, TOPIC_PROMOTION_KIND, gap_key, partition_key
 from kafka_ferry.stages.schemas import record_rewriter
 from kafka_ferry.state.store import MigrationStateStore
 
@@ -94,11 +95,6 @@ def _check_destination(destination: Any, partitions: list[tuple[str, int]], rena
             f"destination topics missing or too small: {', '.join(short)}; run provision_topics first")
 
 
-def gap_key(gap: RetentionGap) -> str:
-    """One ledger entry per lost range start: a later, wider loss of the same range replaces it."""
-    return f"{partition_key(gap.topic, gap.partition)}@{gap.lost_start}"
-
-
 def record_accepted_gaps(plan: CopyPlan, store: MigrationStateStore, destination_topic: Callable[[str], str],
                          progress: Mapping[tuple[str, int], PartitionProgress] | None = None) -> list[str]:
     """Write accepted gaps to the ledger; move progress past a gap where nothing is left to copy.
@@ -110,8 +106,10 @@ def record_accepted_gaps(plan: CopyPlan, store: MigrationStateStore, destination
         return []
     progress = stored_progress(store) if progress is None else progress
     now_ms = int(time.time() * 1000)
-    store.put_many(GAP_KIND, {gap_key(g): {**asdict(g), "lost_count": g.lost_count, "batch_id": plan.batch_id,
-                                           "recorded_at_ms": now_ms} for g in plan.gaps})
+    store.put_many(GAP_KIND, {
+        gap_key(g.topic, g.partition, g.lost_start):
+            {**asdict(g), "lost_count": g.lost_count, "batch_id": plan.batch_id, "recorded_at_ms": now_ms}
+        for g in plan.gaps})
     moved = {}
     copied = {(t.source_topic, t.partition) for t in plan.tasks}
     for g in plan.gaps:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kafka_ferry.core.progress import PROGRESS_KIND, PartitionProgress
+from kafka_ferry.core.progress import PartitionProgress
+from kafka_ferry.core.state_records import PROGRESS_KIND
 from kafka_ferry.state.store import MigrationStateStore
 
 

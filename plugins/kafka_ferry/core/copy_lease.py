@@ -24,7 +24,8 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-LEASE_KIND = "copy-lease"
+from kafka_ferry.core.state_records import LEASE_KIND
+
 # Airflow retries copy_batch after 30 s (the DAG's retry_delay): a crashed holder's lease has expired by then.
 LEASE_S = 30.0
 RENEW_EVERY_S = 5.0
@@ -48,7 +49,7 @@ class Claim:
 
     @property
     def key(self) -> str:
-        return f"{LEASE_KIND}/{self.token}"
+        return LEASE_KIND.record_key(self.token).decode()
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode()
@@ -72,7 +73,7 @@ def claims_in_log(records: Iterable[tuple[int, bytes, bytes | None]]) -> list[Cl
     first_offset: dict[str, int] = {}
     for offset, raw_key, raw_value in records:
         kind, _, token = raw_key.decode().partition("/")
-        if kind != LEASE_KIND:
+        if kind != LEASE_KIND.name:
             continue
         if raw_value is None:
             current.pop(token, None)

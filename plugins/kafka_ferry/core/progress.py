@@ -1,4 +1,4 @@
-"""Copy progress per source partition, as kept in the migration's state topic (kind "progress").
+"""Copy progress per source partition, as kept in the migration's state topic (``state_records.PROGRESS_KIND``).
 
 `next_upstream_offset` is the next source offset a batch reads: every committed record below it has been
 copied and acknowledged. `last_upstream_offset`/`last_downstream_offset` are the last copied record's
@@ -9,20 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-PROGRESS_KIND = "progress"
-GAP_KIND = "gap"
-BATCH_KIND = "batch"
-PROMOTION_KIND = "promotion"
-TIMESTAMPS_KIND = "timestamps"  # per source topic: the mirror's TopicTimePlan and its status (copying/switched)
-
-
-def partition_key(topic: str, partition: int) -> str:
-    return f"{topic}:{partition}"
-
-
-def parse_partition_key(key: str) -> tuple[str, int]:
-    topic, _, partition = key.rpartition(":")
-    return topic, int(partition)
+from kafka_ferry.core.state_records import partition_key
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
-GROUP_PROMOTION_KIND = "group_promotion"  # state key: destination group name
-TOPIC_PROMOTION_KIND = "topic_promotion"  # state key: source topic name
+from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, StateKind
 
 # A group's promotion, in order. Each step is idempotent and recorded when done, so an interrupted run resumes.
 GROUP_STEPS = ("source_quiet", "final_copy", "translated", "committed", "reconciled", "promoted")
@@ -51,7 +50,7 @@ class UnitPromotion:
         return out
 
     @classmethod
-    def from_record(cls, kind: str, key: str, record: Mapping[str, object]) -> UnitPromotion:
+    def from_record(cls, kind: StateKind, key: str, record: Mapping[str, object]) -> UnitPromotion:
         """Read a stored record; a malformed one is an error naming the kind, key, field and value."""
         steps = _steps_for(kind)
         done = record.get("steps_done", [])
@@ -64,7 +63,7 @@ class UnitPromotion:
                    started_at_ms=int(record.get("started_at_ms") or 0),
                    promoted_at_ms=record.get("promoted_at_ms"), detail=dict(record.get("detail") or {}))
 
-    def with_step(self, kind: str, step: str, now_ms: int, **detail: object) -> UnitPromotion:
+    def with_step(self, kind: StateKind, step: str, now_ms: int, **detail: object) -> UnitPromotion:
         """This record with ``step`` done (idempotent); the ``promoted`` step stamps ``promoted_at_ms`` once."""
         steps = _steps_for(kind)
         if step not in steps:
@@ -75,16 +74,16 @@ class UnitPromotion:
                              {**self.detail, **detail})
 
 
-def _steps_for(kind: str) -> tuple[str, ...]:
+def _steps_for(kind: StateKind) -> tuple[str, ...]:
     if kind == GROUP_PROMOTION_KIND:
         return GROUP_STEPS
     if kind == TOPIC_PROMOTION_KIND:
         return TOPIC_STEPS
     raise StagedCutoverError(
-        f"unknown promotion kind {kind!r}; expected {GROUP_PROMOTION_KIND} or {TOPIC_PROMOTION_KIND}")
+        f"unknown promotion kind {kind}; expected {GROUP_PROMOTION_KIND} or {TOPIC_PROMOTION_KIND}")
 
 
-def next_step(kind: str, record: UnitPromotion | None) -> str | None:
+def next_step(kind: StateKind, record: UnitPromotion | None) -> str | None:
     """The first step not yet done (invariant D); None when promoted."""
     steps = _steps_for(kind)
     if record is None:
@@ -94,7 +93,8 @@ def next_step(kind: str, record: UnitPromotion | None) -> str | None:
     return next(s for s in steps if s not in record.steps_done)
 
 
-def start_or_resume(kind: str, name: str, stored: UnitPromotion | None, run_id: str, now_ms: int) -> UnitPromotion:
+def start_or_resume(kind: StateKind, name: str, stored: UnitPromotion | None, run_id: str,
+                    now_ms: int) -> UnitPromotion:
     """The record a run works on: the stored one when resuming (keeps the first run's id and start), else a new one."""
     if stored is not None:
         return stored
@@ -178,6 +178,6 @@ def topics_to_copy(topics: Iterable[str], promoted_topics: Iterable[str]) -> lis
     return sorted(t for t in set(topics) if t not in done)
 
 
-def promoted_names(records: Mapping[str, Mapping[str, object]], kind: str) -> list[str]:
+def promoted_names(records: Mapping[str, Mapping[str, object]], kind: StateKind) -> list[str]:
     """Names whose stored promotion record of ``kind`` says promoted."""
     return sorted(k for k, v in records.items() if UnitPromotion.from_record(kind, k, v).promoted)

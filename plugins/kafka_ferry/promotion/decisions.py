@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kafka_ferry.core.state_records import TRANSLATION_PREFIX, under
 from kafka_ferry.translation.translate import OffsetDecision
 
 
@@ -14,9 +15,8 @@ def stored_decisions(state: dict[str, dict]) -> list[OffsetDecision]:
     """The final translation as ``final_translation`` recorded it."""
     fields = set(OffsetDecision.__dataclass_fields__)
     out = []
-    for key, value in sorted(state.items()):
-        if key.startswith("translation/"):
-            out += [OffsetDecision(**{k: v for k, v in row.items() if k in fields}) for row in value["decisions"]]
+    for value in under(state, TRANSLATION_PREFIX).values():
+        out += [OffsetDecision(**{k: v for k, v in row.items() if k in fields}) for row in value["decisions"]]
     return out
 
 

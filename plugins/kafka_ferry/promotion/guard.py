@@ -6,10 +6,9 @@ records behind consumers that already moved. Only an explicit ``reset_promotion`
 
 from __future__ import annotations
 
-from kafka_ferry.core.progress import PROMOTION_KIND
+from kafka_ferry.core.state_records import MIGRATION_KEY, PROMOTION_KIND
 from kafka_ferry.state.store import MigrationStateStore
 
-MIGRATION_KEY = "migration"
 PROMOTED = "promoted"
 
 

@@ -11,13 +11,11 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 
-from kafka_ferry.core.progress import PROMOTION_KIND, partition_key
+from kafka_ferry.core.state_records import PROMOTION_KIND, QUIESCE_KEY, STEP_PREFIX, partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.decisions import expected_group_offsets, stored_decisions
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import read_progress
-
-QUIESCE_KEY = "quiesce/source-end-offsets"
 
 
 def replication_lag(source: KafkaCluster, store: MigrationStateStore, topics: Iterable[str]) -> dict:
@@ -90,7 +88,7 @@ def group_offset_mismatches(destination: KafkaCluster,
 
 def check_group_offsets_synced(destination, store: MigrationStateStore) -> tuple[bool, dict]:
     state = store.read_kind(PROMOTION_KIND)
-    if state.get("step/final_translation", {}).get("status") != "done":
+    if state.get(STEP_PREFIX + "final_translation", {}).get("status") != "done":
         return False, {"waiting_for": "final_translation"}
     mismatches = group_offset_mismatches(destination, expected_group_offsets(stored_decisions(state)))
     return not mismatches, {"mismatches": mismatches}

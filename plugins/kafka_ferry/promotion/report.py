@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.state_records import MIGRATION_KEY, STEP_PREFIX, TRANSLATION_PREFIX, under
 
 log = logging.getLogger(__name__)
 
@@ -23,14 +24,13 @@ def build_report(spec: MigrationSpec, state: dict[str, dict], timings: dict, rec
                  duration_s: float, timestamps: dict[str, dict] | None = None) -> dict:
     """``timestamps``: the mirrors' timestamp plans by source topic, with their status (copying/switched)."""
     rows = []
-    for key, value in sorted(state.items()):
-        if key.startswith("translation/"):
-            rows += [{c: d.get(c) for c in GROUP_COLUMNS} for d in value["decisions"]]
-    steps = {k[len("step/"):]: v for k, v in state.items() if k.startswith("step/")}
+    for value in under(state, TRANSLATION_PREFIX).values():
+        rows += [{c: d.get(c) for c in GROUP_COLUMNS} for d in value["decisions"]]
+    steps = under(state, STEP_PREFIX)
     if reconciliation is None and "reconcile" in steps:
         reconciliation = steps["reconcile"].get("summary")
     return {"migration": spec.name, "generated_at_ms": int(time.time() * 1000),
-            "status": state.get("migration", {}).get("status", "in-progress"),
+            "status": state.get(MIGRATION_KEY, {}).get("status", "in-progress"),
             "duration_s": round(duration_s, 3), "steps": steps, "this_run": timings,
             "groups": rows, "reconciliation": reconciliation,
             "timestamps": {topic: {k: v for k, v in plan.items() if k != "written_at_ms"}

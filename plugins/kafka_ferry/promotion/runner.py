@@ -22,12 +22,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from kafka_ferry.core.progress import PROMOTION_KIND, TIMESTAMPS_KIND
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.state_records import (
+    MIGRATION_KEY,
+    PROMOTED_GROUP_PREFIX,
+    PROMOTED_TOPIC_PREFIX,
+    PROMOTION_KIND,
+    STEP_PREFIX,
+    TIMESTAMPS_KIND,
+    TRANSLATION_PREFIX,
+    under,
+)
 from kafka_ferry.core.time_fidelity import LOG_APPEND_TIME, TIMESTAMP_TYPE, TopicTimePlan
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.decisions import expected_group_offsets, stored_decisions  # noqa: F401 (public here too)
-from kafka_ferry.promotion.guard import MIGRATION_KEY, PROMOTED
+from kafka_ferry.promotion.guard import PROMOTED
 from kafka_ferry.promotion.readiness import replication_lag
 from kafka_ferry.promotion.reconcile import reconcile
 from kafka_ferry.promotion.report import build_report, write_report
@@ -130,10 +139,10 @@ class PromotionRunner:
 
     def completed_steps(self) -> list[str]:
         state = self._state()
-        return [s for s in STEPS if state.get(f"step/{s}", {}).get("status") == "done"]
+        return [s for s in STEPS if state.get(STEP_PREFIX + s, {}).get("status") == "done"]
 
     def _mark(self, step: str, summary: dict, duration_s: float) -> None:
-        self.store.put(PROMOTION_KIND, f"step/{step}", {"status": "done", "finished_at_ms": int(time.time() * 1000),
+        self.store.put(PROMOTION_KIND, STEP_PREFIX + step, {"status": "done", "finished_at_ms": int(time.time() * 1000),
                                                          "duration_s": round(duration_s, 3), "summary": summary})
 
     # --- run --------------------------------------------------------------------------------
@@ -180,8 +189,8 @@ class PromotionRunner:
         by_group: dict[str, list[dict]] = {}
         for d in result.decisions:
             by_group.setdefault(d.group, []).append(d.as_dict())
-        stale = [k for k in self._state() if k.startswith("translation/") and k[len("translation/"):] not in by_group]
-        records = {f"translation/{g}": {"decisions": rows} for g, rows in by_group.items()}
+        stale = [TRANSLATION_PREFIX + g for g in under(self._state(), TRANSLATION_PREFIX) if g not in by_group]
+        records = {TRANSLATION_PREFIX + g: {"decisions": rows} for g, rows in by_group.items()}
         self.store.put_many(PROMOTION_KIND, {**records, **{k: None for k in stale}})
         return {**result.summary(), "checkpoints": checkpoints, "offset_map": str(json_path)}
 
@@ -221,10 +230,10 @@ class PromotionRunner:
         groups = migrated_groups(self.store)
         topics = self._source_topics()
         now = int(time.time() * 1000)
-        records: dict[str, Any] = {f"topic/{t}": {"status": PROMOTED, "destination_topic":
+        records: dict[str, Any] = {PROMOTED_TOPIC_PREFIX + t: {"status": PROMOTED, "destination_topic":
                                                   self.spec.topics.rename.destination_topic(t), "promoted_at_ms": now}
                                    for t in topics}
-        records.update({f"group/{g}": {"status": PROMOTED, "promoted_at_ms": now} for g in groups})
+        records.update({PROMOTED_GROUP_PREFIX + g: {"status": PROMOTED, "promoted_at_ms": now} for g in groups})
         records[MIGRATION_KEY] = {"status": PROMOTED, "promoted_at_ms": now, "topics": topics,
                                   "groups": sorted(groups)}
         self.store.put_many(PROMOTION_KIND, records)

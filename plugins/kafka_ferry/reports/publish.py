@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kafka_ferry.core.progress import BATCH_KIND
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.state_records import BATCH_KIND
 from kafka_ferry.reports.render import batch_page, promotion_page
 
 OVERVIEW_FILE = "overview.json"

@@ -18,13 +18,8 @@ import time
 from collections.abc import Callable
 
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import (
-    GROUP_PROMOTION_KIND,
-    StagedCutoverError,
-    UnitPromotion,
-    next_step,
-    start_or_resume,
-)
+from kafka_ferry.core.staged_cutover import StagedCutoverError, UnitPromotion, next_step, start_or_resume
+from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.reconcile import reconcile_copies
 from kafka_ferry.stages.schemas import record_rewriter

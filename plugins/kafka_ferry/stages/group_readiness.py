@@ -12,11 +12,10 @@ import json
 import time
 
 from kafka_ferry.core.staged_cutover import GroupReadiness, group_readiness
+from kafka_ferry.core.state_records import GROUP_ACTIVITY_KIND
 from kafka_ferry.stages.staged_cutover_state import promoted_groups
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import migrated_groups
-
-GROUP_ACTIVITY_KIND = "group_activity"
 
 
 def ready_groups(source, store: MigrationStateStore, quiet_ms: int, now_ms: int | None = None) -> list[GroupReadiness]:
@@ -24,7 +23,7 @@ def ready_groups(source, store: MigrationStateStore, quiet_ms: int, now_ms: int 
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     state = store.read_all()
     groups = sorted(migrated_groups(store, state))
-    seen = state.get(GROUP_ACTIVITY_KIND, {})
+    seen = GROUP_ACTIVITY_KIND.records(state)
     members = {g: info.member_count for g, info in source.describe_groups(groups).items()}
     last_change, changed = {}, {}
     for g in groups:

@@ -14,9 +14,9 @@ from kafka_ferry.core.mm2_wire import (
     offset_syncs_topic,
     remote_heartbeats_topic,
 )
-from kafka_ferry.core.progress import TIMESTAMPS_KIND
 from kafka_ferry.core.provisioning_plan import GroupPlan, TopicPlan, plan_groups, plan_topics, select_topics
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.state_records import GROUP_KIND, TIMESTAMPS_KIND, TOPIC_KIND
 from kafka_ferry.core.time_fidelity import TopicTimePlan
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.store import MigrationStateStore
@@ -101,12 +101,12 @@ def compute_group_plan(spec: MigrationSpec, source: KafkaCluster, destination: K
 def record_groups(spec: MigrationSpec, plan: GroupPlan, destination: KafkaCluster) -> None:
     plan.raise_if_refused()
     store = MigrationStateStore(destination, spec.state_topic_name)
-    store.put_many("group", {g: {"source_topics": list(t)} for g, t in plan.migrated.items()})
+    store.put_many(GROUP_KIND, {g: {"source_topics": list(t)} for g, t in plan.migrated.items()})
 
 
 def record_topics(spec: MigrationSpec, plan: TopicPlan, destination: KafkaCluster) -> None:
     store = MigrationStateStore(destination, spec.state_topic_name)
-    store.put_many("topic", {a.source_topic: {"destination_topic": a.destination_topic, "partitions": a.partitions}
+    store.put_many(TOPIC_KIND, {a.source_topic: {"destination_topic": a.destination_topic, "partitions": a.partitions}
                              for a in plan.actions})
 
 

@@ -25,11 +25,11 @@ from kafka_ferry.core.schema_plan import (
 )
 from kafka_ferry.core.schema_wire import SchemaIdRewriter
 from kafka_ferry.core.spec import MigrationSpec, SchemaRegistryRef
+from kafka_ferry.core.state_records import SCHEMA_ID_KIND
 from kafka_ferry.registry.client import SchemaRegistry
 
 log = logging.getLogger(__name__)
 
-SCHEMA_ID_KIND = "schema_id"  # state topic: key = source id, value = destination id and where it came from
 IMPORT_PROBE_SUBJECT = "_kafka-ferry-import-probe"
 PROBE_ID_ATTEMPTS = 50  # free ids looked up above the source ids before giving up the probe
 

@@ -8,13 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from kafka_ferry.core.staged_cutover import (
-    GROUP_PROMOTION_KIND,
-    TOPIC_PROMOTION_KIND,
-    UnitPromotion,
-    groups_to_commit,
-    promoted_names,
-)
+from kafka_ferry.core.staged_cutover import UnitPromotion, groups_to_commit, promoted_names
+from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
 from kafka_ferry.state.store import MigrationStateStore
 
 

@@ -15,13 +15,13 @@ import time
 
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import (
-    TOPIC_PROMOTION_KIND,
     UnitPromotion,
     check_topic_promotion,
     next_step,
     start_or_resume,
     validate_selection,
 )
+from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
 from kafka_ferry.promotion.reconcile import reconcile_copies
 from kafka_ferry.stages.group_promotion import GroupPromotionRefused, RunPlan, copy_up_to_source_end
 from kafka_ferry.stages.schemas import record_rewriter

@@ -2,20 +2,24 @@
 
 Why Kafka and not Airflow's database: the state (provisioned topics and groups, copy progress, promotion)
 must survive a reset of Airflow's metadata DB and be readable by the Spark job, which has no Airflow.
-Each record is `<kind>/<id>` -> JSON; compaction keeps the newest value per key, a tombstone deletes it.
+Each record is `<kind>/<key>` -> JSON, every kind declared in ``core.state_records``; compaction keeps the newest
+value per key, a tombstone deletes it.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
+from kafka_ferry.core.state_records import KINDS, StateKind, decode
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
+
+log = logging.getLogger(__name__)
 
 STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0", "segment.ms": "3600000"}
 
@@ -34,30 +38,38 @@ class MigrationStateStore:
         configs = dict(STATE_TOPIC_CONFIGS, **({"min.insync.replicas": str(min(2, rf))} if rf > 1 else {}))
         return self.hook.create_topic(self.topic, 1, rf, configs)
 
-    def put(self, kind: str, key: str, value: Mapping[str, Any] | None) -> None:
+    def put(self, kind: StateKind, key: str, value: Mapping[str, Any] | None) -> None:
         self.put_many(kind, {key: value})
 
-    def put_many(self, kind: str, values: Mapping[str, Mapping[str, Any] | None]) -> None:
-        """Write records and wait until every one is acknowledged by all in-sync replicas."""
+    def put_many(self, kind: StateKind, values: Mapping[str, Mapping[str, Any] | None]) -> None:
+        """Write records (None: a tombstone) and wait until every one is acknowledged by all in-sync replicas.
+
+        Every record is checked against its kind's declaration before the first is sent."""
         now_ms = int(time.time() * 1000)
-        records = [(f"{kind}/{key}".encode(),
-                    None if value is None else json.dumps({**value, "written_at_ms": now_ms}, sort_keys=True).encode())
-                   for key, value in values.items()]
+        records = [_declared(kind).encode(key, value, now_ms) for key, value in values.items()]
         self.hook.produce_and_wait(self.topic, records, timeout_s=30, what="state records")
 
-    def read_all(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """Every live record, as {kind: {key: value}}; reads the topic from the start to its end."""
-        state: dict[str, dict[str, dict[str, Any]]] = {}
+    def read_all(self) -> dict[StateKind, dict[str, dict[str, Any]]]:
+        """Every live record, as {kind: {key: value}}; reads the topic from the start to its end.
+
+        A kind no declaration knows (written by a newer kafka-ferry) is left out, with a warning."""
+        state: dict[StateKind, dict[str, dict[str, Any]]] = {}
+        unknown: set[str] = set()
         for raw_key, raw_value in self._records():
-            kind, _, key = raw_key.decode().partition("/")
-            if raw_value is None:
+            name, key, value = decode(raw_key, raw_value)
+            kind = KINDS.get(name)
+            if kind is None:
+                unknown.add(name)
+            elif value is None:
                 state.get(kind, {}).pop(key, None)
             else:
-                state.setdefault(kind, {})[key] = json.loads(raw_value)
+                state.setdefault(kind, {})[key] = value
+        if unknown:
+            log.warning("state topic %s holds records of undeclared kinds %s: left out", self.topic, sorted(unknown))
         return state
 
-    def read_kind(self, kind: str) -> dict[str, dict[str, Any]]:
-        return self.read_all().get(kind, {})
+    def read_kind(self, kind: StateKind) -> dict[str, dict[str, Any]]:
+        return _declared(kind).records(self.read_all())
 
     def _records(self) -> Iterable[tuple[bytes, bytes | None]]:
         end = self.hook.list_offsets([(self.topic, 0)], "latest", read_committed=False).get((self.topic, 0), 0)
@@ -86,3 +98,9 @@ class MigrationStateStore:
                                        KafkaError(KafkaError._TIMED_OUT, "state topic not read to its end in 60 s"))
         finally:
             consumer.close()
+
+
+def _declared(kind: StateKind) -> StateKind:
+    if not isinstance(kind, StateKind) or KINDS.get(kind.name) is not kind:
+        raise TypeError(f"state kind {kind!r} is not declared in kafka_ferry.core.state_records")
+    return kind

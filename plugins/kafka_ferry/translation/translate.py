@@ -16,8 +16,9 @@ from pathlib import Path
 
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.mm2_wire import Checkpoint
-from kafka_ferry.core.progress import PROGRESS_KIND, PartitionProgress
+from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.state_records import GROUP_KIND, PROGRESS_KIND
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.state.store import MigrationStateStore
@@ -27,7 +28,6 @@ from kafka_ferry.translation.sync_log import read_migration_syncs, write_checkpo
 
 log = logging.getLogger(__name__)
 
-GROUP_KIND = "group"
 
 
 def default_work_dir(spec: MigrationSpec) -> Path:
@@ -36,14 +36,14 @@ def default_work_dir(spec: MigrationSpec) -> Path:
 
 
 def read_progress(store: MigrationStateStore, state: Mapping | None = None) -> dict[tuple[str, int], PartitionProgress]:
-    records = (state or store.read_all()).get(PROGRESS_KIND, {})
+    records = PROGRESS_KIND.records(state or store.read_all())
     progress = [PartitionProgress.from_record(v) for v in records.values()]
     return {(p.source_topic, p.partition): p for p in progress}
 
 
 def migrated_groups(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, list[str]]:
     """Groups recorded by ProvisionMirrorGroupsOperator -> their migrated source topics."""
-    records = (state or store.read_all()).get(GROUP_KIND, {})
+    records = GROUP_KIND.records(state or store.read_all())
     return {g: list(v.get("source_topics", [])) for g, v in sorted(records.items())}
 
 

@@ -147,7 +147,7 @@ def check_caught_up_exactly(clusters, spec_path: str, topic: str, partitions: in
 
 
 def progress_of(clusters, spec_state_topic: str) -> dict:
-    from kafka_ferry.core.progress import PROGRESS_KIND
+    from kafka_ferry.core.state_records import PROGRESS_KIND
     from kafka_ferry.state.store import MigrationStateStore
 
     return MigrationStateStore(clusters.cluster("destination"), spec_state_topic).read_kind(PROGRESS_KIND)

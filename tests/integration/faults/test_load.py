@@ -22,8 +22,8 @@ from fault_support import count_exact, seed_volume
 
 from airflow_stack import AirflowStack
 from kafka_ferry.core.mm2_wire import Checkpoint, OffsetSync, checkpoints_topic, offset_syncs_topic
-from kafka_ferry.core.progress import BATCH_KIND, PROGRESS_KIND
 from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.state_records import BATCH_KIND, PROGRESS_KIND
 from kafka_ferry.dag_factory import write_stubs
 from kafka_ferry.state.store import MigrationStateStore
 

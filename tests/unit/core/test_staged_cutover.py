@@ -7,9 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_ferry.core.staged_cutover import (
-    GROUP_PROMOTION_KIND,
     GROUP_STEPS,
-    TOPIC_PROMOTION_KIND,
     TOPIC_STEPS,
     StagedCutoverError,
     UnitPromotion,
@@ -23,6 +21,7 @@ from kafka_ferry.core.staged_cutover import (
     topics_to_copy,
     validate_selection,
 )
+from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
 
 names = st.sampled_from([f"n{i}" for i in range(8)])
 name_sets = st.frozensets(names)
