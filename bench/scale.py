@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale_fake import FakeClusterHook  # noqa: E402
 
-from kafka_ferry.core.batch_planning import PartitionPosition, plan_batch, split_into_task_groups  # noqa: E402
+from kafka_ferry.core.batch_planning import PartitionPosition, plan_ranges, split_into_task_groups  # noqa: E402
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker  # noqa: E402
 from kafka_ferry.core.progress import PartitionProgress  # noqa: E402
 from kafka_ferry.promotion.decisions import expected_group_offsets, stored_decisions  # noqa: E402
@@ -57,8 +57,8 @@ def stage_sync_policy(tps, interval):
 
 def stage_plan(tps):
     positions = [PartitionPosition(t, p, RECORDS, 0, RECORDS + 1_000 + p) for t, p in tps]
-    plan = plan_batch(positions, max_records_per_partition=10_000)
-    groups = split_into_task_groups(plan.ranges, 16)
+    plan = plan_ranges(positions, max_records_per_partition=10_000)
+    groups = split_into_task_groups(plan[1], 16)
     return plan, groups
 
 

@@ -15,7 +15,7 @@ import uuid
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_ferry.core.batch_planning import PartitionPosition, plan_batch
+from kafka_ferry.core.batch_planning import PartitionPosition, plan_ranges
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.reads import read_ranges
 
@@ -71,7 +71,7 @@ def run_real(partitions: int) -> dict:
         figures["partitions_of"], tps = _timed(lambda: source.partitions_of([name]))
         figures["list_offsets_earliest"], starts = _timed(lambda: source.list_offsets(tps, "earliest"))
         figures["list_offsets_latest"], ends = _timed(lambda: source.list_offsets(tps, "latest"))
-        figures["plan_batch"], _ = _timed(lambda: plan_batch(
+        figures["plan_batch"], _ = _timed(lambda: plan_ranges(
             [PartitionPosition(t, p, None, starts[(t, p)], ends[(t, p)]) for t, p in tps], 1_000))
         figures["group_committed_offsets"], _ = _timed(lambda: source.admin.list_consumer_group_offsets(
             [_group_request(group, tps)])[group].result(120))

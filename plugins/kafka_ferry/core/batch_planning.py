@@ -1,4 +1,4 @@
-"""Plan one copy batch: which upstream offset range of each partition the Spark job reads.
+"""Which upstream offset range of each partition the next copy batch reads (the ranges of ``copy.plan.CopyPlan``).
 
 Why pure: the DAG plans, the Spark job executes and a retry must re-run the *same* plan, so the plan is
 plain data with a deterministic ``batch_id``. Offsets are upstream (source) offsets; ranges are
@@ -115,32 +115,15 @@ class RetentionGap:
         return self.lost_end - self.lost_start
 
 
-@dataclass(frozen=True)
-class BatchPlan:
-    """Ranges biggest first (Spark schedules the long tasks early); caps carried for the copier."""
-
-    batch_id: str
-    ranges: tuple[PartitionRange, ...]
-    gaps: tuple[RetentionGap, ...] = ()
-    max_records_per_partition: int | None = None
-    max_bytes_per_partition: int | None = None
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.ranges
-
-    @property
-    def offset_count(self) -> int:
-        return sum(r.offset_count for r in self.ranges)
-
-
-def plan_batch(
+def plan_ranges(
     positions: Iterable[PartitionPosition],
     max_records_per_partition: int,
     max_bytes_per_partition: int | None = None,
     accept_retention_gaps: bool = False,
-) -> BatchPlan:
-    """Plan the next batch from each partition's stored position and the source's current offsets."""
+) -> tuple[str, tuple[PartitionRange, ...], tuple[RetentionGap, ...]]:
+    """The next batch's ``(batch_id, ranges, gaps)`` from each partition's stored position and the source's
+    current offsets. Ranges come biggest first (Spark schedules the long tasks early); the byte cap only
+    enters the id (the copier applies it, as sizes are unknown before reading)."""
     _check_int("plan", "max_records_per_partition", max_records_per_partition, minimum=1)
     if max_bytes_per_partition is not None:
         _check_int("plan", "max_bytes_per_partition", max_bytes_per_partition, minimum=1)
@@ -162,13 +145,8 @@ def plan_batch(
     if gaps and not accept_retention_gaps:
         raise RetentionGapError(gaps)
     ranges.sort(key=lambda r: (-r.offset_count, r.topic, r.partition))
-    return BatchPlan(
-        batch_id=compute_batch_id(ranges, gaps, max_records_per_partition, max_bytes_per_partition),
-        ranges=tuple(ranges),
-        gaps=tuple(gaps),
-        max_records_per_partition=max_records_per_partition,
-        max_bytes_per_partition=max_bytes_per_partition,
-    )
+    batch_id = compute_batch_id(ranges, gaps, max_records_per_partition, max_bytes_per_partition)
+    return batch_id, tuple(ranges), tuple(gaps)
 
 
 def compute_batch_id(

@@ -26,8 +26,7 @@ from kafka_ferry.copy.batch import finish_batch, report_path_for
 from kafka_ferry.copy.faults import FAULT_ENV
 from kafka_ferry.copy.lease import copy_lease
 from kafka_ferry.copy.packaging import build_package_zip, write_launcher
-from kafka_ferry.copy.plan import CopyPlan, work_dir
-from kafka_ferry.copy.planner import plan_copy, record_accepted_gaps
+from kafka_ferry.copy.plan import CopyPlan, plan_copy, record_accepted_gaps, work_dir
 from kafka_ferry.copy.report import report_lines
 from kafka_ferry.core.batch_planning import RetentionGapError
 from kafka_ferry.core.flags import parse_bool

@@ -67,7 +67,7 @@ def copy_until_caught_up(spec: MigrationSpec, source: KafkaCluster, destination:
                          store: MigrationStateStore, run_plan: RunPlan, max_batches: int = 100) -> dict:
     """Plan and copy batches with ``run_plan`` (an engine: plan, configs -> result rows) until nothing is left."""
     from kafka_ferry.copy.lease import CopyLease
-    from kafka_ferry.copy.planner import plan_copy, record_accepted_gaps
+    from kafka_ferry.copy.plan import plan_copy, record_accepted_gaps
     from kafka_ferry.kafka.cluster import KafkaCluster
 
     configs = {"source": source.client_config, "destination": destination.client_config}

@@ -63,7 +63,7 @@ def copy_up_to_source_end(spec: MigrationSpec, source, destination, store: Migra
     snapshot are left to the next batch, so this ends while producers keep writing.
     """
     from kafka_ferry.copy.lease import CopyLease
-    from kafka_ferry.copy.planner import plan_copy, record_accepted_gaps
+    from kafka_ferry.copy.plan import plan_copy, record_accepted_gaps
     from kafka_ferry.kafka.cluster import KafkaCluster
 
     ends = source.list_offsets(source.partitions_of(topics), "latest", read_committed=True)

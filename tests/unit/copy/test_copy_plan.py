@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
-from kafka_ferry.copy.plan import CopyPlan, PartitionTask, work_dir
-from kafka_ferry.core.batch_planning import RetentionGap
+import pytest
+
+from kafka_ferry.copy.plan import CopyPlan, PartitionTask, build_plan, work_dir
+from kafka_ferry.core.batch_planning import PartitionPosition, RetentionGap, compute_batch_id
+from kafka_ferry.core.spec import parse_spec
+
+SPEC = {"name": "acme-orders", "tenant": "acme", "source": {"connection_id": "kafka_src", "alias": "src"},
+        "destination": {"connection_id": "kafka_dst", "alias": "dst"}, "topics": {"include": ["orders"]}}
 
 
 def sample_plan() -> CopyPlan:
@@ -50,3 +57,19 @@ def test_the_plan_holds_no_client_config():
 def test_work_dir_defaults_under_airflow_home_and_env_overrides():
     assert str(work_dir("m", {"AIRFLOW_HOME": "/opt/af"})) == "/opt/af/kafka-ferry/m"
     assert str(work_dir("m", {"AIRFLOW_HOME": "/opt/af", "KFERRY_WORK_DIR": "/data/kf"})) == "/data/kf/m"
+
+
+def test_the_spec_copy_settings_reach_the_plan_the_copier_reads():
+    """``copy.max_records_per_partition`` caps the ranges and, like the byte cap, travels in the one plan type."""
+    spec = parse_spec({**SPEC, "copy": {"max_records_per_partition": 5, "max_bytes_per_partition": 1 << 20,
+                                         "offset_sync_interval": 7, "provenance_headers": False}}, "acme.yaml")
+    positions = [PartitionPosition("orders", 0, None, 0, 10), PartitionPosition("orders", 1, 8, 0, 9)]
+    plan = build_plan(spec, positions, "src-id", "dst-id", now_ms=1)
+    assert (plan.max_records_per_partition, plan.max_bytes_per_partition) == (5, 1 << 20)
+    assert (plan.offset_sync_interval, plan.provenance_headers) == (7, False)
+    assert [(t.source_topic, t.partition, t.start_offset, t.end_offset) for t in plan.tasks] == [
+        ("orders", 0, 0, 5), ("orders", 1, 8, 9)]
+    assert plan.lag_before == {"orders:0": 10, "orders:1": 1}
+    assert plan.batch_id == compute_batch_id([t.as_range() for t in plan.tasks], (), 5, 1 << 20)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.batch_id = "other"  # type: ignore[misc]
