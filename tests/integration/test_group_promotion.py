@@ -8,11 +8,12 @@ from staged_support import PARTITIONS, Writer, thread_copy
 
 from kafka_ferry.core.staged_cutover import GROUP_STEPS, UnitPromotion
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
+from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.runner import in_process_final_copy
 from kafka_ferry.stages.group_promotion import GroupPromotionRefused, promote_group
 from kafka_ferry.stages.staged_cutover_state import promoted_groups, read_promotions, save_promotion
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.translate import commit_translated_offsets, translate_migration
+from kafka_ferry.translation.translate import translate_migration
 
 pytestmark = pytest.mark.integration
 def test_group_promoted_while_producer_writes_resumes_exactly_and_is_left_alone_after(clusters, tmp_path):

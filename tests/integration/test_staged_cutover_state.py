@@ -7,6 +7,7 @@ from scenarios import commit_source_group, one_group_migration, provision_groups
 
 from kafka_ferry.core.staged_cutover import UnitPromotion
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.runner import in_process_final_copy
 from kafka_ferry.stages.staged_cutover_state import (
     promoted_groups,
@@ -17,7 +18,7 @@ from kafka_ferry.stages.staged_cutover_state import (
     without_promoted_groups,
 )
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.translate import commit_translated_offsets, translate_migration
+from kafka_ferry.translation.translate import translate_migration
 
 pytestmark = pytest.mark.integration
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_ferry.copy.catch_up import threads_engine
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.staged_cutover import validate_selection
 from kafka_ferry.core.trigger_form import GROUPS_FIELD, TOPICS_FIELD, WAIVE_FIELD, names
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
-from kafka_ferry.stages.group_promotion import promote_group, threaded_run_plan
+from kafka_ferry.stages.group_promotion import promote_group
 from kafka_ferry.stages.group_readiness import ready_groups
 from kafka_ferry.stages.topic_promotion import promote_topics
 from kafka_ferry.translation.translate import migrated_groups
@@ -35,7 +36,7 @@ class PromoteGroupsOperator(MigrationOperator):
         out = {}
         for group in groups:
             record = promote_group(self.spec, self.source_cluster, self.destination_cluster, self.state_store, group,
-                                   run_id, threaded_run_plan(), allow_rewind=parse_bool(params.get("allow_rewind")))
+                                   run_id, threads_engine(), allow_rewind=parse_bool(params.get("allow_rewind")))
             self.log.info("group %s promoted by run %s at %s ms", group, record.run_id, record.promoted_at_ms)
             out[group] = {"run_id": record.run_id, "promoted_at_ms": record.promoted_at_ms}
         return out
@@ -55,6 +56,6 @@ class PromoteTopicsOperator(MigrationOperator):
         params = context["params"]
         done = promote_topics(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
                               names(params.get(TOPICS_FIELD)), context.get("run_id") or "promote-topics",
-                              threaded_run_plan(), waived_groups=names(params.get(WAIVE_FIELD)),
+                              threads_engine(), waived_groups=names(params.get(WAIVE_FIELD)),
                               quiet_window_s=self.quiet_window_s)
         return {t: {"run_id": r.run_id, "promoted_at_ms": r.promoted_at_ms} for t, r in done.items()}

@@ -15,15 +15,11 @@ from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
+from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.guard import promotion_status
 from kafka_ferry.reports.publish import batch_history, publish_batch_run
 from kafka_ferry.stages.staged_cutover_state import without_promoted_groups
-from kafka_ferry.translation.translate import (
-    checkpoint_translations,
-    commit_translated_offsets,
-    export_offset_map,
-    translate_migration,
-)
+from kafka_ferry.translation.translate import checkpoint_translations, export_offset_map, translate_migration
 
 
 class TranslateOffsetsOperator(MigrationOperator):

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until, spark_connect_engine, threads_engine
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import (
     MIGRATION_KEY,
@@ -35,6 +35,7 @@ from kafka_ferry.core.state_records import (
 )
 from kafka_ferry.core.time_fidelity import LOG_APPEND_TIME, TIMESTAMP_TYPE, TopicTimePlan
 from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.decisions import expected_group_offsets, stored_decisions  # noqa: F401 (public here too)
 from kafka_ferry.promotion.guard import PROMOTED
 from kafka_ferry.promotion.readiness import replication_lag
@@ -43,7 +44,6 @@ from kafka_ferry.promotion.report import build_report, write_report
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import (
     checkpoint_translations,
-    commit_translated_offsets,
     default_work_dir,
     export_offset_map,
     migrated_groups,
@@ -52,7 +52,6 @@ from kafka_ferry.translation.translate import (
 
 log = logging.getLogger(__name__)
 
-STEPS = ("final_copy", "final_translation", "commit_offsets", "reconcile", "switch_timestamps", "mark_promoted")
 FinalCopy = Callable[[MigrationSpec, KafkaCluster, KafkaCluster, MigrationStateStore], dict]
 
 
@@ -60,62 +59,27 @@ class FinalCopyIncomplete(RuntimeError):
     """The final copy did not bring every partition to lag 0 (producers still running?)."""
 
 
-RunPlan = Callable[[Any, Mapping[str, Mapping[str, Any]]], list[dict]]
-
-
 def copy_until_caught_up(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
                          store: MigrationStateStore, run_plan: RunPlan, max_batches: int = 100) -> dict:
-    """Plan and copy batches with ``run_plan`` (an engine: plan, configs -> result rows) until nothing is left."""
-    from kafka_ferry.copy.lease import CopyLease
-    from kafka_ferry.copy.plan import plan_copy, record_accepted_gaps
-    from kafka_ferry.kafka.cluster import KafkaCluster
-
-    configs = {"source": source.client_config, "destination": destination.client_config}
-    batches = records = 0
-    # The same lease as a catch-up copy job's: a batch started outside this DAG must not copy alongside.
-    with CopyLease(KafkaCluster("destination", configs["destination"]), store.topic, spec.name, "final-copy"):
-        for _ in range(max_batches):
-            plan = plan_copy(spec, source, destination, store)
-            if plan.gaps:
-                record_accepted_gaps(plan, store, spec.topics.rename.destination_topic)
-            if plan.is_empty:
-                return {"batches": batches, "records_copied": records}
-            results = run_plan(plan, configs)
-            batches += 1
-            records += sum(r.get("records_copied", 0) for r in results)
-    raise FinalCopyIncomplete(f"still records to copy after {max_batches} batches: is the source quiesced?")
+    """The copy stage's batches until nothing is left, under the lease a catch-up copy job takes."""
+    try:
+        return copy_until(spec, source, destination, store, run_plan, "final-copy", max_batches=max_batches)
+    except NotCaughtUp:
+        raise FinalCopyIncomplete(f"still records to copy after {max_batches} batches: is the source quiesced?"
+                                  ) from None
 
 
 def in_process_final_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
                           store: MigrationStateStore, max_batches: int = 100, workers: int = 16) -> dict:
-    """The final copy in this task, without Spark, for a spark-submit engine.
-
-    Why not spark-submit here: a JVM start (seconds) would sit inside the cutover window. Why threads:
-    inside the window the per-partition fixed cost (destination tail read, sync and progress writes)
-    dominates, and it is waiting, not CPU; ``copy_group`` builds its own clients, so partitions are split
-    over ``workers`` threads as they would be over Spark tasks.
-    """
-    from kafka_ferry.copy.runner import copy_group, task_groups
-
-    def run_plan(plan, configs) -> list[dict]:
-        groups = [[plan.task_for(t, p) for t, p in group] for group in task_groups(plan, workers)]
-        with ThreadPoolExecutor(max_workers=len(groups)) as pool:
-            rows = pool.map(lambda tasks: copy_group(plan, tasks, configs), groups)
-            return [r for group_rows in rows for r in group_rows]
-
-    return copy_until_caught_up(spec, source, destination, store, run_plan, max_batches)
+    """The final copy in this task, without Spark, for a spark-submit engine: a JVM start (seconds) would sit
+    inside the cutover window."""
+    return copy_until_caught_up(spec, source, destination, store, threads_engine(workers), max_batches)
 
 
 def spark_connect_final_copy(url: str, package_zip: Path) -> FinalCopy:
-    """The final copy on the catch-up batches' engine when that is a running Spark Connect server (no JVM
-    start: a session), with the same partition copier."""
-    from kafka_ferry.copy.connect_engine import run_on_spark_connect
-
-    def final_copy(spec, source, destination, store) -> dict:
-        return copy_until_caught_up(spec, source, destination, store,
-                                    lambda plan, configs: run_on_spark_connect(url, plan, configs, package_zip))
-
-    return final_copy
+    """The final copy on the catch-up batches' engine when that is a running Spark Connect server."""
+    engine = spark_connect_engine(url, package_zip)
+    return lambda spec, source, destination, store: copy_until_caught_up(spec, source, destination, store, engine)
 
 
 class PromotionRunner:
@@ -146,8 +110,9 @@ class PromotionRunner:
                                                          "duration_s": round(duration_s, 3), "summary": summary})
 
     # --- run --------------------------------------------------------------------------------
-    def run(self, steps: Sequence[str] = STEPS) -> dict:
-        """Run the given steps (in STEPS order), skipping those already done; returns the report."""
+    def run(self, steps: Sequence[str] | None = None) -> dict:
+        """Run the given steps (all by default; in STEPS order), skipping those already done; returns the report."""
+        steps = STEPS if steps is None else steps
         unknown = set(steps) - set(STEPS)
         if unknown:
             raise ValueError(f"unknown promotion steps {sorted(unknown)}; known: {list(STEPS)}")
@@ -161,7 +126,7 @@ class PromotionRunner:
                 continue
             t0 = time.monotonic()
             log.info("promotion %s: step %s starting", self.spec.name, step)
-            summary = getattr(self, f"_step_{step}")()
+            summary = STEP_TABLE[step](self)
             elapsed = time.monotonic() - t0
             self._mark(step, summary, elapsed)
             timings[step] = {"status": "done", "duration_s": round(elapsed, 3), "summary": summary}
@@ -245,3 +210,14 @@ class PromotionRunner:
         return select_topics(self.spec, self.source.list_topic_names())
 
 
+# The promotion, in order: step name -> what it does. Each is idempotent and marked done only after its effects
+# are durable (see the module docstring), so a run resumes at the first unmarked step.
+STEP_TABLE: dict[str, Callable[[PromotionRunner], dict]] = {
+    "final_copy": PromotionRunner._step_final_copy,
+    "final_translation": PromotionRunner._step_final_translation,
+    "commit_offsets": PromotionRunner._step_commit_offsets,
+    "reconcile": PromotionRunner._step_reconcile,
+    "switch_timestamps": PromotionRunner._step_switch_timestamps,
+    "mark_promoted": PromotionRunner._step_mark_promoted,
+}
+STEPS = tuple(STEP_TABLE)

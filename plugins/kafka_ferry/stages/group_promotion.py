@@ -15,44 +15,25 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 
+from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until
+from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import StagedCutoverError, UnitPromotion, next_step, start_or_resume
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
+from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.reconcile import reconcile_copies
 from kafka_ferry.stages.schemas import record_rewriter
 from kafka_ferry.stages.staged_cutover_state import read_promotions, save_promotion
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.translate import (
-    commit_translated_offsets,
-    load_partition_copies,
-    migrated_groups,
-    read_progress,
-    translate_migration,
-)
+from kafka_ferry.translation.translate import load_partition_copies, migrated_groups, read_progress, translate_migration
 
 log = logging.getLogger(__name__)
-RunPlan = Callable[..., list]
 
 
 class GroupPromotionRefused(RuntimeError):
     """A step's precondition does not hold (members on the source, an inexact translation, a mismatch)."""
-
-
-def threaded_run_plan(workers: int = 16) -> RunPlan:
-    """An engine that copies a plan in this process, its partitions split over ``workers`` threads."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from kafka_ferry.copy.runner import copy_group, task_groups
-
-    def run_plan(plan, configs) -> list[dict]:
-        groups = [[plan.task_for(t, p) for t, p in group] for group in task_groups(plan, workers)]
-        with ThreadPoolExecutor(max_workers=len(groups)) as pool:
-            return [r for rows in pool.map(lambda tasks: copy_group(plan, tasks, configs), groups) for r in rows]
-
-    return run_plan
 
 
 def copy_up_to_source_end(spec: MigrationSpec, source, destination, store: MigrationStateStore,
@@ -62,25 +43,17 @@ def copy_up_to_source_end(spec: MigrationSpec, source, destination, store: Migra
     Other topics are copied by the same batches (a plan covers the migration); records written after the
     snapshot are left to the next batch, so this ends while producers keep writing.
     """
-    from kafka_ferry.copy.lease import CopyLease
-    from kafka_ferry.copy.plan import plan_copy, record_accepted_gaps
-    from kafka_ferry.kafka.cluster import KafkaCluster
-
     ends = source.list_offsets(source.partitions_of(topics), "latest", read_committed=True)
-    configs = {"source": source.client_config, "destination": destination.client_config}
-    batches = 0
-    with CopyLease(KafkaCluster("destination", configs["destination"]), store.topic, spec.name, "group-promotion"):
-        for _ in range(max_batches):
-            plan = plan_copy(spec, source, destination, store)
-            if plan.gaps:
-                record_accepted_gaps(plan, store, spec.topics.rename.destination_topic)
-            pending = [t for t in plan.tasks if (t.source_topic, t.partition) in ends
-                       and t.start_offset < ends[(t.source_topic, t.partition)]]
-            if not pending:
-                return {"batches": batches, "ends": {f"{t}:{p}": o for (t, p), o in sorted(ends.items())}}
-            run_plan(plan, configs)
-            batches += 1
-    raise GroupPromotionRefused(f"topics {topics} not copied up to {ends} after {max_batches} batches")
+
+    def past_ends(plan: CopyPlan) -> bool:
+        return not any(t.start_offset < ends[(t.source_topic, t.partition)]
+                       for t in plan.tasks if (t.source_topic, t.partition) in ends)
+
+    try:
+        copied = copy_until(spec, source, destination, store, run_plan, "group-promotion", past_ends, max_batches)
+    except NotCaughtUp:
+        raise GroupPromotionRefused(f"topics {topics} not copied up to {ends} after {max_batches} batches") from None
+    return {"batches": copied["batches"], "ends": {f"{t}:{p}": o for (t, p), o in sorted(ends.items())}}
 
 
 def promote_group(spec: MigrationSpec, source, destination, store: MigrationStateStore, group: str, run_id: str,

@@ -1,0 +1,85 @@
+"""Commit translated offsets to destination groups: the act a promotion (whole, per group) and a catch-up run end with.
+
+Translation only decides (``translation.translate``); this module changes the destination. A group with members
+is refused (the broker would refuse too, and its consumers own their offsets); an offset already there is
+skipped; a destination offset ahead of the decision is kept unless a rewind is allowed, so a consumer that
+already moved on the destination is never sent back by a late run. Running it again commits nothing new.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.translation.decisions import OffsetDecision
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GroupCommit:
+    """What happened to one destination group: committed offsets, skipped partitions, or a refusal."""
+
+    group: str
+    committed: dict[str, int] = field(default_factory=dict)  # "topic:partition" -> offset
+    skipped: dict[str, str] = field(default_factory=dict)  # "topic:partition" -> reason
+    refused: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"group": self.group, "committed": self.committed, "skipped": self.skipped, "refused": self.refused}
+
+
+class GroupCommitRefused(RuntimeError):
+    """A destination group could not be committed (members present, broker refusal)."""
+
+
+def commit_translated_offsets(destination: KafkaCluster, decisions: Iterable[OffsetDecision],
+                              allow_rewind: bool = False, strict: bool = False) -> list[GroupCommit]:
+    """Commit translations to destination groups that have no members; ``strict`` raises on any refusal."""
+    by_group: dict[str, list[OffsetDecision]] = defaultdict(list)
+    for d in decisions:
+        if d.downstream_offset is not None:
+            by_group[d.group].append(d)
+    outcomes = [_commit_group(destination, g, ds, allow_rewind) for g, ds in sorted(by_group.items())]
+    refused = [o for o in outcomes if o.refused]
+    if strict and refused:
+        raise GroupCommitRefused("; ".join(f"group {o.group}: {o.refused}" for o in refused))
+    return outcomes
+
+
+def _commit_group(destination: KafkaCluster, group: str, decisions: list[OffsetDecision],
+                  allow_rewind: bool) -> GroupCommit:
+    outcome = GroupCommit(group)
+    info = destination.describe_groups([group]).get(group)
+    if info is not None and info.is_active:
+        outcome.refused = f"{info.member_count} member(s), state {info.state}: commit only while the group is empty"
+        log.warning("commit: group %s refused: %s", group, outcome.refused)
+        return outcome
+    current = destination.group_offsets(group)
+    offsets, metadata = {}, {}
+    for d in decisions:
+        tp, name = (d.destination_topic, d.partition), f"{d.destination_topic}:{d.partition}"
+        now = current.get(tp)
+        if now == d.downstream_offset:
+            outcome.skipped[name] = f"already at {now}"
+        elif now is not None and now > d.downstream_offset and not allow_rewind:
+            outcome.skipped[name] = f"destination at {now} is ahead of {d.downstream_offset}: not rewinding"
+        else:
+            offsets[tp], metadata[tp] = d.downstream_offset, d.metadata
+            outcome.committed[name] = d.downstream_offset
+    for name, reason in outcome.skipped.items():
+        log.info("commit: group %s %s skipped: %s", group, name, reason)
+    if offsets:
+        try:
+            destination.alter_group_offsets(group, offsets, metadata)
+        except KafkaClusterError as exc:
+            outcome.refused, outcome.committed = f"broker refused: {exc}", {}
+            log.warning("commit: group %s refused: %s", group, outcome.refused)
+            return outcome
+        for name, offset in outcome.committed.items():
+            log.info("commit: group %s %s -> %d", group, name, offset)
+    return outcome
