@@ -63,7 +63,7 @@ dags: install
 ## Every problem of every migration spec (or SPECS="a.yaml b.yaml"), no Airflow needed; exit 1 on any.
 SPECS ?= dags/migrations/*.yaml
 check-spec: install
-	$(PY) -m kafka_ferry.core.spec check $(SPECS)
+	$(PY) -m kafka_ferry.core.spec_check check $(SPECS)
 
 ## Re-pin constraints.txt from the current venv (after changing pyproject.toml).
 lock:

@@ -3,14 +3,13 @@
 Every model is frozen and forbids unknown keys: a typo in a production spec must fail loudly at parse
 time (an import error on that tenant's DAG only), not silently fall back to a default mid-migration.
 `load_spec` reports every problem of a file at once in a `SpecError`: file, line, field, value and reason
-of each. `python -m kafka_ferry.core.spec check FILE...` runs the same checks without Airflow.
+of each. `python -m kafka_ferry.core.spec_check check FILE...` runs the same checks without Airflow.
 """
 
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -273,87 +272,3 @@ def _cross_field_problems(data: Mapping[str, Any], positions: Mapping[Location, 
               ("connection_id", "source and destination use the same connection: a migration onto itself"))
     return [located(("destination", key), destination[key], reason, positions) for key, reason in checks
             if isinstance(destination.get(key), str) and destination[key] == source.get(key)]
-
-
-def connection_refs(spec: MigrationSpec) -> list[tuple[Location, str, tuple[str, ...] | None]]:
-    """(spec field, connection id, accepted connection types) of every Airflow connection the spec names.
-
-    The registries' connections are of type ``schema_registry`` (`hooks.schema_registry`). The Spark
-    connection's type picks the copy engine: ``spark`` (spark-submit) or ``spark_connect`` (a Connect server).
-    """
-    refs: list[tuple[Location, str, tuple[str, ...] | None]] = [
-        (("source", "connection_id"), spec.source.connection_id, ("kafka",)),
-        (("destination", "connection_id"), spec.destination.connection_id, ("kafka",)),
-        (("copy", "spark_connection_id"), spec.copy_settings.spark_connection_id, ("spark", "spark_connect")),
-    ]
-    if spec.schema_registry:
-        refs += [
-            (("schema_registry", "source_connection_id"), spec.schema_registry.source_connection_id,
-             ("schema_registry",)),
-            (("schema_registry", "destination_connection_id"), spec.schema_registry.destination_connection_id,
-             ("schema_registry",)),
-        ]
-    return refs
-
-
-def check_connections(spec: MigrationSpec, path: str | Path, found: Mapping[str, str | None]) -> None:
-    """Fail before anything changes, naming every connection the spec names that is missing or of the wrong type.
-
-    `found` maps each existing connection id to its connection type.
-    """
-    try:
-        _, positions = read_yaml(Path(path))
-    except SpecError:
-        positions = {}  # a spec parsed from data, not from a file: no lines to point at
-    problems = []
-    for location, conn_id, conn_types in connection_refs(spec):
-        if conn_id not in found:
-            problems.append(located(location, conn_id, "no Airflow connection with this id", positions))
-        elif conn_types and found[conn_id] not in conn_types:
-            wanted = " or ".join(repr(t) for t in conn_types)
-            problems.append(located(location, conn_id, f"the connection is of type {found[conn_id]!r}; this field "
-                                                        f"needs a connection of type {wanted}", positions))
-    if problems:
-        raise SpecError(path, problems)
-
-
-def check_files(paths: Sequence[str | Path]) -> tuple[list[str], list[SpecError]]:
-    """Validate spec files as the DAG processor would, plus what only a set of files shows (two with one name)."""
-    valid: list[str] = []
-    errors: list[SpecError] = []
-    first_by_name: dict[str, str] = {}
-    for path in paths:
-        try:
-            data, positions = read_yaml(Path(path))
-            spec = parse_spec(data, path, positions)
-        except SpecError as exc:
-            errors.append(exc)
-            continue
-        if spec.name in first_by_name:
-            errors.append(SpecError(path, [located(("name",), spec.name, f"{first_by_name[spec.name]} has this "
-                                                    "name too; each migration needs its own (it is the DAG id)",
-                                                    positions)]))
-            continue
-        first_by_name[spec.name] = str(path)
-        valid.append(f"ok: {path} (DAG {spec.dag_id})")
-    return valid, errors
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`check FILE...`: print every problem of every file; exit 0 when all are valid, 1 if not, 2 on bad usage."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) < 2 or args[0] != "check":
-        print("usage: python -m kafka_ferry.core.spec check SPEC.yaml [SPEC.yaml ...]", file=sys.stderr)
-        return 2
-    valid, errors = check_files(args[1:])
-    for line in valid:
-        print(line)
-    for error in errors:
-        print(error)
-    problems = sum(len(e.problems) for e in errors)
-    print(f"{len(args) - 1} spec(s) checked: {len(valid)} valid, {len(errors)} with {problems} problem(s)")
-    return 1 if errors else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

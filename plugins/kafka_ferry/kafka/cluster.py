@@ -9,10 +9,7 @@ logged, returned in a message or shown by ``repr``.
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
+from collections.abc import Iterable, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -40,28 +37,15 @@ from confluent_kafka.admin import (
 from kafka_ferry.core.acl_plan import principal_of
 from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
 from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.kafka.waiting import AdminWaits
 
-log = logging.getLogger(__name__)
 
 TIMEOUT_S = 30.0
-# Group coordinator moves and loads (after a broker start or a leader change) pass within seconds.
-RETRIABLE_CODES = frozenset({
-    KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
-    KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
-    # a restarted broker answers with a stale leader epoch until its metadata catches up
-    KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH,
-})
-RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
-WAIT_SLICE_S = 0.5
-SLICE_RETRY_CODES = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
-# Connection errors no wait can cure: the call fails at once, saying so.
-FATAL_CLIENT_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
-                                KafkaError._SSL})
 # Every internal write (state, syncs, checkpoints, heartbeats) waits for all in-sync replicas.
 DURABLE_PRODUCER = {"acks": "all", "enable.idempotence": True, "linger.ms": 5}
 
 
-class KafkaCluster:
+class KafkaCluster(AdminWaits):
     """One cluster: ``name`` is what errors call it (the Airflow connection id, or the role in the Spark job).
 
     ``reuse_producers`` keeps one producer per override set: a producer per call costs a connection and an
@@ -99,11 +83,6 @@ class KafkaCluster:
     def admin(self) -> AdminClient:
         return AdminClient({"error_cb": self._on_client_error, **self._config})
 
-    def _on_client_error(self, error: KafkaError) -> None:
-        """librdkafka's connection-level errors (authentication, brokers down): they explain a call's timeout,
-        and an authentication failure ends the wait at once (waiting longer cannot fix credentials)."""
-        self._client_error = error
-
     def producer(self, **overrides: Any) -> Producer:
         if self._producers is None:
             return Producer({**self._config, **overrides})
@@ -116,60 +95,10 @@ class KafkaCluster:
         config = {"group.id": "kafka-ferry-reader", "enable.auto.commit": False, **overrides}
         return Consumer({**self._config, **config})
 
-    # --- waiting -------------------------------------------------------------------------------
-    def _wait(self, future: Future, operation: str, acl: Mapping[str, tuple[str, str]] | None = None) -> Any:
-        deadline = time.monotonic() + self.request_timeout_s
-        while True:
-            try:
-                return future.result(timeout=min(WAIT_SLICE_S, max(0.0, deadline - time.monotonic())))
-            except KafkaException as exc:
-                raise KafkaClusterError.on(self, operation, exc.args[0], acl=acl) from None
-            except TimeoutError:
-                self.admin.poll(0)  # serves error_cb
-                last = self._client_error
-                if last is not None and last.code() in FATAL_CLIENT_CODES:
-                    raise KafkaClusterError.on(self, operation, last) from None
-                if time.monotonic() >= deadline:
-                    detail = f"; last client error: {last.str()}" if last is not None else ""
-                    timed_out = KafkaError(KafkaError._TIMED_OUT,
-                                           f"no answer within {self.request_timeout_s:g} s{detail}")
-                    raise KafkaClusterError.on(self, operation, timed_out) from None
-
-    def _retrying(self, call: Callable[[], Any]) -> Any:
-        """Run a call again while it fails with a transient coordinator/leader error."""
-        for delay in RETRY_DELAYS_S:
-            try:
-                return call()
-            except KafkaClusterError as exc:
-                if exc.code not in RETRIABLE_CODES:
-                    raise
-                log.info("transient Kafka error, retrying in %.1f s: %s", delay, exc)
-                time.sleep(delay)
-        return call()
-
-    def _wait_all(self, futures: Mapping[Any, Future], operation: str,
-                  acl: Callable[[Any], Mapping[str, tuple[str, str]]] | None = None) -> dict[Any, Any]:
-        return {key: self._wait(f, f"{operation} {key}", acl(key) if acl else None) for key, f in futures.items()}
-
     # --- cluster and topics --------------------------------------------------------------------
     def describe_cluster(self) -> ClusterInfo:
         result = self._wait(self.admin.describe_cluster(request_timeout=self.request_timeout_s), "describe cluster")
         return ClusterInfo(cluster_id=result.cluster_id, broker_count=len(result.nodes))
-
-    def _metadata(self, operation: str) -> Any:
-        """Cluster metadata (every topic the principal may describe), asked in slices so an authentication
-        failure (reported through error_cb) ends the wait at once."""
-        deadline = time.monotonic() + self.request_timeout_s
-        while True:
-            try:
-                return self.admin.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
-            except KafkaException as exc:
-                self.admin.poll(0)
-                last = self._client_error
-                if last is not None and last.code() in FATAL_CLIENT_CODES:
-                    raise KafkaClusterError.on(self, operation, last) from None
-                if time.monotonic() >= deadline or exc.args[0].code() not in SLICE_RETRY_CODES:
-                    raise KafkaClusterError.on(self, operation, exc.args[0]) from None
 
     def list_topic_names(self) -> list[str]:
         return sorted(self._metadata("list topics").topics)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from airflow.sdk import BaseHook, BaseOperator
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from kafka_ferry.core.spec import check_connections, connection_refs
+from kafka_ferry.core.spec_check import check_connections, connection_refs
 from kafka_ferry.task_support import MigrationContext
 
 

@@ -116,7 +116,7 @@ def test_yaml_syntax_errors_name_line_and_column_and_quote_the_line(tmp_path, la
 
 def run_check(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO / "plugins")}
-    return subprocess.run([sys.executable, "-m", "kafka_ferry.core.spec", "check", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "kafka_ferry.core.spec_check", "check", *args], env=env,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -151,7 +151,7 @@ def test_check_command_passes_the_repository_specs_and_refuses_bad_usage():
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1] == f"{len(specs)} spec(s) checked: {len(specs)} valid, 0 with 0 problem(s)"
 
-    usage = subprocess.run([sys.executable, "-m", "kafka_ferry.core.spec"], capture_output=True, text=True,
+    usage = subprocess.run([sys.executable, "-m", "kafka_ferry.core.spec_check"], capture_output=True, text=True,
                            env={**os.environ, "PYTHONPATH": str(REPO / "plugins")}, timeout=60)
     assert usage.returncode == 2
-    assert usage.stderr == "usage: python -m kafka_ferry.core.spec check SPEC.yaml [SPEC.yaml ...]\n"
+    assert usage.stderr == "usage: python -m kafka_ferry.core.spec_check check SPEC.yaml [SPEC.yaml ...]\n"
