@@ -39,7 +39,6 @@ from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.kafka.waiting import AdminWaits
 
-
 TIMEOUT_S = 30.0
 # Every internal write (state, syncs, checkpoints, heartbeats) waits for all in-sync replicas.
 DURABLE_PRODUCER = {"acks": "all", "enable.idempotence": True, "linger.ms": 5}
