@@ -1,7 +1,7 @@
 """An in-memory stand-in for the one cluster call the reconciliation makes (no Kafka): a hook whose
 ``consumer()`` serves fixed records per partition, in per-partition chunks, followed by an EOF event.
 
-Only what ``io.partition_reader.read_ranges`` calls is implemented: assign, consume, position,
+Only what ``kafka.reads.read_ranges`` calls is implemented: assign, consume, position,
 incremental_unassign, close. Used by ``bench/scale.py``; it is a benchmark fixture, never a Kafka test.
 """
 

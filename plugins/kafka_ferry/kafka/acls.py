@@ -1,7 +1,6 @@
 """ACL and SCRAM-user calls on a cluster's AdminClient, for `core.acl_plan.AclEntry` values.
 
-Functions over any cluster client that has `admin` (an AdminClient) and `kafka_config_id` (the name used
-in errors): the Airflow hook and the job-side clients alike.
+Functions over a ``KafkaCluster`` (its `admin` AdminClient; errors name the cluster).
 """
 
 from __future__ import annotations

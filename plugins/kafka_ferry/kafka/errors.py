@@ -1,4 +1,4 @@
-"""The one error type for failed Kafka calls, apart from the Airflow hook so the Spark job can raise it too.
+"""The one error type for failed Kafka calls, free of Airflow so the Spark job raises it too.
 
 Executors import kafka_ferry without Airflow (importing it costs seconds per Python worker), so this
 module depends on confluent-kafka only. The message names the connection (or cluster role), the

@@ -20,7 +20,7 @@ DEFAULT_TIMEOUT_S = 120.0
 
 
 def read_ranges(
-    hook: KafkaCluster,
+    cluster: KafkaCluster,
     ranges: Mapping[tuple[str, int], tuple[int, int]],
     read_committed: bool = True,
     timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -33,7 +33,7 @@ def read_ranges(
     pending = {tp: (start, end) for tp, (start, end) in ranges.items() if end > start}
     if not pending:
         return
-    consumer = hook.consumer(**{
+    consumer = cluster.consumer(**{
         "group.id": "kafka-ferry-range-reader",
         "isolation.level": "read_committed" if read_committed else "read_uncommitted",
         "fetch.wait.max.ms": 50,
@@ -46,7 +46,7 @@ def read_ranges(
         while pending:
             if time.monotonic() > deadline:
                 left = ", ".join(f"{t}-{p}[{s},{e})" for (t, p), (s, e) in sorted(pending.items())[:5])
-                raise KafkaClusterError.on(hook, "read offset ranges",
+                raise KafkaClusterError.on(cluster, "read offset ranges",
                                            KafkaError(KafkaError._TIMED_OUT, f"not read to the end: {left}"))
             batch = consumer.consume(num_messages=1000, timeout=0.2)
             touched: set[tuple[str, int]] = set()
@@ -56,7 +56,7 @@ def read_ranges(
                 if msg.error():
                     if msg.error().code() == KafkaError._PARTITION_EOF:
                         continue
-                    raise KafkaClusterError.on(hook, f"read {tp[0]}-{tp[1]}", msg.error(),
+                    raise KafkaClusterError.on(cluster, f"read {tp[0]}-{tp[1]}", msg.error(),
                                                acl={"TOPIC": ("READ", tp[0]),
                                                "GROUP": ("DESCRIBE", "kafka-ferry-range-reader")})
                 if tp in pending and msg.offset() < pending[tp][1]:
@@ -86,9 +86,9 @@ def _drop_finished(consumer, pending: dict[tuple[str, int], tuple[int, int]],
         consumer.incremental_unassign(done)
 
 
-def read_whole_partitions(hook: KafkaCluster, partitions: list[tuple[str, int]],
+def read_whole_partitions(cluster: KafkaCluster, partitions: list[tuple[str, int]],
                           read_committed: bool = True) -> Iterator[Message]:
     """Every record from the log start to the end of each partition (internal topics)."""
-    starts = hook.list_offsets(partitions, "earliest", read_committed=read_committed)
-    ends = hook.list_offsets(partitions, "latest", read_committed=read_committed)
-    return read_ranges(hook, {tp: (starts[tp], ends[tp]) for tp in partitions}, read_committed=read_committed)
+    starts = cluster.list_offsets(partitions, "earliest", read_committed=read_committed)
+    ends = cluster.list_offsets(partitions, "latest", read_committed=read_committed)
+    return read_ranges(cluster, {tp: (starts[tp], ends[tp]) for tp in partitions}, read_committed=read_committed)

@@ -1,4 +1,4 @@
-"""What every kafka-ferry operator shares: the spec it works for and hooks onto both clusters."""
+"""What every kafka-ferry operator shares: the spec it works for and both clusters, from their connections."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Steps (``core.staged_cutover.TOPIC_STEPS``), recorded per topic so an interrupte
   source_quiet  the topic's source end offsets did not move for ``quiet_window_s`` (its producers stopped)
   final_copy    copied to lag 0
   reconciled    the copied ranges compared record by record
-  promoted      copy batches leave the topic out from now on (``copy.planner`` reads the marker)
+  promoted      copy batches leave the topic out from now on (``copy.plan`` reads the marker)
 The rule check (invariant B of ``core.staged_cutover``) runs first, for every chosen topic, before anything changes.
 """
 

@@ -27,16 +27,16 @@ STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"
 class MigrationStateStore:
     """Read-all / write-through access to one migration's state topic."""
 
-    def __init__(self, hook: KafkaCluster, topic: str):
-        self.hook = hook
+    def __init__(self, cluster: KafkaCluster, topic: str):
+        self.cluster = cluster
         self.topic = topic
 
     def ensure_topic(self) -> bool:
         """Create the state topic if missing (idempotent); returns True when it was created."""
-        brokers = self.hook.describe_cluster().broker_count
+        brokers = self.cluster.describe_cluster().broker_count
         rf = min(3, brokers)
         configs = dict(STATE_TOPIC_CONFIGS, **({"min.insync.replicas": str(min(2, rf))} if rf > 1 else {}))
-        return self.hook.create_topic(self.topic, 1, rf, configs)
+        return self.cluster.create_topic(self.topic, 1, rf, configs)
 
     def put(self, kind: StateKind, key: str, value: Mapping[str, Any] | None) -> None:
         self.put_many(kind, {key: value})
@@ -47,7 +47,7 @@ class MigrationStateStore:
         Every record is checked against its kind's declaration before the first is sent."""
         now_ms = int(time.time() * 1000)
         records = [_declared(kind).encode(key, value, now_ms) for key, value in values.items()]
-        self.hook.produce_and_wait(self.topic, records, timeout_s=30, what="state records")
+        self.cluster.produce_and_wait(self.topic, records, timeout_s=30, what="state records")
 
     def read_all(self) -> dict[StateKind, dict[str, dict[str, Any]]]:
         """Every live record, as {kind: {key: value}}; reads the topic from the start to its end.
@@ -72,10 +72,10 @@ class MigrationStateStore:
         return _declared(kind).records(self.read_all())
 
     def _records(self) -> Iterable[tuple[bytes, bytes | None]]:
-        end = self.hook.list_offsets([(self.topic, 0)], "latest", read_committed=False).get((self.topic, 0), 0)
+        end = self.cluster.list_offsets([(self.topic, 0)], "latest", read_committed=False).get((self.topic, 0), 0)
         if end <= 0:
             return
-        consumer = self.hook.consumer(**{"group.id": "kafka-ferry-state-reader", "enable.partition.eof": True})
+        consumer = self.cluster.consumer(**{"group.id": "kafka-ferry-state-reader", "enable.partition.eof": True})
         try:
             consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
             deadline = time.monotonic() + 60
@@ -88,13 +88,13 @@ class MigrationStateStore:
                         if msg.offset() >= end:
                             return
                         continue
-                    raise KafkaClusterError.on(self.hook, f"read state from {self.topic}", msg.error(),
+                    raise KafkaClusterError.on(self.cluster, f"read state from {self.topic}", msg.error(),
                                                acl={"TOPIC": ("READ", self.topic),
                                                "GROUP": ("DESCRIBE", "kafka-ferry-state-reader")})
                 yield msg.key(), msg.value()
                 if msg.offset() + 1 >= end:
                     return
-            raise KafkaClusterError.on(self.hook, f"read state from {self.topic}",
+            raise KafkaClusterError.on(self.cluster, f"read state from {self.topic}",
                                        KafkaError(KafkaError._TIMED_OUT, "state topic not read to its end in 60 s"))
         finally:
             consumer.close()

@@ -29,13 +29,13 @@ from kafka_ferry.kafka.reads import read_whole_partitions
 log = logging.getLogger(__name__)
 
 
-def read_offset_syncs(hook: KafkaCluster, topic: str) -> dict[tuple[str, int], list[SyncPoint]]:
+def read_offset_syncs(cluster: KafkaCluster, topic: str) -> dict[tuple[str, int], list[SyncPoint]]:
     """Every sync in the topic, per (source topic, partition), in log order (duplicates kept)."""
-    if topic not in hook.list_topic_names():
+    if topic not in cluster.list_topic_names():
         log.warning("offset-sync topic %s does not exist yet: no syncs", topic)
         return {}
     syncs: dict[tuple[str, int], list[SyncPoint]] = defaultdict(list)
-    for msg in read_whole_partitions(hook, [(topic, 0)]):
+    for msg in read_whole_partitions(cluster, [(topic, 0)]):
         if msg.value() is None:
             continue
         try:
@@ -51,12 +51,12 @@ def read_migration_syncs(spec: MigrationSpec, source: KafkaCluster,
     return read_offset_syncs(destination, offset_syncs_topic(spec.destination.alias))  # syncs live on the destination
 
 
-def read_checkpoints(hook: KafkaCluster, topic: str) -> dict[tuple[str, str, int], Checkpoint]:
+def read_checkpoints(cluster: KafkaCluster, topic: str) -> dict[tuple[str, str, int], Checkpoint]:
     """The newest checkpoint per (group, destination topic, partition)."""
-    if topic not in hook.list_topic_names():
+    if topic not in cluster.list_topic_names():
         return {}
     latest: dict[tuple[str, str, int], Checkpoint] = {}
-    for msg in read_whole_partitions(hook, [(topic, 0)]):
+    for msg in read_whole_partitions(cluster, [(topic, 0)]):
         if msg.value() is None:
             continue
         cp = Checkpoint.from_record(msg.key(), msg.value())
