@@ -7,6 +7,7 @@ bounded memory on both queues' bounds, the per-partition start on the consumer's
 from __future__ import annotations
 
 import gc
+import threading
 from contextlib import contextmanager
 
 # Resume trusts the destination tail to be a prefix of what was produced, so no record may fail while a
@@ -48,6 +49,11 @@ STALL_TIMEOUT_S = 120.0
 FLUSH_TIMEOUT_S = 120.0
 
 
+_pause_lock = threading.Lock()
+_pausers = 0
+_resume_gc = False
+
+
 @contextmanager
 def collector_paused():
     """Pause Python's cyclic garbage collector for one partition's hot loop, then restore it.
@@ -59,10 +65,16 @@ def collector_paused():
     whole heap; in a Spark worker (pyspark, pandas and pyarrow loaded) that was a fifth of the worker's
     time (py-spy, 1 KB records).
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
+    global _pausers, _resume_gc
+    with _pause_lock:  # copy lanes are threads: the last one out restores what the first one found
+        if _pausers == 0:
+            _resume_gc = gc.isenabled()
+            gc.disable()
+        _pausers += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _pause_lock:
+            _pausers -= 1
+            if _pausers == 0 and _resume_gc:
+                gc.enable()

@@ -75,6 +75,7 @@ class CopyPlan:
     # (JSON object keys are strings); None copies keys and values byte for byte
     schema_id_map: dict[str, int] | None = None
     unknown_schema_id_policy: str = "fail"
+    lanes_per_task: int = 1  # partitions a Spark task copies at once (copy.lanes_per_task; see runner.copy_group)
 
     @property
     def is_empty(self) -> bool:
@@ -166,6 +167,7 @@ def build_plan(spec: MigrationSpec, positions: Sequence[PartitionPosition], sour
         offset_sync_interval=copy.offset_sync_interval,
         max_records_per_partition=copy.max_records_per_partition,
         max_bytes_per_partition=copy.max_bytes_per_partition,
+        lanes_per_task=copy.lanes_per_task,
         tasks=tuple(PartitionTask(r.topic, r.partition, rename(r.topic), r.start_offset, r.end_offset)
                     for r in ranges),
         gaps=gaps,

@@ -144,10 +144,20 @@ def minimum_acls(spec: MigrationSpec, source_principal: str, destination_princip
                    + _grants(destination_principal, "TOPIC", internal["destination"], INTERNAL_TOPIC_OPERATIONS)
                    + _grants(destination_principal, "GROUP", groups, DESTINATION_GROUP_OPERATIONS)
                    + _grants(destination_principal, "GROUP", reader_groups(spec), ("DESCRIBE",)))
+    if spec.acls.fence:  # list the ACLs that decide who to fence, and put and lift the fences
+        destination += _grants(destination_principal, "CLUSTER", [CLUSTER_RESOURCE], ("DESCRIBE", "ALTER"))
     return MinimumAcls(tuple(source), tuple(destination))
 
 
 # --- fences: keep others off a mirror topic or group until it is promoted -------------------------------
+
+def group_readers(group: str, migration_principal: str | None, existing: Iterable[AclEntry]) -> list[str]:
+    """The principals an existing ACL lets read (join, commit) the group, but the migration's own (it commits
+    the translated offsets, which needs READ on the group)."""
+    return sorted({e.principal for e in existing
+                   if e.permission == "ALLOW" and e.operation in ("READ", "ALL") and e.covers("GROUP", group)
+                   and e.principal != migration_principal})
+
 
 def group_read_fence(group: str, consumer_principals: Iterable[str]) -> tuple[AclEntry, ...]:
     """DENY READ on the group for its consumers' principals: an early consumer cannot join or commit."""

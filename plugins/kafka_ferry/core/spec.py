@@ -136,6 +136,9 @@ class CopySettings(_Frozen):
     max_records_per_partition: int = Field(default=100_000, gt=0)
     max_bytes_per_partition: int = Field(default=64 * 1024 * 1024, gt=0)
     offset_sync_interval: int = Field(default=100, gt=0)
+    # Partitions one Spark task copies at once, each on its own clients (memory: per lane, the producer and
+    # consumer queue bounds of copy/copier_settings.py, ~100 MB at most).
+    lanes_per_task: int = Field(default=4, ge=1, le=64)
     provenance_headers: bool = True
     accept_retention_gaps: bool = False
     spark_connection_id: ConnectionId = "spark_default"
@@ -171,6 +174,10 @@ class AclSettings(_Frozen):
     (source principal -> destination principal; unlisted principals keep their name)."""
 
     principals: dict[Principal, Principal] = Field(default_factory=dict)
+    # Fence the destination until promotion (needs an authorizer there): a migrated group's readers are denied
+    # READ on it until the group is promoted; a mirror topic takes writes only from the migration's principal
+    # until the topic is promoted. Put by provision_groups, lifted by the promotion that promotes the unit.
+    fence: bool = False
 
     @field_validator("principals")
     @classmethod

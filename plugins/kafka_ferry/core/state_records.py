@@ -140,6 +140,9 @@ GROUP_ACTIVITY_KIND = StateKind(
 SCHEMA_ID_KIND = StateKind(
     "schema_id", "<source schema id>", ("destination_id", "mode", "run_id"),
     "schema migration: the id map the copy rewrites wire-format records with (remap mode)")
+FENCE_KIND = StateKind(
+    "fence", "GROUP:<group id> | TOPIC:<mirror topic>", ("entries",),
+    "fencing (acls.fence): the DENY ACLs put on the destination for a unit, so its promotion lifts exactly those")
 LEASE_KIND = StateKind(
     "copy-lease", "<claim token>",
     ("token", "migration", "batch_id", "host", "pid", "pid_started", "claimed_at_ms", "expires_at_ms"),
@@ -148,4 +151,4 @@ LEASE_KIND = StateKind(
 
 KINDS: dict[str, StateKind] = {k.name: k for k in (
     PROGRESS_KIND, GAP_KIND, BATCH_KIND, TOPIC_KIND, GROUP_KIND, TIMESTAMPS_KIND, PROMOTION_KIND,
-    GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, LEASE_KIND)}
+    GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, FENCE_KIND, LEASE_KIND)}

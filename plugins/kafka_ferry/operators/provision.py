@@ -9,6 +9,7 @@ from kafka_ferry.core.trigger_form import check_trigger
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
+from kafka_ferry.stages.fences import has_authorizer, put_fences
 from kafka_ferry.stages.provision import (
     apply_topic_plan,
     compute_group_plan,
@@ -52,6 +53,10 @@ class MigrationPreflightOperator(MigrationOperator):
             self.log.info("  group %s on %s", group, ", ".join(topics))
         for line in diff["timestamps"]:
             self.log.info("  timestamps %s", line)
+        if self.spec.acls.fence:
+            diff["fencing"] = "on" if has_authorizer(self.destination_cluster) else "off: no authorizer"
+            (self.log.info if diff["fencing"] == "on" else self.log.warning)(
+                "  fencing %s (acls.fence)", diff["fencing"])
         topic_plan.raise_if_refused()
         group_plan.raise_if_refused()
         return {**diff, "mode": mode}
@@ -100,4 +105,7 @@ class ProvisionMirrorGroupsOperator(MigrationOperator):
         plan.raise_if_refused()
         ensure_internal_topics(self.spec, self.destination_cluster)
         record_groups(self.spec, plan, self.destination_cluster)
-        return plan.as_dict()
+        if not self.spec.acls.fence:
+            return plan.as_dict()
+        fences = put_fences(self.spec, self.source_cluster, self.destination_cluster, self.state_store)
+        return {**plan.as_dict(), "fences": fences}

@@ -41,6 +41,7 @@ from kafka_ferry.promotion.guard import PROMOTED
 from kafka_ferry.promotion.readiness import replication_lag
 from kafka_ferry.promotion.reconcile import reconcile
 from kafka_ferry.promotion.report import build_report, write_report
+from kafka_ferry.stages.fences import lift_all_fences
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import (
     checkpoint_translations,
@@ -201,8 +202,9 @@ class PromotionRunner:
         records.update({PROMOTED_GROUP_PREFIX + g: {"status": PROMOTED, "promoted_at_ms": now} for g in groups})
         records[MIGRATION_KEY] = {"status": PROMOTED, "promoted_at_ms": now, "topics": topics,
                                   "groups": sorted(groups)}
+        lifted = lift_all_fences(self.destination, self.store)  # before the mark: consumers may start after it
         self.store.put_many(PROMOTION_KIND, records)
-        return {"topics": len(topics), "groups": len(groups)}
+        return {"topics": len(topics), "groups": len(groups), **({"fences_lifted": len(lifted)} if lifted else {})}
 
     def _source_topics(self) -> list[str]:
         from kafka_ferry.core.provisioning_plan import select_topics

@@ -24,6 +24,7 @@ from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.reconcile import reconcile_copies
+from kafka_ferry.stages.fences import group_fence_key, lift_fence
 from kafka_ferry.stages.schemas import record_rewriter
 from kafka_ferry.stages.staged_cutover_state import read_promotions, save_promotion
 from kafka_ferry.state.store import MigrationStateStore
@@ -99,7 +100,8 @@ def _run_step(step, spec, source, destination, store, group, topics, run_plan, a
                                   record_rewriter(spec, store))
         report.raise_if_mismatched()
         return {"partitions": len(report.partitions), "ok": report.ok}
-    return None  # promoted: the record itself is the marker
+    lifted = lift_fence(destination, store, group_fence_key(group))  # promoted: the record itself is the marker
+    return {"fence_lifted": lifted} if lifted else None
 
 
 def _now_ms() -> int:

@@ -23,6 +23,7 @@ from kafka_ferry.core.staged_cutover import (
 )
 from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
 from kafka_ferry.promotion.reconcile import reconcile_copies
+from kafka_ferry.stages.fences import lift_fence, topic_fence_key
 from kafka_ferry.stages.group_promotion import GroupPromotionRefused, RunPlan, copy_up_to_source_end
 from kafka_ferry.stages.schemas import record_rewriter
 from kafka_ferry.stages.staged_cutover_state import promoted_groups, read_promotions, save_promotion
@@ -80,7 +81,8 @@ def _run_step(step, spec, source, destination, store, topic, run_plan, quiet_win
                                   record_rewriter(spec, store))
         report.raise_if_mismatched()
         return {"partitions": len(report.partitions), "ok": report.ok}
-    return None
+    lifted = lift_fence(destination, store, topic_fence_key(spec.topics.rename.destination_topic(topic)))
+    return {"fence_lifted": lifted} if lifted else None  # promoted: copy batches leave the topic out from now on
 
 
 def _now_ms() -> int:

@@ -50,7 +50,7 @@ class ProcessListWatch:
         self._thread.join()
 
 
-def secure_migration(private, tmp_path, prefix: str, grant_filter=None, **copy_overrides):
+def secure_migration(private, tmp_path, prefix: str, grant_filter=None, acls: dict | None = None, **copy_overrides):
     """Topics seeded and a group committed on the source (as the super user); principals with the minimum ACLs."""
     import yaml
 
@@ -70,6 +70,7 @@ def secure_migration(private, tmp_path, prefix: str, grant_filter=None, **copy_o
         "topics": {"include": [f"{p}\\..*"]}, "groups": {"include": [f"{p}-.*"]},
         "copy": {"spark_connection_id": private.SPARK_CONN, "offset_sync_interval": 7, **copy_overrides},
         "promotion": {"quiesce_window_seconds": 1, "poke_interval_seconds": 1},
+        **({"acls": acls} if acls else {}),
     }
     spec_path = tmp_path / f"{p}.yaml"
     spec_path.write_text(yaml.safe_dump(spec_doc))

@@ -13,6 +13,7 @@ from kafka_ferry.core.acl_plan import (
     AclEntry,
     grant_hint_for_code,
     group_read_fence,
+    group_readers,
     minimum_acls,
     principal_of,
     topic_write_fence,
@@ -99,3 +100,21 @@ def test_write_fence_denies_every_other_writer_and_never_the_migration(existing)
     assert denied == writers - {"User:mig"}
     assert all((e.resource_type, e.resource_name, e.operation, e.permission, e.pattern_type)
                == ("TOPIC", "orders", "WRITE", "DENY", "LITERAL") for e in fence)
+
+
+@given(st.lists(ENTRIES, max_size=12))
+def test_group_readers_are_every_other_principal_allowed_to_read_the_group(existing):
+    readers = group_readers("orders", "User:mig", existing)
+    assert readers == sorted({e.principal for e in existing if e.permission == "ALLOW"
+                              and e.operation in ("READ", "ALL") and e.covers("GROUP", "orders")} - {"User:mig"})
+    assert all(e.operation == "READ" and e.permission == "DENY"
+               for e in group_read_fence("orders", readers))
+
+
+def test_fencing_adds_exactly_the_cluster_grants_that_list_create_and_delete_acls():
+    plain = minimum_acls(spec(), "User:s", "User:d", ["orders"], ["g"])
+    fenced = minimum_acls(spec(acls={"fence": True}), "User:s", "User:d", ["orders"], ["g"])
+    assert fenced.source == plain.source
+    assert set(fenced.destination) - set(plain.destination) == {
+        AclEntry("User:d", "CLUSTER", "kafka-cluster", "DESCRIBE"),
+        AclEntry("User:d", "CLUSTER", "kafka-cluster", "ALTER")}

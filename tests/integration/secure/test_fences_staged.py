@@ -1,0 +1,60 @@
+"""Fencing during a staged cutover (``acls.fence``), on real authorizers: put by provisioning, lifted unit by unit.
+
+A consumer of a group not promoted yet is refused on the destination, and reads from the translated offset once
+its group is promoted; a producer other than the migration's is refused on a mirror until its topic is promoted.
+The migration itself (copy, commits) runs through the fences as the principal holding the minimum ACLs.
+"""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError
+from scenarios import consume_as_group, provision, provision_groups
+from test_fences import _consume_error, _produce
+from test_least_privilege import LP_DESTINATION, LP_SOURCE, PARTITIONS, secure_migration
+
+from kafka_ferry.copy.catch_up import threads_engine
+from kafka_ferry.core.acl_plan import AclEntry
+from kafka_ferry.core.state_records import FENCE_KIND
+from kafka_ferry.hooks.kafka_cluster import kafka_cluster
+from kafka_ferry.kafka.acls import create_acls
+from kafka_ferry.stages.fences import put_fences
+from kafka_ferry.stages.group_promotion import promote_group
+from kafka_ferry.stages.topic_promotion import promote_topics
+from kafka_ferry.state.store import MigrationStateStore
+
+pytestmark = pytest.mark.integration
+
+
+def test_fences_hold_early_readers_and_stray_writers_off_until_each_unit_is_promoted(private, tmp_path, work_dir):
+    m = secure_migration(private, tmp_path, "fen", acls={"fence": True})
+    spec, group, topics = m["spec"], m["group"], m["topics"]
+    tenant = {name: private.create_principal("destination", f"{m['p']}-{name}") for name in ("reader", "app")}
+    config = {name: private.sasl_config("destination", *tenant[name]) for name in tenant}
+    create_acls(private.cluster("destination"), [  # what the tenant's apps hold on the destination (ACL migration)
+        *(AclEntry(f"User:{tenant['reader'][0]}", "TOPIC", t, "READ") for t in topics),
+        AclEntry(f"User:{tenant['reader'][0]}", "GROUP", group, "READ"),
+        AclEntry(f"User:{tenant['app'][0]}", "TOPIC", m["p"], "WRITE", pattern_type="PREFIXED"),
+    ])
+
+    provision(m["spec_path"])
+    fences = provision_groups(m["spec_path"])["fences"]
+    assert sorted(fences) == sorted([f"GROUP:{group}", *(f"TOPIC:{t}" for t in topics)])
+    assert _consume_error(config["reader"], group, topics[0]).code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    assert _produce(config["app"], topics[0]).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+    source, destination = kafka_cluster(LP_SOURCE), kafka_cluster(LP_DESTINATION)
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    promoted = promote_group(spec, source, destination, store, group, "run-group", threads_engine(4))
+    assert promoted.promoted and promoted.detail["promoted"]["fence_lifted"]
+    for t in topics:  # the group resumes on the destination exactly where it stopped on the source
+        received = consume_as_group(private, group, t, PARTITIONS)
+        assert received == {q: [o for o in m["committed"][t][q] if o >= m["positions"][(t, q)]]
+                            for q in range(PARTITIONS)}
+    assert _consume_error(config["reader"], group, topics[0]) is None  # the group's own principal reads now
+    assert _produce(config["app"], topics[0]).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED  # topic not yet
+
+    promote_topics(spec, source, destination, store, topics, "run-topics", threads_engine(4), quiet_window_s=1)
+    assert _produce(config["app"], topics[0]) is None and _produce(config["app"], topics[1]) is None
+    assert store.read_kind(FENCE_KIND) == {}
+    assert put_fences(spec, source, destination, store) == {}  # promoted units are never fenced again
