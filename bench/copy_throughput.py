@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/copy_throughput.py [--records 2000000] [--partitions 12] [--record-bytes 1024]
                                               [--master local[2]] [--skip-mm2] [--skip-connect]
-                                              [--profile]
+                                              [--profile] [--one-lane-too]
 
 One run, side by side (these machines are noisy): seed one source topic, then copy it to three destination
 topics: (a) kafka-ferry (plan -> spark-submit copy_batch.py -> report, as the DAG runs it), (a') kafka-ferry
@@ -57,13 +57,13 @@ def setup_connections(master: str) -> None:
 
 
 def write_spec(work: Path, name: str, topic: str, per_partition: int, prefix: str = "ferry.",
-               spark_conn: str = SPARK_CONN) -> Path:
+               spark_conn: str = SPARK_CONN, lanes: int | None = None) -> Path:
     spec = {"name": name, "tenant": "bench",
             "source": {"connection_id": SOURCE_CONN, "alias": "src"},
             "destination": {"connection_id": DESTINATION_CONN, "alias": f"bench-{name}"},
             "topics": {"include": [topic.replace(".", "\\.")], "rename": {"policy": "prefix", "prefix": prefix}},
             "copy": {"max_records_per_partition": per_partition + 1, "max_bytes_per_partition": 2**62,
-                     "spark_connection_id": spark_conn}}
+                     "spark_connection_id": spark_conn, **({"lanes_per_task": lanes} if lanes else {})}}
     path = work / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec))
     return path
@@ -236,6 +236,8 @@ def main() -> int:
     parser.add_argument("--skip-mm2", action="store_true")
     parser.add_argument("--skip-connect", action="store_true", help="skip the Spark Connect engine")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--one-lane-too", action="store_true",
+                        help="also copy with copy.lanes_per_task=1 on spark-submit (before lanes), side by side")
     args = parser.parse_args()
     records, partitions, size = args.records, args.partitions, args.record_bytes
     name = f"tput-{uuid.uuid4().hex[:6]}"
@@ -255,6 +257,15 @@ def main() -> int:
     results["kafka_ferry"] = {**rate(records, size, ferry_s), "job_s": report["duration_s"],
                               "slowest_partition_s": max(p["duration_s"] for p in report["partitions"]),
                               "syncs_written": report["syncs_written"]}
+
+    if args.one_lane_too:
+        one_lane_s, one_lane = kafka_ferry_copy(write_spec(work, f"{name}-1l", topic, records // partitions + 1,
+                                                           prefix="ferry1l.", lanes=1), args.master)
+        if one_lane["records_copied"] != records:
+            raise RuntimeError(f"kafka-ferry with one lane copied {one_lane['records_copied']} of {records}")
+        results["kafka_ferry_one_lane"] = {**rate(records, size, one_lane_s), "job_s": one_lane["duration_s"]}
+        results["ratio_lanes_to_one_lane"] = round(results["kafka_ferry"]["records_per_s"]
+                                                   / results["kafka_ferry_one_lane"]["records_per_s"], 2)
 
     if not args.skip_connect:
         server_s, started_here = start_connect_server(args.master)
