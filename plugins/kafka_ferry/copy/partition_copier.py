@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, KafkaException, TopicPartition
 
@@ -33,6 +32,7 @@ from kafka_ferry.copy.delivery import Chunk, ChunkAcks, CopyError
 from kafka_ferry.copy.destination_tail import copied_pairs
 from kafka_ferry.copy.faults import Faults
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
+from kafka_ferry.copy.report import PartitionResult
 from kafka_ferry.copy.sync_writer import OffsetSyncWriter
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker, SyncPoint
 from kafka_ferry.core.progress import PartitionProgress
@@ -49,28 +49,6 @@ from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.state.store import MigrationStateStore
 
 log = logging.getLogger(__name__)
-
-@dataclass
-class PartitionResult:
-    """What one partition's copy did; the driver collects these (small, no record data)."""
-
-    source_topic: str
-    partition: int
-    destination_topic: str
-    planned_start: int
-    planned_end: int
-    start_offset: int
-    next_upstream_offset: int
-    records_copied: int = 0
-    bytes_copied: int = 0
-    records_resumed: int = 0
-    records_skipped_loop: int = 0
-    syncs_written: int = 0
-    capped: bool = False
-    duration_s: float = 0.0
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 class PartitionCopier:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,29 @@ from kafka_ferry.core.state_records import parse_partition_key, partition_key
 from kafka_ferry.state.store import MigrationStateStore
 
 TOTALS = ("records_copied", "bytes_copied", "records_resumed", "records_skipped_loop", "syncs_written")
+
+
+@dataclass
+class PartitionResult:
+    """What one partition's copy did; the driver collects these (small, no record data)."""
+
+    source_topic: str
+    partition: int
+    destination_topic: str
+    planned_start: int
+    planned_end: int
+    start_offset: int
+    next_upstream_offset: int
+    records_copied: int = 0
+    bytes_copied: int = 0
+    records_resumed: int = 0
+    records_skipped_loop: int = 0
+    syncs_written: int = 0
+    capped: bool = False
+    duration_s: float = 0.0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
 
 
 def measure_lag(plan: CopyPlan, source, store: MigrationStateStore) -> dict[str, int]:
