@@ -26,20 +26,26 @@ from kafka_ferry.kafka.errors import KafkaClusterError
 TIMEOUT_S = 30.0
 
 
+def _resource_type(name: str) -> ResourceType:
+    """Kafka names the cluster resource CLUSTER (as AclEntry does); confluent-kafka's enum calls it BROKER."""
+    return ResourceType.BROKER if name == "CLUSTER" else ResourceType[name]
+
+
 def to_binding(entry: AclEntry) -> AclBinding:
-    return AclBinding(ResourceType[entry.resource_type], entry.resource_name,
+    return AclBinding(_resource_type(entry.resource_type), entry.resource_name,
                       ResourcePatternType[entry.pattern_type], entry.principal, entry.host,
                       AclOperation[entry.operation], AclPermissionType[entry.permission])
 
 
 def from_binding(binding: AclBinding) -> AclEntry:
-    return AclEntry(binding.principal, binding.restype.name, binding.name, binding.operation.name,
+    resource_type = "CLUSTER" if binding.restype == ResourceType.BROKER else binding.restype.name
+    return AclEntry(binding.principal, resource_type, binding.name, binding.operation.name,
                     binding.permission_type.name, binding.resource_pattern_type.name, binding.host)
 
 
 def _filter(resource_type: str = "ANY", name: str | None = None, principal: str | None = None,
             pattern_type: str = "ANY", operation: str = "ANY", permission: str = "ANY") -> AclBindingFilter:
-    return AclBindingFilter(ResourceType[resource_type], name, ResourcePatternType[pattern_type], principal, None,
+    return AclBindingFilter(_resource_type(resource_type), name, ResourcePatternType[pattern_type], principal, None,
                             AclOperation[operation], AclPermissionType[permission])
 
 
