@@ -101,7 +101,7 @@ def test_airflow_copy_task_killed_after_partial_success_then_retried(private, tm
 
     task = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 300
-    # local[1]: one Spark task copies partition after partition (a few tenths of a second each); kill as soon
+    # local[1]: one Spark task, its lanes each copying partition after partition (tenths of a second each); kill as soon
     # as the progress of one is acknowledged in the state topic, the other eleven still to come.
     while time.monotonic() < deadline and not progress_of(private, state_topic):
         assert task.poll() is None, "the copy task finished before the kill"
