@@ -15,10 +15,14 @@ from test_least_privilege import PARTITIONS, ProcessListWatch, secure_migration
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 
-def test_copy_on_standalone_with_a_credentials_file(private, tmp_path, work_dir, spark_standalone):
+def test_copy_on_standalone_with_a_credentials_file(private, tmp_path, work_dir, spark_standalone, monkeypatch):
     m = secure_migration(private, tmp_path, "credfile", spark_connection_id=spark_standalone,
                          credentials_file=True)
     secrets = [m["users"]["source"][1], m["users"]["destination"][1]]
+    # this run's temporary files only: a copy task of another test run (CI's fault lane kills some) writes to /tmp
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
     before = set(glob.glob(str(Path(tempfile.gettempdir()) / "kferry-credentials-*")))
     provision(m["spec_path"])
 
