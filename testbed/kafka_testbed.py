@@ -267,6 +267,19 @@ def _java() -> str:
     return os.environ.get("KFERRY_JAVA", shutil.which("java") or "java")
 
 
+def new_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding.
+
+    One id in 64 would begin with "-", and kafka-storage's argument parser reads such a value as an option
+    ("argument --cluster-id/-t: expected one argument"): a CI run failed that way. Kafka's own
+    Uuid.randomUuid() draws again in that case; so does this.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def start(spec: ClusterSpec) -> None:
     if _running_pid(spec):
         print(f"{spec.name}: already running ({spec.bootstrap})")
@@ -279,7 +292,7 @@ def start(spec: ClusterSpec) -> None:
     cp = classpath(spec.kafka_version)
     log_opts = _logging_opts(spec)
     if not (spec.home / "data" / "meta.properties").exists():
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = new_cluster_id()
         # The admin's SCRAM credential is written with the metadata: the SASL listener works from the start.
         # (A one-off local process; the password is the test bed's own, kept in a 0600 file.)
         scram = f"{SCRAM_MECHANISM}=[name={ADMIN_USER},password={admin_password(spec)}]"
