@@ -1,8 +1,9 @@
 """`make demo`: run the demo tenant's migration DAG on the embedded default.
 
 Embedded default = the local two-cluster test bed, Airflow 3 on SQLite (`dag.test()`, no scheduler needed)
-and Spark local[*]. Seeds the demo tenant's topics and consumer groups on the source (once), runs the DAG
-and prints what it did. Credentials reach the tasks only as Airflow Connections (env vars here).
+and Spark local[*], plus the tenant's two schema registries (`demo_schemas`: started here, stopped on exit).
+Seeds the demo tenant's Avro topics and consumer groups on the source (once), runs the DAG and prints what
+it did. Credentials reach the tasks only as Airflow Connections (env vars here).
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ ENV = {
 }
 os.environ.update(ENV)
 
+import demo_schemas  # noqa: E402
 from demo_data import DEMO_GROUPS, DEMO_TOPICS, RECORDS_PER_PARTITION  # noqa: E402
 
 
-def seed_source() -> None:
-    """Create and fill the demo topics and commit the demo groups' offsets, unless already there."""
+def seed_source(schema_ids: dict[str, int]) -> None:
+    """Create and fill the demo topics (Avro values) and commit the demo groups' offsets, unless already there."""
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -46,16 +48,18 @@ def seed_source() -> None:
     existing = set(admin.list_topics(timeout=30).topics)
     missing = [NewTopic(t, n, 1, config=c) for t, (n, c) in DEMO_TOPICS.items() if t not in existing]
     if not missing:
+        demo_schemas.check_seeded_ids(tb.SOURCE.bootstrap, schema_ids)
         print("source already seeded")
         return
     for future in admin.create_topics(missing).values():
         future.result(30)
     producer = Producer({"bootstrap.servers": tb.SOURCE.bootstrap, "linger.ms": 20})
+    values = demo_schemas.value_writers()
     for topic, (partitions, _) in DEMO_TOPICS.items():
         for p in range(partitions):
             for i in range(RECORDS_PER_PARTITION):
                 key = f"{topic}-{p}-{i % 500}".encode()
-                producer.produce(topic, key=key, value=json.dumps({"n": i, "p": p}).encode(), partition=p,
+                producer.produce(topic, key=key, value=values[topic](p, i), partition=p,
                                  headers=[("origin", b"demo")])
             producer.poll(0)
     producer.flush(60)
@@ -69,7 +73,13 @@ def seed_source() -> None:
 
 
 def main() -> int:
-    seed_source()
+    with demo_schemas.registries():
+        return run_demo(demo_schemas.register())
+
+
+def run_demo(schema_ids: dict[str, int]) -> int:
+    print("schemas on the source registry: " + ", ".join(f"{s} id {i}" for s, i in schema_ids.items()))
+    seed_source(schema_ids)
     if SECURE:
         import demo_secure
 
@@ -131,11 +141,23 @@ def print_summary(run) -> None:
         print(f"  pre-flight: {line}")
     for group, topics in ((diff.get("groups") or {}).get("migrated") or {}).items():
         print(f"  pre-flight: migrate group {group} ({', '.join(topics)})")
+    schemas = results.get("migrate_schemas") or {}
+    if schemas:
+        print(f"  schemas ({schemas['mode']}): {len(schemas['subjects'])} subject(s), {schemas['registered']} "
+              f"version(s) registered; ids " + ", ".join(f"{s} -> {d}" for s, d in schemas["id_map"].items()))
     plan = results.get("plan_copy") or {}
     report_path = Path(plan["report_path"]) if plan.get("report_path") else None
     if report_path and report_path.exists():
         for line in report_lines(json.loads(report_path.read_text())):
             print(f"  copy: {line}")
+    check = results.get("decode_check") or {}
+    if "topics" in check and not check["topics"]:
+        print("  decode check: no newly copied records to decode")
+    for topic, tally in (check.get("topics") or {}).items():
+        print(f"  decode check: {topic}: {tally['records']} records, {tally['values_decoded']} values decoded "
+              f"against the destination registry, {tally['failed']} failed")
+    if check.get("failed"):
+        print(f"  decode check: FAILED: {check['failures'][:3]}")
     translation = results.get("translate_offsets") or {}
     for key, value in translation.items():
         if key not in ("decisions", "commits"):

@@ -27,7 +27,7 @@ from kafka_ferry.operators.provision import (
     ProvisionMirrorGroupsOperator,
     ProvisionMirrorTopicsOperator,
 )
-from kafka_ferry.operators.schemas import MigrateSchemasOperator
+from kafka_ferry.operators.schemas import DecodeCheckOperator, MigrateSchemasOperator
 
 # Airflow's safe mode only parses files that mention both "airflow" and "dag": the docstring does.
 STUB_TEMPLATE = '''"""Airflow DAG of the kafka-ferry migration {yaml_name} (written by `make dags`)."""
@@ -41,8 +41,9 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
     """The migration's DAG: pre-flight -> [migrate schemas] -> provision topics -> provision groups -> mode branch.
 
     catch-up (every scheduled run, and the trigger form's default): plan -> Spark copy batch from the stored
-    offsets -> report -> translate offsets + write checkpoints. promote (trigger form only): source quiesced
-    and groups inactive -> final copy -> lag 0 -> translate + commit groups -> synced -> reconcile + mark.
+    offsets -> report -> [decode check] -> translate offsets + write checkpoints. promote (trigger form only):
+    source quiesced and groups inactive -> final copy -> lag 0 -> translate + commit groups -> synced ->
+    reconcile + mark.
     """
     with DAG(
         dag_id=spec.dag_id,
@@ -70,6 +71,10 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
         branch = add_mode_branch(groups, catch_up_entry="plan_copy")
         plan_copy, _, report = copy_batch_tasks(spec, str(spec_path))
         branch >> plan_copy
+        if spec.schema_registry and spec.schema_registry.decode_check != "off":
+            # the copied records decode on the destination; the counts reach the page translate_offsets writes
+            report >> (report := DecodeCheckOperator(task_id="decode_check", spec_path=str(spec_path),
+                                                     dry_run=DRY_RUN_TEMPLATE))
         add_translation_tasks(dag, spec_path, report)
         add_promotion_tasks(dag, spec, spec_path, branch)
         add_staged_promotion_tasks(dag, spec_path, branch)

@@ -122,11 +122,14 @@ def read_partition(clusters, side: str, topic: str, partition: int) -> list[Reco
 
 
 def assert_copied_exactly_once(clusters, source_topic: str, destination_topic: str, partitions: int,
-                               source_cluster_id: str) -> dict[int, list[tuple[int, int]]]:
+                               source_cluster_id: str, rewriter=None) -> dict[int, list[tuple[int, int]]]:
     """Record by record: same key, value, user headers, timestamp and order, each source record once.
 
-    Returns the (upstream, downstream) pair of every copied record, per partition.
+    `rewriter` (a remap migration's SchemaIdRewriter): source keys and values are compared as the destination
+    must hold them, with their schema ids rewritten. Returns the (upstream, downstream) pair of every copied
+    record, per partition.
     """
+    expected = rewriter.normalise if rewriter is not None else (lambda payload: payload)
     pairs = {}
     for p in range(partitions):
         src = read_partition(clusters, "source", source_topic, p)
@@ -135,7 +138,8 @@ def assert_copied_exactly_once(clusters, source_topic: str, destination_topic: s
         for s, d in zip(src, dst, strict=True):
             cluster, upstream = read_provenance(d.headers)
             assert (cluster, upstream) == (source_cluster_id, s.offset), f"{source_topic}-{p} record {s}"
-            assert (d.key, d.value, d.timestamp) == (s.key, s.value, s.timestamp), f"{source_topic}-{p} {s} {d}"
+            assert (d.key, d.value, d.timestamp) == (expected(s.key), expected(s.value), s.timestamp), (
+                f"{source_topic}-{p} {s} {d}")
             assert tuple(user_headers(d.headers)) == s.headers, f"{source_topic}-{p} headers {s} {d}"
         pairs[p] = [(s.offset, d.offset) for s, d in zip(src, dst, strict=True)]
     return pairs

@@ -18,13 +18,15 @@ from copy_support import provision, run_batch, write_spec
 from schema_support import BY_TOPIC, CuttableProxy, registry, seed_tenant
 
 import schema_registries as srtb
+from kafka_ferry.core.schema_decode import PayloadChecker, top_level_messages
 from kafka_ferry.core.schema_plan import canonical
-from kafka_ferry.core.schema_wire import SchemaIdRewriter, schema_id_of
+from kafka_ferry.core.schema_wire import SchemaIdRewriter, schema_id_of, with_schema_id
 from kafka_ferry.core.spec import SchemaRegistryRef, load_spec
-from kafka_ferry.core.state_records import SCHEMA_ID_KIND
+from kafka_ferry.core.state_records import DECODE_CHECK_KIND, SCHEMA_ID_KIND
 from kafka_ferry.operators.schemas import MigrateSchemasOperator
 from kafka_ferry.promotion.reconcile import reconcile, reconcile_copies
 from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryUnavailable
+from kafka_ferry.stages.decode_check import check_decoding
 from kafka_ferry.stages.schemas import SchemaMigrationError, migrate_schemas
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import load_partition_copies, read_progress
@@ -235,3 +237,47 @@ def test_the_dag_tasks_migrate_schemas_then_copy_records_with_destination_ids_an
     assert reconcile(spec, source_cluster, destination_cluster, store).ok  # source ids mapped before comparing
     copies = load_partition_copies(spec, source_cluster, destination_cluster, read_progress(store))
     assert not reconcile_copies(source_cluster, destination_cluster, copies.values()).ok  # byte for byte they differ
+
+    # The decode check: every record the batch wrote decodes on the destination against the destination registry.
+    check_registry = registry(srtb.REMAP.url, "apicurio-remap")
+    check = check_decoding(destination_cluster, check_registry, store, "b1")
+    assert check.failed == 0, check.describe_failures()
+    for role in ("orders", "payments", "events"):
+        tally = check.topics[tenant.topics[role]]
+        assert (tally.records, tally.values_decoded, tally.failed) == (25, 25, 0), role
+        assert tally.keys_decoded == (25 if role == "orders" else 0), role
+    assert check.topics[tenant.topics["events"]].schema_types == {"JSON": 25}
+    assert check_decoding(destination_cluster, check_registry, store, "b1").topics == {}  # nothing checked twice
+
+    # A record that never decoded on the source (a registered id, a cut body) is copied as it is, and the check
+    # names it: its topic, partition, offset and destination id.
+    orders = tenant.topics["orders"]
+    source_id = schema_id_of(read_source_records(clusters, orders)[0].value())
+    producer = clusters.producer("source")
+    producer.produce(orders, value=with_schema_id(b"\x00" * 5, source_id) + b"\x02", partition=1)
+    assert producer.flush(30) == 0
+    run_batch(str(spec_path), clusters.SPARK_CONN)
+    check = check_decoding(destination_cluster, check_registry, store, "b2")
+    assert check.failed == 1 and check.topics[orders].records == 1
+    (failure,) = check.failures
+    assert (failure["topic"], failure["partition"], failure["field"], failure["schema_id"]) == (
+        orders, 1, "value", id_map[source_id])
+    assert failure["offset"] >= 12 and "AVRO payload does not decode" in failure["reason"]
+    marks = {k: v for k, v in store.read_kind(DECODE_CHECK_KIND).items() if v["destination_topic"] == orders}
+    assert sum(m["failed"] for m in marks.values()) == 1 and sum(m["records"] for m in marks.values()) == 26
+    check_registry.close()
+
+
+def test_the_decode_check_reads_protobuf_schemas_as_a_registry_rewrites_them(tenant):
+    """Apicurio stores .proto text in its own layout: the message count of the check still comes out right."""
+    src = registry(srtb.SOURCE.url, "apicurio-source")
+    subject = src.read_subject(f"{tenant.topics['pings']}-value")
+    latest = subject.versions[-1]
+    stored = src.registered_schema(latest.schema_id)
+    assert stored.schema_type == "PROTOBUF" and top_level_messages(stored.schema) == 1
+    checker = PayloadChecker(src.registered_schema)
+    ping = bytes([0x08, 0x07, 0x12, 0x02]) + b"me"  # seq = 7, from = "me"
+    assert checker.check(with_schema_id(b"\x00" * 5, latest.schema_id) + b"\x00" + ping).outcome == "decoded"
+    assert checker.check(with_schema_id(b"\x00" * 5, latest.schema_id) + b"\x02\x02" + ping).outcome == "failed"
+    assert src.registered_schema(2_000_000_000) is None
+    src.close()

@@ -205,7 +205,8 @@ def test_vendor_images_are_pinned_to_what_the_test_bed_runs(compose):
     assert images == {"postgres": "postgres:17",
                       "kafka-source": f"apache/kafka:{kafka_testbed.SOURCE.kafka_version}",
                       "kafka-destination": f"apache/kafka:{kafka_testbed.DESTINATION.kafka_version}",
-                      "schema-registry": "apicurio/apicurio-registry:3.3.3"}
+                      "schema-registry": "apicurio/apicurio-registry:3.3.3",
+                      "schema-registry-destination": "apicurio/apicurio-registry:3.3.3"}
 
 
 def test_ports_hosts_and_connections_are_consistent(compose):
@@ -245,8 +246,15 @@ def test_ports_hosts_and_connections_are_consistent(compose):
                                                                         "kafka-destination")):
         bootstrap = json.loads(env[conn])["extra"]["bootstrap.servers"]
         assert bootstrap in kafka_advertised(services[side]).values(), (conn, bootstrap)
-    registry_bootstrap = services["schema-registry"]["environment"]["APICURIO_KAFKASQL_BOOTSTRAP_SERVERS"]
-    assert registry_bootstrap in kafka_advertised(services["kafka-source"]).values()
+    # each registry stores on its own side's cluster, and its connection reaches its host and container port
+    for registry, side, conn in (("schema-registry", "kafka-source", "AIRFLOW_CONN_SCHEMA_REGISTRY_SOURCE"),
+                                 ("schema-registry-destination", "kafka-destination",
+                                  "AIRFLOW_CONN_SCHEMA_REGISTRY_DESTINATION")):
+        registry_bootstrap = services[registry]["environment"]["APICURIO_KAFKASQL_BOOTSTRAP_SERVERS"]
+        assert registry_bootstrap in kafka_advertised(services[side]).values()
+        url = json.loads(env[conn])["host"]
+        assert url == f"http://{services[registry]['hostname']}:8080/apis/ccompat/v7", (conn, url)
+        assert any(p.endswith(":8080") for p in services[registry]["ports"]), registry
     for side in ("kafka-source", "kafka-destination"):
         kenv = services[side]["environment"]
         advertised = kafka_advertised(services[side])
@@ -275,6 +283,8 @@ def test_the_demo_specs_connections_are_defined_and_no_secret_is_written_in_the_
     wanted = set()
     for spec in (REPO / "dags" / "migrations").glob("*.yaml"):
         text = yaml.safe_load(spec.read_text())
+        registries = text.get("schema_registry") or {}
+        wanted |= {registries[k] for k in ("source_connection_id", "destination_connection_id") if k in registries}
         wanted |= {text["source"]["connection_id"], text["destination"]["connection_id"],
                    text["copy"]["spark_connection_id"]}
     assert {f"AIRFLOW_CONN_{c.upper()}" for c in wanted} <= set(env)

@@ -143,6 +143,10 @@ SCHEMA_ID_KIND = StateKind(
 FENCE_KIND = StateKind(
     "fence", "GROUP:<group id> | TOPIC:<mirror topic>", ("entries",),
     "fencing (acls.fence): the DENY ACLs put on the destination for a unit, so its promotion lifts exactly those")
+DECODE_CHECK_KIND = StateKind(
+    "decode-check", "<destination topic>:<partition>",
+    ("destination_topic", "partition", "checked_through", "records", "decoded", "plain", "failed", "batch_id"),
+    "the decode check after a batch: the next destination offset to check and the partition's totals so far")
 LEASE_KIND = StateKind(
     "copy-lease", "<claim token>",
     ("token", "migration", "batch_id", "host", "pid", "pid_started", "claimed_at_ms", "expires_at_ms"),
@@ -151,4 +155,5 @@ LEASE_KIND = StateKind(
 
 KINDS: dict[str, StateKind] = {k.name: k for k in (
     PROGRESS_KIND, GAP_KIND, BATCH_KIND, TOPIC_KIND, GROUP_KIND, TIMESTAMPS_KIND, PROMOTION_KIND,
-    GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, FENCE_KIND, LEASE_KIND)}
+    GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, FENCE_KIND, DECODE_CHECK_KIND,
+    LEASE_KIND)}

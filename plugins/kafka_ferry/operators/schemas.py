@@ -10,18 +10,22 @@ task's retries.
 
 from __future__ import annotations
 
+import json
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
+from kafka_ferry.copy.report import write_report
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.hooks.schema_registry import SchemaRegistryError, SchemaRegistryHook
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
-from kafka_ferry.promotion.guard import assert_not_promoted
+from kafka_ferry.promotion.guard import assert_not_promoted, promotion_status
 from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryRefused
+from kafka_ferry.stages.decode_check import check_decoding
 from kafka_ferry.stages.schemas import SchemaMigrationError, id_map_storer, migrate_schemas
 
 
@@ -42,11 +46,7 @@ class MigrateSchemasOperator(MigrationOperator):
         return self.spec.schema_registry
 
     def registries(self) -> tuple[SchemaRegistry, SchemaRegistry]:
-        try:
-            return (SchemaRegistryHook(self.settings.source_connection_id).get_conn(),
-                    SchemaRegistryHook(self.settings.destination_connection_id).get_conn())
-        except SchemaRegistryError as exc:
-            raise AirflowFailException(str(exc)) from exc
+        return registry(self.settings.source_connection_id), registry(self.settings.destination_connection_id)
 
     def migrated_topics(self) -> dict[str, str]:
         """Source topic -> destination topic, for every topic the spec selects (their subjects follow them)."""
@@ -71,3 +71,57 @@ class MigrateSchemasOperator(MigrationOperator):
             source.close()
             destination.close()
         return result.as_dict()  # the stage logged the plan, line by line
+
+
+def registry(conn_id: str) -> SchemaRegistry:
+    try:
+        return SchemaRegistryHook(conn_id).get_conn()
+    except SchemaRegistryError as exc:  # a malformed connection: no retry changes it
+        raise AirflowFailException(str(exc)) from exc
+
+
+class DecodeCheckOperator(MigrationOperator):
+    """After a catch-up batch: decode what the copy wrote on the destination against the destination registry
+    (stage: `stages.decode_check`). The counts and the first failures go into the batch report, so the run's
+    page (written by `translate_offsets`, next) shows them; `decode_check: enforce` fails the run on a failure.
+
+    Moves only its own marks (kind `decode-check`): a rerun checks nothing twice, a run cut short rechecks.
+    Skipped in a dry run (it would move marks) and once the migration is promoted (the tenant writes there).
+    """
+
+    template_fields = (*MigrationOperator.template_fields, "dry_run")
+    ui_color = "#e8dcf4"
+
+    def __init__(self, *, dry_run: bool | str = False, plan_task_id: str = "plan_copy", **kwargs) -> None:
+        kwargs.setdefault("trigger_rule", "none_failed_min_one_success")  # like the report it follows
+        super().__init__(**kwargs)
+        self.dry_run = dry_run
+        self.plan_task_id = plan_task_id
+
+    @fail_fast
+    def execute(self, context: Any) -> dict:
+        settings = self.spec.schema_registry
+        if settings is None or settings.decode_check == "off":
+            return {"skipped": "decode_check is off"}
+        if parse_bool(self.dry_run):
+            return {"skipped": "dry run"}
+        status = promotion_status(self.state_store)
+        if status and status.get("status") == "promoted":
+            return {"skipped": "promoted"}
+        plan = context["ti"].xcom_pull(task_ids=self.plan_task_id) or {}
+        destination = registry(settings.destination_connection_id)
+        try:
+            report = check_decoding(self.destination_cluster, destination, self.state_store,
+                                    str(plan.get("batch_id") or context.get("run_id") or ""))
+        except SchemaRegistryRefused as exc:
+            raise AirflowFailException(str(exc)) from exc
+        finally:
+            destination.close()
+        result = report.as_dict()
+        report_path = Path(plan["report_path"]) if plan.get("report_path") else None
+        if report_path is not None and report_path.exists():  # the page translate_offsets writes shows it
+            write_report({**json.loads(report_path.read_text()), "decode_check": result}, report_path)
+        if report.failed and settings.decode_check == "enforce":
+            raise AirflowFailException(f"{report.failed} record(s) copied to the destination do not decode "
+                                       f"against its registry: {report.describe_failures()}")
+        return result

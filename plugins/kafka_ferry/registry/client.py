@@ -23,6 +23,7 @@ import httpx2
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
+from kafka_ferry.core.schema_decode import RegisteredSchema
 from kafka_ferry.core.schema_plan import Reference, RegistrySnapshot, SchemaVersion, Subject, canonical
 
 NOT_FOUND_CODES = frozenset({40401, 40402, 40403, 40406, 40408, 40409})
@@ -99,8 +100,11 @@ class SchemaRegistry:
                             verify=self.conn.ca_path or True, timeout=self.conn.timeout_s)
 
     def close(self) -> None:
+        """Both HTTP sessions (the client's and ours), when opened; the registry object is done afterwards."""
         if "http" in self.__dict__:
             self.http.close()
+        if "client" in self.__dict__:
+            self.client.close()
 
     def _call(self, operation: str, fn, *args, missing: Any = ..., **kwargs):
         try:
@@ -152,6 +156,22 @@ class SchemaRegistry:
         """(type, text) stored under an id, or None when the id is free."""
         found = self._http("GET", f"schemas/ids/{schema_id}", f"read schema id {schema_id}", missing=None)
         return None if found is None else (found.get("schemaType") or "AVRO", found["schema"])
+
+    def registered_schema(self, schema_id: int) -> RegisteredSchema | None:
+        """The schema stored under an id with its references resolved (for the decode check), or None when the
+        id is free. The client caches by id: an id's schema never changes."""
+        found = self._call(f"read schema id {schema_id}", self.client.get_schema, schema_id, missing=None)
+        return None if found is None else self._with_references(found, depth=0)
+
+    def _with_references(self, schema: Schema, depth: int) -> RegisteredSchema:
+        if depth > 32:
+            raise SchemaRegistryUnavailable(self.conn, "resolve references", "references nest deeper than 32")
+        refs = {}
+        for ref in schema.references or []:
+            reg = self._call(f"read {ref.subject!r} version {ref.version}", self.client.get_version, ref.subject,
+                             ref.version, deleted=True)
+            refs[ref.name] = self._with_references(reg.schema, depth + 1)
+        return RegisteredSchema(schema.schema_type or "AVRO", schema.schema_str, refs)
 
     def snapshot(self, subjects: list[str] | None = None, ids: list[int] = ()) -> RegistrySnapshot:
         """The named subjects (all when None) with their versions and settings, and the schemas of `ids`."""

@@ -75,6 +75,30 @@ GAP_COLUMNS = (("topic", "topic"), ("partition", "partition"), ("lost_start", "l
                ("lost_end", "lost to"), ("lost_count", "offsets lost"))
 
 
+DECODE_COLUMNS = (("topic", "destination topic"), ("records", "records"), ("values_decoded", "values decoded"),
+                  ("keys_decoded", "keys decoded"), ("plain", "keys/values without schema"), ("failed", "failed"),
+                  ("types", "schema types"))
+DECODE_FAILURE_COLUMNS = (("topic", "topic"), ("partition", "partition"), ("offset", "offset"), ("field", "field"),
+                          ("schema_id", "schema id"), ("reason", "why"))
+
+
+def _decode_section(check: Mapping[str, Any]) -> str:
+    """The decode check of the batch's records on the destination: per topic, then the first failures."""
+    failed = check.get("failed", 0)
+    rows = [{"topic": t, **tally, "types": ", ".join(f"{k} {v}" for k, v in sorted(tally["schema_types"].items()))}
+            for t, tally in check.get("topics", {}).items()]
+    verdict = (f'<span class="bad">{failed} record(s) do not decode</span>' if failed else
+               '<span class="ok">every record decodes</span>' if rows else "no new records to check")
+    checks = "; ".join(f"{k}: {v}" for k, v in sorted(check.get("checks", {}).items()))
+    out = [f"<h2>Schemas: copied records decoded on the destination: {verdict}</h2>",
+           f'<p class="muted">against the destination registry; {escape(checks)}</p>',
+           table(DECODE_COLUMNS, rows, left=("topic", "types"))]
+    if check.get("failures"):
+        out += ['<h3 class="warn">First records that do not decode</h3>',
+                table(DECODE_FAILURE_COLUMNS, check["failures"], left=("topic", "field", "reason"))]
+    return "".join(out)
+
+
 def _groups_section(groups: Sequence[Mapping[str, Any]]) -> str:
     return "<h2>Consumer groups: source → destination offsets</h2>" + table(
         GROUP_COLUMNS, sorted(groups, key=lambda g: (g["group"], g["source_topic"], g["partition"])),
@@ -100,6 +124,8 @@ def batch_page(report: Mapping[str, Any], groups: Sequence[Mapping[str, Any]], h
     if report.get("gaps"):
         body += ['<h2 class="warn">Retention gaps (accepted by the spec)</h2>', table(GAP_COLUMNS, report["gaps"],
                                                                                       left=("topic",))]
+    if report.get("decode_check"):
+        body.append(_decode_section(report["decode_check"]))
     body.append(_groups_section(groups))
     return page(title, "".join(body))
 

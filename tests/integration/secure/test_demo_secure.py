@@ -14,8 +14,11 @@ from copy_support import assert_copied_exactly_once
 
 from kafka_ferry.core.acl_plan import minimum_acls
 from kafka_ferry.core.mm2_wire import checkpoints_topic, offset_syncs_topic
+from kafka_ferry.core.schema_wire import SchemaIdRewriter
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.kafka.acls import describe_acls
+from kafka_ferry.stages.schemas import stored_id_map
+from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark]
 
@@ -71,11 +74,20 @@ def test_the_demo_migration_over_sasl_ssl_with_exactly_the_minimum_acls(private,
         principal = f"User:{demo_secure.PRINCIPALS[side]}"
         assert set(describe_acls(private.cluster(side), principal=principal)) == set(getattr(wanted, side)), side
     assert "sasl.password" not in output
-    # The whole demo copied, record by record.
+    # The schemas moved (remap: the destination registry assigns its own ids) and every copied record decoded there.
+    assert "migrate_schemas=success" in summary and "decode_check=success" in summary
+    for topic, (partitions, _) in demo.DEMO_TOPICS.items():
+        n = partitions * demo.RECORDS_PER_PARTITION
+        assert f"decode check: {topic}: {n} records, {n} values decoded against the destination registry, 0 failed" \
+            in done.stdout, done.stdout[-3000:]
+    store = MigrationStateStore(private.cluster("destination"), spec.state_topic_name)
+    id_map = stored_id_map(store)
+    assert id_map and all(src != dst for src, dst in id_map.items()), id_map
+    # The whole demo copied, record by record, each value with its schema id rewritten and nothing else changed.
     source_id = private.cluster("source").describe_cluster().cluster_id
     copied = 0
     for topic, (partitions, _) in demo.DEMO_TOPICS.items():
-        pairs = assert_copied_exactly_once(private, topic, topic, partitions, source_id)
+        pairs = assert_copied_exactly_once(private, topic, topic, partitions, source_id, SchemaIdRewriter(id_map))
         copied += sum(len(p) for p in pairs.values())
     assert copied == sum(n for n, _ in demo.DEMO_TOPICS.values()) * demo.RECORDS_PER_PARTITION
     print(f"demo over SASL_SSL: {copied} records copied exactly once; {summary.strip()}")

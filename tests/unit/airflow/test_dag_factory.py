@@ -18,7 +18,9 @@ def dags_folder(tmp_path):
     (folder / "migrations").mkdir(parents=True)
     shutil.copy(REPO / "dags" / "migrations" / "demo-tenant.yaml", folder / "migrations" / "demo-tenant.yaml")
     good = (REPO / "dags" / "migrations" / "demo-tenant.yaml").read_text()
-    (folder / "migrations" / "other.yaml").write_text(good.replace("name: demo-tenant", "name: other"))
+    # "other" is the demo tenant without its schema registry (the demo's block is the file's last)
+    without_schemas = good[:good.index("schema_registry:")]
+    (folder / "migrations" / "other.yaml").write_text(without_schemas.replace("name: demo-tenant", "name: other"))
     (folder / "migrations" / "broken.yaml").write_text(
         good.replace("name: demo-tenant", "name: broken").replace("max_records_per_partition: 50000",
                                                                     "max_records_per_partition: -1"))
@@ -58,7 +60,8 @@ def test_dag_shape_and_params(dags_folder):
     dag = load(dags_folder).dags["kafka_ferry__demo-tenant"]  # .dags: no metadata DB needed
     assert dag.max_active_runs == 1
     assert "tenant:demo" in dag.tags
-    assert dag.get_task("preflight").downstream_task_ids == {"provision_topics"}
+    assert dag.get_task("preflight").downstream_task_ids == {"migrate_schemas"}  # the demo tenant's are Avro
+    assert dag.get_task("migrate_schemas").downstream_task_ids == {"provision_topics"}
     assert dag.get_task("provision_topics").downstream_task_ids >= {"provision_groups"}
     params = dag.params
     assert (params["mode"], params["confirm_migration"], params["allow_rewind"]) == ("catch-up", None, False)
@@ -72,12 +75,22 @@ def test_write_stubs_is_idempotent(dags_folder):
 
 
 def test_a_spec_with_a_schema_registry_migrates_schemas_between_preflight_and_topics(dags_folder):
-    spec = dags_folder / "migrations" / "other.yaml"
-    spec.write_text(spec.read_text() + "schema_registry:\n  source_connection_id: sr_src\n"
-                                       "  destination_connection_id: sr_dst\n  mode: remap\n")
     bag = load(dags_folder)
-    with_schemas, without = bag.dags["kafka_ferry__other"], bag.dags["kafka_ferry__demo-tenant"]
+    with_schemas, without = bag.dags["kafka_ferry__demo-tenant"], bag.dags["kafka_ferry__other"]
     assert with_schemas.get_task("preflight").downstream_task_ids == {"migrate_schemas"}
     assert with_schemas.get_task("migrate_schemas").downstream_task_ids == {"provision_topics"}
     assert with_schemas.get_task("migrate_schemas").dry_run == "{{ params.mode == 'dry-run' }}"
     assert "migrate_schemas" not in without.task_ids
+    # the batch's records are decoded on the destination before translation writes the run's page
+    assert with_schemas.get_task("copy_report").downstream_task_ids == {"decode_check"}
+    assert with_schemas.get_task("decode_check").downstream_task_ids == {"translate_offsets"}
+    assert "decode_check" not in without.task_ids
+
+
+def test_a_decode_check_set_off_leaves_the_task_out(dags_folder):
+    spec = dags_folder / "migrations" / "other.yaml"
+    spec.write_text(spec.read_text() + "schema_registry:\n  source_connection_id: sr_src\n"
+                                       "  destination_connection_id: sr_dst\n  decode_check: \"off\"\n")
+    dag = load(dags_folder).dags["kafka_ferry__other"]
+    assert "migrate_schemas" in dag.task_ids and "decode_check" not in dag.task_ids
+    assert dag.get_task("copy_report").downstream_task_ids == {"translate_offsets"}

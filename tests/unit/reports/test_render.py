@@ -38,6 +38,24 @@ def test_a_batch_page_shows_totals_partitions_gaps_groups_and_the_chart():
     assert external_loads(html) == []
 
 
+def test_a_batch_page_shows_the_decode_check_per_topic_and_its_failures():
+    check = {"batch_id": "batch-1", "failed": 1, "checks": {"AVRO": "decoded with fastavro"},
+             "topics": {"orders.events": {"records": 6000, "values_decoded": 5999, "keys_decoded": 6000, "plain": 0,
+                                          "failed": 1, "schema_types": {"AVRO": 11999}}},
+             "failures": [{"topic": "orders.events", "partition": 0, "offset": 17, "field": "value",
+                           "schema_id": 44, "reason": "schema id 44 is not in the registry"}]}
+    html = batch_page({**REPORT, "decode_check": check}, GROUPS, HISTORY)
+    for text in ("1 record(s) do not decode", "<td>6000</td><td>5999</td><td>6000</td><td>0</td><td>1</td>",
+                 "AVRO 11999", "First records that do not decode", "<td>17</td>", "<td>44</td>",
+                 "schema id 44 is not in the registry", "AVRO: decoded with fastavro"):
+        assert text in html, text
+    clean = {**check, "failed": 0, "failures": [],
+             "topics": {"orders.events": {**check["topics"]["orders.events"], "failed": 0}}}
+    html = batch_page({**REPORT, "decode_check": clean}, GROUPS, HISTORY)
+    assert "every record decodes" in html and "do not decode" not in html
+    assert "Schemas: copied records" not in batch_page(REPORT, GROUPS, HISTORY)  # a migration without schemas
+
+
 def test_the_lag_chart_is_inline_svg_with_one_point_per_batch_and_a_note_without_batches():
     svg = lag_chart_svg(HISTORY)
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")

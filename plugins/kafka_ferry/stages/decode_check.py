@@ -1,0 +1,139 @@
+"""After a catch-up batch: do the records just copied decode on the destination, against its registry?
+
+Why after every batch, and why here: a remap migration rewrites schema ids in flight, a preserve migration
+relies on the destination keeping ids; either way the proof a tenant needs is that its consumers, pointed at
+the destination cluster and registry, can read what is there. So each batch reads the destination records
+the copy wrote since the last check and decodes every wire-format key and value (`core.schema_decode`).
+
+Which records: per copied partition, from the partition's mark (kind `decode-check`: the next destination
+offset to check) to one past the copy's last destination offset (progress record). A partition checked for
+the first time starts at its earliest offset. The mark moves only after the whole range was read, so a run
+cut short checks the same records again; every copied record is checked at least once, in order.
+
+What it keeps: the mark and running totals per destination partition, and for this run per topic totals and
+the first failures (topic, partition, offset, key or value, schema id, reason), which the run page shows.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kafka_ferry.copy.state import stored_progress
+from kafka_ferry.core.schema_decode import CHECKS, PayloadChecker
+from kafka_ferry.core.state_records import DECODE_CHECK_KIND, partition_key
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.reads import read_ranges
+from kafka_ferry.registry.client import SchemaRegistry
+
+log = logging.getLogger(__name__)
+
+FAILURES_KEPT = 20  # per run, in the report; the totals count them all
+
+
+@dataclass
+class TopicTally:
+    records: int = 0
+    values_decoded: int = 0
+    keys_decoded: int = 0
+    plain: int = 0  # keys and values without the wire-format header
+    failed: int = 0  # records with a key or value that did not decode
+    schema_types: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class DecodeCheckReport:
+    batch_id: str
+    topics: dict[str, TopicTally] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    ranges: dict[str, list[int]] = field(default_factory=dict)  # "<topic>:<partition>" -> [start, end)
+
+    @property
+    def failed(self) -> int:
+        return sum(t.failed for t in self.topics.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"batch_id": self.batch_id, "failed": self.failed, "checks": CHECKS,
+                "topics": {t: asdict(tally) for t, tally in sorted(self.topics.items())},
+                "failures": self.failures, "ranges": self.ranges}
+
+    def describe_failures(self) -> str:
+        return "; ".join(f"{f['topic']}-{f['partition']}@{f['offset']} {f['field']} (schema id {f['schema_id']}): "
+                         f"{f['reason']}" for f in self.failures[:5])
+
+
+def ranges_to_check(destination: KafkaCluster, store) -> dict[tuple[str, int], tuple[int, int]]:
+    """Per destination partition the copy has written to: [mark, last copied offset + 1)."""
+    marks = store.read_kind(DECODE_CHECK_KIND)
+    copied = {(p.destination_topic, p.partition): p.last_downstream_offset + 1
+              for p in stored_progress(store).values() if p.last_downstream_offset is not None}
+    unmarked = [tp for tp in copied if partition_key(*tp) not in marks]
+    earliest = destination.list_offsets(unmarked, "earliest") if unmarked else {}
+    ranges = {}
+    for tp, end in copied.items():
+        mark = marks.get(partition_key(*tp))
+        start = int(mark["checked_through"]) if mark else earliest[tp]
+        if end > start:
+            ranges[tp] = (start, end)
+    return ranges
+
+
+def check_decoding(destination: KafkaCluster, registry: SchemaRegistry, store, batch_id: str,
+                   ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None) -> DecodeCheckReport:
+    """Decode the records in `ranges` (default: `ranges_to_check`), move the marks, return the run's report."""
+    ranges = ranges_to_check(destination, store) if ranges is None else dict(ranges)
+    checker = PayloadChecker(registry.registered_schema)
+    report = DecodeCheckReport(batch_id, ranges={partition_key(*tp): list(r) for tp, r in sorted(ranges.items())})
+    per_partition: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for msg in read_ranges(destination, ranges):
+        tp = (msg.topic(), msg.partition())
+        tally = report.topics.setdefault(tp[0], TopicTally())
+        tally.records += 1
+        counts = per_partition[tp]
+        counts["records"] += 1
+        record_failed = False
+        for field_name, payload in (("key", msg.key()), ("value", msg.value())):
+            verdict = checker.check(payload)
+            if verdict.outcome == "plain":
+                tally.plain += 1
+                counts["plain"] += 1
+            elif verdict.outcome == "decoded":
+                if field_name == "key":
+                    tally.keys_decoded += 1
+                else:
+                    tally.values_decoded += 1
+                tally.schema_types[verdict.schema_type] = tally.schema_types.get(verdict.schema_type, 0) + 1
+                counts["decoded"] += 1
+            else:
+                record_failed = True
+                if len(report.failures) < FAILURES_KEPT:
+                    report.failures.append({"topic": tp[0], "partition": tp[1], "offset": msg.offset(),
+                                            "field": field_name, "schema_id": verdict.schema_id,
+                                            "reason": verdict.reason})
+        if record_failed:
+            tally.failed += 1
+            counts["failed"] += 1
+    _move_marks(store, ranges, per_partition, batch_id)
+    for topic, tally in sorted(report.topics.items()):
+        (log.error if tally.failed else log.info)(
+            "decode check %s: %d record(s), %d value(s) and %d key(s) decoded, %d plain, %d failed", topic,
+            tally.records, tally.values_decoded, tally.keys_decoded, tally.plain, tally.failed)
+    return report
+
+
+def _move_marks(store, ranges, per_partition, batch_id: str) -> None:
+    """The next offset to check, and the partition's running totals, once its whole range was read."""
+    if not ranges:
+        return
+    marks = store.read_kind(DECODE_CHECK_KIND)
+    updates = {}
+    for tp, (_, end) in ranges.items():
+        before = marks.get(partition_key(*tp)) or {}
+        counts = per_partition.get(tp, {})
+        updates[partition_key(*tp)] = {
+            "destination_topic": tp[0], "partition": tp[1], "checked_through": end, "batch_id": batch_id,
+            **{k: int(before.get(k, 0)) + counts.get(k, 0) for k in ("records", "decoded", "plain", "failed")}}
+    store.put_many(DECODE_CHECK_KIND, updates)
