@@ -18,8 +18,10 @@ How each schema type is checked, and how far:
               validator of the schema's draft; referenced schemas are resolvable by their reference name).
     PROTOBUF  the message-index array must parse and its first index must name a top-level message of the
               .proto text; the rest must walk as Protobuf wire format (tags, wire types, lengths within the
-              payload) to its last byte. Field types are not checked: that needs the compiled descriptors,
-              which the registry API does not hand out portably. The report says "wire structure" for it.
+              payload) to its last byte. Field types are not checked: that needs compiled descriptors, which
+              registries do not hand out alike (`GET /schemas/ids/{id}?format=serialized`: Confluent answers
+              base64, Apicurio 3.3.3 the raw descriptor bytes in a JSON string, measured) and Python has no
+              .proto compiler at run time. The report says "message index and wire structure" for it.
 """
 
 from __future__ import annotations
