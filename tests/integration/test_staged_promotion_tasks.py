@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from scenarios import one_group_migration
 
@@ -23,9 +25,15 @@ def test_form_chosen_group_then_topic_are_promoted_by_their_tasks(clusters, tmp_
     out = PromoteGroupsOperator(task_id="promote_groups", spec_path=spec_path).execute(
         {"params": {"groups": f"{p}-g\n", "allow_rewind": False}, "run_id": "r1"})
     assert out[f"{p}-g"]["run_id"] == "r1" and promoted_groups(store) == [f"{p}-g"]
+    # the run's page: the group promoted by r1, its committed offsets, the topic not started yet
+    page = Path(out["run_report"]).read_text()
+    for text in ("staged cutover", "<b>1 / 1</b>groups promoted", "<b>0 / 1</b>topics promoted", "not started",
+                 f"<td>{3}</td>", "exact", "reconciled 1 partition(s)"):
+        assert text in page, text
     with pytest.raises(StagedCutoverError, match=r"groups \['nope'\] are not part of this migration"):
         PromoteGroupsOperator(task_id="promote_groups", spec_path=spec_path).execute(
             {"params": {"groups": ["nope"]}, "run_id": "r2"})
 
-    assert topics_task.execute({"params": {"topics": [topic]}, "run_id": "r3"})[topic]["run_id"] == "r3"
-    assert promoted_topics(store) == [topic]
+    done = topics_task.execute({"params": {"topics": [topic]}, "run_id": "r3"})
+    assert done[topic]["run_id"] == "r3" and promoted_topics(store) == [topic]
+    assert "<b>1 / 1</b>topics promoted" in Path(done["run_report"]).read_text()

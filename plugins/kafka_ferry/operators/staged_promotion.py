@@ -10,21 +10,36 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_ferry.copy.catch_up import threads_engine
+from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.staged_cutover import validate_selection
+from kafka_ferry.core.state_records import TOPIC_KIND
 from kafka_ferry.core.trigger_form import GROUPS_FIELD, TOPICS_FIELD, WAIVE_FIELD, names
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
+from kafka_ferry.reports.publish import publish_staged_run
 from kafka_ferry.stages.group_promotion import promote_group
 from kafka_ferry.stages.group_readiness import ready_groups
 from kafka_ferry.stages.topic_promotion import promote_topics
 from kafka_ferry.translation.translate import migrated_groups
 
 
-class PromoteGroupsOperator(MigrationOperator):
-    """Promotes each group named in the form's ``groups`` field, in order; returns each group's record."""
+class StagedPromotionOperator(MigrationOperator):
+    """What both staged tasks share: the run's page of where every group and topic stands."""
 
     ui_color = "#f8e0c8"
+
+    def publish(self, context: Any, this_run: list[str]) -> str:
+        state = self.state_store.read_all()
+        page = publish_staged_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id, state,
+                                  sorted(migrated_groups(self.state_store, state)), sorted(TOPIC_KIND.records(state)),
+                                  this_run)
+        self.log.info("run report: %s", page)
+        return str(page)
+
+
+class PromoteGroupsOperator(StagedPromotionOperator):
+    """Promotes each group named in the form's ``groups`` field, in order; returns each group's record."""
 
     @fail_fast
     def execute(self, context: Any) -> dict:
@@ -39,13 +54,11 @@ class PromoteGroupsOperator(MigrationOperator):
                                    run_id, threads_engine(), allow_rewind=parse_bool(params.get("allow_rewind")))
             self.log.info("group %s promoted by run %s at %s ms", group, record.run_id, record.promoted_at_ms)
             out[group] = {"run_id": record.run_id, "promoted_at_ms": record.promoted_at_ms}
-        return out
+        return {**out, "run_report": self.publish(context, groups)}
 
 
-class PromoteTopicsOperator(MigrationOperator):
+class PromoteTopicsOperator(StagedPromotionOperator):
     """Promotes the topics named in the form's ``topics`` field, with the groups waived in ``waive_groups``."""
-
-    ui_color = "#f8e0c8"
 
     def __init__(self, *, quiet_window_s: float = 10.0, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -58,4 +71,5 @@ class PromoteTopicsOperator(MigrationOperator):
                               names(params.get(TOPICS_FIELD)), context.get("run_id") or "promote-topics",
                               threads_engine(), waived_groups=names(params.get(WAIVE_FIELD)),
                               quiet_window_s=self.quiet_window_s)
-        return {t: {"run_id": r.run_id, "promoted_at_ms": r.promoted_at_ms} for t, r in done.items()}
+        out = {t: {"run_id": r.run_id, "promoted_at_ms": r.promoted_at_ms} for t, r in done.items()}
+        return {**out, "run_report": self.publish(context, sorted(done))}

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import BATCH_KIND
-from kafka_ferry.reports.render import batch_page, promotion_page
+from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_STEPS
+from kafka_ferry.core.state_records import BATCH_KIND, GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.reports.render import batch_page, promotion_page, staged_page
 
 OVERVIEW_FILE = "overview.json"
 
@@ -50,6 +51,19 @@ def publish_promotion_run(spec: MigrationSpec, migration_dir: Path, run_id: str,
     _update_overview(spec, migration_dir, run_id, promoted=report.get("status") == "promoted",
                      reconciliation=verdict, last_batch=latest.get("batch_id"),
                      last_batch_at_ms=latest.get("finished_at_ms"), lag=latest.get("lag_after_total"))
+    return path
+
+
+def publish_staged_run(spec: MigrationSpec, migration_dir: Path, run_id: str, state: Mapping[str, Mapping],
+                       wanted_groups: Sequence[str], wanted_topics: Sequence[str], this_run: Sequence[str]) -> Path:
+    """A promote-groups or promote-topics run's page, from the state topic's promotion records."""
+    groups, topics = GROUP_PROMOTION_KIND.records(state), TOPIC_PROMOTION_KIND.records(state)
+    html = staged_page(spec.name, groups, topics, wanted_groups, wanted_topics, GROUP_STEPS, TOPIC_STEPS, this_run,
+                       run_id)
+    path = _write(run_page_path(migration_dir, run_id), html)
+    staged = (f"groups {sum(bool(g.get('promoted_at_ms')) for g in groups.values())}/{len(set(wanted_groups))}, "
+              f"topics {sum(bool(t.get('promoted_at_ms')) for t in topics.values())}/{len(set(wanted_topics))}")
+    _update_overview(spec, migration_dir, run_id, staged=staged)
     return path
 
 

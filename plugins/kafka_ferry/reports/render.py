@@ -163,8 +163,61 @@ def promotion_page(report: Mapping[str, Any], history: Sequence[Mapping[str, Any
     return page(title, "".join(body))
 
 
+STAGED_COLUMNS = (("name", "name"), ("status", "status"), ("steps", "steps done"), ("started", "started"),
+                  ("promoted", "promoted"), ("run_id", "by run"), ("detail", "detail"))
+
+
+def _staged_rows(units: Mapping[str, Mapping[str, Any]], wanted: Iterable[str], steps: Sequence[str]) -> list[dict]:
+    """One row per unit of the migration: promoted, in progress (which steps), or not started."""
+    rows = []
+    for name in sorted(set(wanted) | set(units)):
+        unit = units.get(name)
+        if unit is None:
+            rows.append({"name": name, "status": "not started", "steps": "", "started": "", "promoted": "",
+                         "run_id": "", "detail": ""})
+            continue
+        done = list(unit.get("steps_done") or [])
+        detail = unit.get("detail") or {}
+        notes = []
+        if isinstance(detail.get("reconciled"), Mapping):
+            notes.append(f"reconciled {detail['reconciled'].get('partitions')} partition(s)")
+        if isinstance(detail.get("final_copy"), Mapping):
+            notes.append(f"final copy in {detail['final_copy'].get('batches')} batch(es)")
+        if isinstance(detail.get("promoted"), Mapping) and detail["promoted"].get("fence_lifted"):
+            notes.append("fence lifted")
+        rows.append({"name": name, "status": "promoted" if unit.get("promoted_at_ms") else
+                     f"in progress ({len(done)}/{len(steps)})", "steps": ", ".join(done),
+                     "started": _time(unit.get("started_at_ms")), "promoted": _time(unit.get("promoted_at_ms")),
+                     "run_id": unit.get("run_id", ""), "detail": "; ".join(notes)})
+    return rows
+
+
+def staged_page(migration: str, groups: Mapping[str, Mapping[str, Any]], topics: Mapping[str, Mapping[str, Any]],
+                wanted_groups: Iterable[str], wanted_topics: Iterable[str], group_steps: Sequence[str],
+                topic_steps: Sequence[str], this_run: Iterable[str] = (), run_id: str = "") -> str:
+    """A staged-cutover run: where every group and topic of the migration stands, and for the units this run
+    promoted, the offsets committed for them (the group-by-group twin of the promotion page)."""
+    title = f"{migration}: staged cutover"
+    group_rows = _staged_rows(groups, wanted_groups, group_steps)
+    topic_rows = _staged_rows(topics, wanted_topics, topic_steps)
+    promoted = lambda rows: sum(r["status"] == "promoted" for r in rows)  # noqa: E731
+    offsets = [d for name in sorted(set(this_run)) for d in
+               ((groups.get(name) or {}).get("detail", {}).get("translated") or {}).get("decisions", [])]
+    body = [f"<h1>{escape(title)}</h1>",
+            f'<p class="muted">run {escape(run_id) or "—"} · this run: {escape(", ".join(sorted(this_run))) or "—"}'
+            "</p>",
+            _cards([("groups promoted", f"{promoted(group_rows)} / {len(group_rows)}"),
+                    ("topics promoted", f"{promoted(topic_rows)} / {len(topic_rows)}")]),
+            "<h2>Consumer groups</h2>", table(STAGED_COLUMNS, group_rows, left=[c for c, _ in STAGED_COLUMNS]),
+            "<h2>Topics</h2>", table(STAGED_COLUMNS, topic_rows, left=[c for c, _ in STAGED_COLUMNS])]
+    if offsets:
+        body.append(_groups_section(offsets))
+    return page(title, "".join(body))
+
+
 OVERVIEW_COLUMNS = (("migration", "migration"), ("tenant", "tenant"), ("last_batch", "last batch"),
                     ("last_batch_at", "finished"), ("lag", "current lag"), ("promoted", "promoted"),
+                    ("staged", "staged cutover"),
                     ("reconciliation", "last reconciliation"), ("report", "last run"))
 
 
@@ -182,8 +235,9 @@ def overview_page(rows: Sequence[Mapping[str, Any]], report_href: str = "") -> s
             f'<td class="l">{_time(r.get("last_batch_at_ms"))}</td>',
             f"<td>{_cell(r.get('lag'))}</td>",
             f'<td class="l {"ok" if r.get("promoted") else ""}">{"yes" if r.get("promoted") else "no"}</td>',
+            f'<td class="l">{_cell(r.get("staged"))}</td>',
             f'<td class="l">{_cell(r.get("reconciliation"))}</td>', f'<td class="l">{link or "—"}</td>']) + "</tr>")
     head = "".join(f'<th class="l">{escape(h)}</th>' for _, h in OVERVIEW_COLUMNS)
-    empty = '<tr><td class="l" colspan="8">no migration has reported yet</td></tr>'
+    empty = '<tr><td class="l" colspan="9">no migration has reported yet</td></tr>'
     return page("kafka-ferry migrations", f"<h1>kafka-ferry migrations</h1><table><tr>{head}</tr>"
                                           f"{''.join(cells) or empty}</table>")

@@ -108,3 +108,26 @@ def test_timestamp_switches_read_as_settings_not_as_a_mapping():
     html = promotion_page(report, [])
     assert ("message.timestamp.before.max.ms: broker default; message.timestamp.type = LogAppendTime") in html
     assert "{" not in html.split("Timestamp types")[1].split("</table>")[0]
+
+
+def test_a_staged_cutover_page_shows_each_group_and_topic_and_the_offsets_committed_this_run():
+    from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_STEPS
+    from kafka_ferry.reports.render import staged_page
+
+    decisions = [{**GROUPS[0], "group": "billing", "downstream_offset": 3999}]
+    groups = {"billing": {"name": "billing", "run_id": "run-7", "started_at_ms": 1_795_000_000_000,
+                          "promoted_at_ms": 1_795_000_030_000, "steps_done": list(GROUP_STEPS),
+                          "detail": {"translated": {"decisions": decisions},
+                                     "reconciled": {"partitions": 6, "ok": True}, "final_copy": {"batches": 2},
+                                     "promoted": {"fence_lifted": 1}}},
+              "audit": {"name": "audit", "run_id": "run-6", "started_at_ms": 1_795_000_000_000,
+                        "steps_done": ["source_quiet", "final_copy"], "detail": {}}}
+    html = staged_page("orders", groups, {}, ["billing", "audit", "<b>late</b>"], ["orders.events"], GROUP_STEPS,
+                       TOPIC_STEPS, ["billing"], "run-7")
+    for text in ("orders: staged cutover", "<b>1 / 3</b>groups promoted", "<b>0 / 1</b>topics promoted",
+                 "in progress (2/6)", "source_quiet, final_copy",
+                 "reconciled 6 partition(s); final copy in 2 batch(es); fence lifted", "run-7", "not started",
+                 "<td>3999</td>", "this run: billing"):
+        assert text in html, text
+    assert "<b>late</b>" not in html and "&lt;b&gt;late&lt;/b&gt;" in html
+    assert external_loads(html) == []
