@@ -12,6 +12,7 @@ from pathlib import Path
 
 from airflow.sdk import DAG
 
+from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.spec import MigrationSpec, load_spec
 from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
 from kafka_ferry.dag_promotion import (
@@ -28,6 +29,7 @@ from kafka_ferry.operators.provision import (
     ProvisionMirrorTopicsOperator,
 )
 from kafka_ferry.operators.schemas import DecodeCheckOperator, MigrateSchemasOperator
+from kafka_ferry.stages.group_readiness import read_ready_file
 
 # Airflow's safe mode only parses files that mention both "airflow" and "dag": the docstring does.
 STUB_TEMPLATE = '''"""Airflow DAG of the kafka-ferry migration {yaml_name} (written by `make dags`)."""
@@ -53,7 +55,7 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
         max_active_runs=1,  # two copy batches of one migration must never overlap
         tags=["kafka-ferry", f"tenant:{spec.tenant}"],
         default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
-        params=trigger_params(spec.name),
+        params=trigger_params(spec.name, *read_ready_file(work_dir(spec.name))),
         doc_md=f"Migration **{spec.name}** (tenant `{spec.tenant}`) from `{spec.source.alias}` to "
                f"`{spec.destination.alias}`. Spec: `{spec_path.name}`.",
     ) as dag:

@@ -15,7 +15,7 @@ Wiring (inside ``with DAG(..., params=trigger_params(spec.name))``)::
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from airflow.providers.standard.operators.python import BranchPythonOperator
@@ -48,8 +48,28 @@ PROMOTE_ENTRY = ("source_quiesced", "source_groups_inactive")
 STAGED_ENTRY = {PROMOTE_GROUPS: "promote_groups", PROMOTE_TOPICS: "promote_topics"}
 
 
-def trigger_params(migration: str) -> dict[str, Param]:
-    """The trigger form: the run's mode, and what a promotion needs (a typed confirmation, rewinding)."""
+def _groups_param(ready: list[str], as_of_ms: int | None) -> Param:
+    """The form's groups field; when a catch-up run saw groups ready to promote, it offers exactly those."""
+    description = "For mode promote-groups: source consumer groups, one per line. Their consumers must have " \
+                  "stopped on the source."
+    if as_of_ms is None:
+        return Param([], type=["null", "array"], items={"type": "string"}, title="Groups to promote",
+                     section="Staged cutover", description=description)
+    when = datetime.fromtimestamp(as_of_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    seen = f"Ready at the last catch-up run ({when}): {', '.join(ready)}." if ready else \
+        f"No group was ready at the last catch-up run ({when}): their consumers still run or commit on the source."
+    return Param([], type=["null", "array"], items={"type": "string"}, title="Groups to promote",
+                 section="Staged cutover", description=f"{description} {seen}",
+                 **({"examples": ready} if ready else {}))
+
+
+def trigger_params(migration: str, ready_groups: list[str] = (), ready_as_of_ms: int | None = None
+                   ) -> dict[str, Param]:
+    """The trigger form: the run's mode, and what a promotion needs (a typed confirmation, rewinding).
+
+    ``ready_groups`` (as a catch-up run last saw them, ``stages.group_readiness``) become the choices of the groups
+    field, so the form offers the groups that can be promoted; the promote task checks again before it acts.
+    """
     return {
         "mode": Param(CATCH_UP, type="string", enum=list(MODES), title="Run mode", section="Run",
                       values_display={CATCH_UP: "catch-up: copy the next batch", DRY_RUN: "dry-run: plan only",
@@ -71,9 +91,7 @@ def trigger_params(migration: str) -> dict[str, Param]:
         "allow_rewind": Param(False, type="boolean", title="Allow rewinding destination groups", section="Promotion",
                               description="For mode promote only: the promotion may move a destination group's "
                                           "offsets backwards. Ignored by catch-up and dry-run."),
-        GROUPS_FIELD: Param([], type=["null", "array"], items={"type": "string"}, title="Groups to promote",
-                            section="Staged cutover", description="For mode promote-groups: source consumer "
-                            "groups, one per line. Their consumers must have stopped on the source."),
+        GROUPS_FIELD: _groups_param(sorted(ready_groups), ready_as_of_ms),
         TOPICS_FIELD: Param([], type=["null", "array"], items={"type": "string"}, title="Topics to promote",
                             section="Staged cutover", description="For mode promote-topics: source topics, one per "
                             "line. Their producers must have stopped on the source."),

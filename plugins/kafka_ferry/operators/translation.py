@@ -8,6 +8,7 @@ reasons; flagged ones (clamped beyond the copy, not translated) are warnings and
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.guard import promotion_status
 from kafka_ferry.reports.publish import batch_history, publish_batch_run
+from kafka_ferry.stages.group_readiness import ready_groups, write_ready_file
 from kafka_ferry.stages.staged_cutover_state import without_promoted_groups
 from kafka_ferry.translation.translate import checkpoint_translations, export_offset_map, translate_migration
 
@@ -52,11 +54,23 @@ class TranslateOffsetsOperator(MigrationOperator):
             outcomes = commit_translated_offsets(self.destination_cluster, committable,
                                                  allow_rewind=parse_bool(self.allow_rewind))
             summary["commits"] = [o.as_dict() for o in outcomes]
+        summary["ready_groups"] = self.look_at_readiness()
         self.log.info("translation of %s: %s", self.spec.name, {k: v for k, v in summary.items() if k != "commits"})
         page = self.publish_run_page(context, [d.as_dict() for d in result.decisions])
         if page:
             summary["run_report"] = str(page)
         return summary
+
+    def look_at_readiness(self) -> list[str]:
+        """Which groups could be promoted now (no members, no recent commit): logged, and saved for the form."""
+        now_ms = int(time.time() * 1000)
+        readiness = ready_groups(self.source_cluster, self.state_store,
+                                 quiet_ms=int(self.spec.promotion.quiesce_window_seconds * 1000), now_ms=now_ms)
+        for line in readiness:
+            self.log.info("group %s: %s (%s)", line.group, "ready to promote" if line.ready else "not ready",
+                          line.reason)
+        write_ready_file(work_dir(self.spec.name), readiness, now_ms)
+        return [line.group for line in readiness if line.ready]
 
     def publish_run_page(self, context: Any, groups: list[dict]) -> Path | None:
         """The run's HTML page (batch, translated groups, lag chart) when this run copied or reported a batch."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from pathlib import Path
 
 from kafka_ferry.core.staged_cutover import GroupReadiness, group_readiness
 from kafka_ferry.core.state_records import GROUP_ACTIVITY_KIND
@@ -39,3 +40,26 @@ def ready_groups(source, store: MigrationStateStore, quiet_ms: int, now_ms: int 
     if changed:
         store.put_many(GROUP_ACTIVITY_KIND, changed)
     return group_readiness(groups, members, last_change, promoted_groups(store, state), now_ms, quiet_ms)
+
+
+READY_FILE = "ready-groups.json"
+
+
+def write_ready_file(migration_dir: Path, readiness: list[GroupReadiness], now_ms: int) -> Path:
+    """The readiness a catch-up run saw, for the trigger form (read when the DAG is parsed, no Kafka call there)."""
+    path = Path(migration_dir) / READY_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"as_of_ms": now_ms, "groups": [{"group": r.group, "ready": r.ready, "reason": r.reason}
+                                                              for r in readiness]}, indent=1))
+    tmp.replace(path)
+    return path
+
+
+def read_ready_file(migration_dir: Path) -> tuple[list[str], int | None]:
+    """(groups ready at the last look, when that was); ([], None) when no run looked yet or the file is unreadable."""
+    try:
+        seen = json.loads((Path(migration_dir) / READY_FILE).read_text())
+        return sorted(g["group"] for g in seen["groups"] if g["ready"]), int(seen["as_of_ms"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return [], None

@@ -69,3 +69,29 @@ def test_mode_param_is_an_enum_defaulting_to_catch_up():
     assert params["confirm_migration"].resolve() is None and params["allow_rewind"].resolve() is False
     with pytest.raises(Exception):  # noqa: B017 - Airflow raises ParamValidationError
         mode.resolve("yolo")
+
+
+def test_the_groups_field_offers_the_groups_a_catch_up_run_saw_ready(tmp_path):
+    from kafka_ferry.core.staged_cutover import GroupReadiness
+    from kafka_ferry.stages.group_readiness import read_ready_file, write_ready_file
+
+    assert read_ready_file(tmp_path) == ([], None)  # no run looked yet: a free list, no claim about readiness
+    plain = trigger_params("demo-tenant")["groups"]
+    assert "examples" not in plain.schema and "Ready at" not in plain.description
+
+    write_ready_file(tmp_path, [GroupReadiness("billing", True, "no members, quiet"),
+                                GroupReadiness("audit", False, "2 member(s) on the source"),
+                                GroupReadiness("alerts", True, "no members, quiet")], 1_795_000_000_000)
+    ready, as_of = read_ready_file(tmp_path)
+    assert (ready, as_of) == (["alerts", "billing"], 1_795_000_000_000)
+    offered = trigger_params("demo-tenant", ready, as_of)["groups"]
+    assert offered.schema["examples"] == ["alerts", "billing"]
+    assert "Ready at the last catch-up run (2026-11-18 11:06 UTC): alerts, billing." in offered.description
+    assert offered.resolve(["billing"]) == ["billing"]
+
+    write_ready_file(tmp_path, [GroupReadiness("audit", False, "committed 3 s ago")], 1_795_000_000_000)
+    none_ready = trigger_params("demo-tenant", *read_ready_file(tmp_path))["groups"]
+    assert "examples" not in none_ready.schema and "No group was ready" in none_ready.description
+
+    (tmp_path / "ready-groups.json").write_text("{not json")
+    assert read_ready_file(tmp_path) == ([], None)  # a torn file never breaks the DAG's parse
