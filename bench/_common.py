@@ -25,7 +25,8 @@ def admin(bootstrap: str) -> AdminClient:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, config: dict | None = None) -> None:
-    admin(bootstrap).create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(60)
+    client = admin(bootstrap)  # kept alive until the result is in: a collected client cancels the request
+    client.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(60)
 
 
 def seed(topic: str, partitions: int, records: int, record_bytes: int) -> float:
