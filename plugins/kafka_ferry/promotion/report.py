@@ -21,8 +21,10 @@ GROUP_COLUMNS = ("group", "source_topic", "partition", "destination_topic", "ups
 
 
 def build_report(spec: MigrationSpec, state: dict[str, dict], timings: dict, reconciliation: dict | None,
-                 duration_s: float, timestamps: dict[str, dict] | None = None) -> dict:
-    """``timestamps``: the mirrors' timestamp plans by source topic, with their status (copying/switched)."""
+                 duration_s: float, timestamps: dict[str, dict] | None = None,
+                 decode_marks: dict[str, dict] | None = None) -> dict:
+    """``timestamps``: the mirrors' timestamp plans by source topic, with their status (copying/switched).
+    ``decode_marks``: the decode check's per-partition totals (state kind ``decode-check``), summed per topic."""
     rows = []
     for value in under(state, TRANSLATION_PREFIX).values():
         rows += [{c: d.get(c) for c in GROUP_COLUMNS} for d in value["decisions"]]
@@ -34,7 +36,18 @@ def build_report(spec: MigrationSpec, state: dict[str, dict], timings: dict, rec
             "duration_s": round(duration_s, 3), "steps": steps, "this_run": timings,
             "groups": rows, "reconciliation": reconciliation,
             "timestamps": {topic: {k: v for k, v in plan.items() if k != "written_at_ms"}
-                           for topic, plan in sorted((timestamps or {}).items())}}
+                           for topic, plan in sorted((timestamps or {}).items())},
+            "decode_totals": decode_totals(decode_marks or {})}
+
+
+def decode_totals(marks: dict[str, dict]) -> dict[str, dict[str, int]]:
+    """Every record the decode check read on the destination since the migration began, per destination topic."""
+    totals: dict[str, dict[str, int]] = {}
+    for mark in marks.values():
+        topic = totals.setdefault(mark["destination_topic"], {"records": 0, "decoded": 0, "plain": 0, "failed": 0})
+        for k in topic:
+            topic[k] += int(mark.get(k, 0))
+    return dict(sorted(totals.items()))
 
 
 def write_report(report: dict, work_dir: str | Path) -> Path:

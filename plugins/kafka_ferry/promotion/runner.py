@@ -24,6 +24,7 @@ from typing import Any
 from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until, spark_connect_engine, threads_engine
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import (
+    DECODE_CHECK_KIND,
     MIGRATION_KEY,
     PROMOTED_GROUP_PREFIX,
     PROMOTED_TOPIC_PREFIX,
@@ -135,7 +136,8 @@ class PromotionRunner:
             if self.after_step:
                 self.after_step(step)
         report = build_report(self.spec, self._state(), timings, self._reconciliation,
-                              time.monotonic() - started, self.store.read_kind(TIMESTAMPS_KIND))
+                              time.monotonic() - started, self.store.read_kind(TIMESTAMPS_KIND),
+                              self.store.read_kind(DECODE_CHECK_KIND))
         path = write_report(report, self.work_dir)
         report["report_path"] = str(path)
         return report

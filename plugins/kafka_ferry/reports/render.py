@@ -159,6 +159,14 @@ def promotion_page(report: Mapping[str, Any], history: Sequence[Mapping[str, Any
         body += ["<h2>Timestamp types</h2>", table((("topic", "source topic"), ("destination_topic", "mirror"),
                                                     ("status", "status"), ("at_promotion", "from promotion on")),
                                                    ts, left=("topic", "destination_topic", "status", "at_promotion"))]
+    if report.get("decode_totals"):
+        failed = sum(t["failed"] for t in report["decode_totals"].values())
+        verdict = (f'<span class="bad">{failed} record(s) did not decode</span>' if failed else
+                   '<span class="ok">every checked record decoded</span>')
+        body += [f"<h2>Schemas: the decode check over the whole migration: {verdict}</h2>",
+                 table((("topic", "destination topic"), ("records", "records checked"), ("decoded", "keys/values "
+                        "decoded"), ("plain", "keys/values without schema"), ("failed", "records failed")),
+                       [{"topic": t, **v} for t, v in report["decode_totals"].items()], left=("topic",))]
     body += ["<h2>Lag over the migration's batches</h2>", lag_chart_svg(history)]
     return page(title, "".join(body))
 

@@ -131,3 +131,17 @@ def test_a_staged_cutover_page_shows_each_group_and_topic_and_the_offsets_commit
         assert text in html, text
     assert "<b>late</b>" not in html and "&lt;b&gt;late&lt;/b&gt;" in html
     assert external_loads(html) == []
+
+
+def test_a_promotion_page_sums_the_decode_check_over_the_whole_migration():
+    from kafka_ferry.promotion.report import decode_totals
+
+    marks = {"orders.events:0": {"destination_topic": "orders.events", "partition": 0, "records": 10, "decoded": 10,
+                                 "plain": 10, "failed": 0},
+             "orders.events:1": {"destination_topic": "orders.events", "partition": 1, "records": 7, "decoded": 6,
+                                 "plain": 7, "failed": 1}}
+    totals = decode_totals(marks)
+    assert totals == {"orders.events": {"records": 17, "decoded": 16, "plain": 17, "failed": 1}}
+    html = promotion_page({"migration": "orders", "decode_totals": totals}, HISTORY)
+    assert "1 record(s) did not decode" in html and "<td>17</td><td>16</td><td>17</td><td>1</td>" in html
+    assert "the decode check" not in promotion_page({"migration": "orders", "decode_totals": {}}, HISTORY)
