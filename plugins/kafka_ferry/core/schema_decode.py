@@ -62,6 +62,9 @@ class Verdict:
     reason: str = ""
 
 
+PLAIN = Verdict("plain")
+
+
 class _Unusable(Exception):
     """A schema that cannot be used to decode anything (the reason is the message)."""
 
@@ -76,11 +79,12 @@ class PayloadChecker:
     def __init__(self, lookup: Callable[[int], RegisteredSchema | None]):
         self._lookup = lookup
         self._parsed: dict[int, tuple[str, Callable[[bytes], None]] | str] = {}
+        self._decoded: dict[int, Verdict] = {}  # one shared verdict per id: check() is on a per-record path
 
     def check(self, payload: bytes | None) -> Verdict:
         schema_id = schema_id_of(payload)
         if schema_id is None:
-            return Verdict("plain")
+            return PLAIN
         parsed = self._parsed.get(schema_id)
         if parsed is None:
             parsed = self._parsed[schema_id] = self._parse(schema_id)
@@ -92,7 +96,10 @@ class PayloadChecker:
         except Exception as exc:  # every decoder's way of saying "not this schema's bytes"
             return Verdict("failed", schema_id, schema_type, f"{schema_type} payload does not decode: "
                                                              f"{type(exc).__name__}: {str(exc)[:200]}")
-        return Verdict("decoded", schema_id, schema_type)
+        verdict = self._decoded.get(schema_id)
+        if verdict is None:
+            verdict = self._decoded[schema_id] = Verdict("decoded", schema_id, schema_type)
+        return verdict
 
     def _parse(self, schema_id: int) -> tuple[str, Callable[[bytes], None]] | str:
         registered = self._lookup(schema_id)

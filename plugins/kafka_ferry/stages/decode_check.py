@@ -17,13 +17,13 @@ the first failures (topic, partition, offset, key or value, schema id, reason), 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafka_ferry.copy.state import stored_progress
-from kafka_ferry.core.schema_decode import CHECKS, PayloadChecker
+from kafka_ferry.core.schema_decode import CHECKS, PLAIN, PayloadChecker
 from kafka_ferry.core.state_records import DECODE_CHECK_KIND, partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.reads import read_ranges
@@ -85,28 +85,23 @@ def check_decoding(destination: KafkaCluster, registry: SchemaRegistry, store, b
                    ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None) -> DecodeCheckReport:
     """Decode the records in `ranges` (default: `ranges_to_check`), move the marks, return the run's report."""
     ranges = ranges_to_check(destination, store) if ranges is None else dict(ranges)
-    checker = PayloadChecker(registry.registered_schema)
+    check = PayloadChecker(registry.registered_schema).check
     report = DecodeCheckReport(batch_id, ranges={partition_key(*tp): list(r) for tp, r in sorted(ranges.items())})
-    per_partition: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    # per partition: records, keys decoded, values decoded, keys/values without a header, failed records
+    counts: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    types: dict[str, Counter] = defaultdict(Counter)
     for msg in read_ranges(destination, ranges):
         tp = (msg.topic(), msg.partition())
-        tally = report.topics.setdefault(tp[0], TopicTally())
-        tally.records += 1
-        counts = per_partition[tp]
-        counts["records"] += 1
+        c = counts[tp]
+        c[0] += 1
         record_failed = False
-        for field_name, payload in (("key", msg.key()), ("value", msg.value())):
-            verdict = checker.check(payload)
-            if verdict.outcome == "plain":
-                tally.plain += 1
-                counts["plain"] += 1
+        for index, field_name, payload in ((1, "key", msg.key()), (2, "value", msg.value())):
+            verdict = check(payload)
+            if verdict is PLAIN:
+                c[3] += 1
             elif verdict.outcome == "decoded":
-                if field_name == "key":
-                    tally.keys_decoded += 1
-                else:
-                    tally.values_decoded += 1
-                tally.schema_types[verdict.schema_type] = tally.schema_types.get(verdict.schema_type, 0) + 1
-                counts["decoded"] += 1
+                c[index] += 1
+                types[tp[0]][verdict.schema_type] += 1
             else:
                 record_failed = True
                 if len(report.failures) < FAILURES_KEPT:
@@ -114,8 +109,17 @@ def check_decoding(destination: KafkaCluster, registry: SchemaRegistry, store, b
                                             "field": field_name, "schema_id": verdict.schema_id,
                                             "reason": verdict.reason})
         if record_failed:
-            tally.failed += 1
-            counts["failed"] += 1
+            c[4] += 1
+    per_partition = {}
+    for tp, (records, keys, values, plain, failed) in counts.items():
+        tally = report.topics.setdefault(tp[0], TopicTally())
+        tally.records += records
+        tally.keys_decoded += keys
+        tally.values_decoded += values
+        tally.plain += plain
+        tally.failed += failed
+        tally.schema_types = dict(sorted(types[tp[0]].items()))
+        per_partition[tp] = {"records": records, "decoded": keys + values, "plain": plain, "failed": failed}
     _move_marks(store, ranges, per_partition, batch_id)
     for topic, tally in sorted(report.topics.items()):
         (log.error if tally.failed else log.info)(
