@@ -15,11 +15,12 @@ import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+from confluent_kafka import KafkaError
 
 from kafka_ferry.core.copy_lease import LEASE_S, RENEW_EVERY_S, Claim, CopyLeaseHeld, claims_in_log, holder, refusal
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.kafka.reads import start_reader
 
 log = logging.getLogger(__name__)
 READER_GROUP = "kafka-ferry-state-reader"  # the state store's reader group: no new ACL
@@ -148,13 +149,12 @@ class CopyLease:
 
     def _read_to(self, end: int) -> list[tuple[int, bytes, bytes | None]]:
         """Every record of the state topic below ``end`` (which the caller knows exists), with its offset."""
-        consumer = self.destination.consumer(**{"group.id": READER_GROUP, "enable.partition.eof": False})
+        consumer = start_reader(self.destination, self.topic, READER_GROUP, enable_eof=False)
         out: list[tuple[int, bytes, bytes | None]] = []
         try:
-            consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
-                for msg in consumer.consume(500, 1.0):
+                for msg in consumer.consume(500, 0.05):  # consume() waits its whole slice for a full batch
                     if msg.error():
                         raise KafkaClusterError.on(self.destination, f"read the copy lease from {self.topic}",
                                                    msg.error(), acl={"TOPIC": ("READ", self.topic),

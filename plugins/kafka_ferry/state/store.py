@@ -13,11 +13,12 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+from confluent_kafka import KafkaError
 
 from kafka_ferry.core.state_records import KINDS, StateKind, decode
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.kafka.reads import start_reader
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +76,8 @@ class MigrationStateStore:
         end = self.cluster.list_offsets([(self.topic, 0)], "latest", read_committed=False).get((self.topic, 0), 0)
         if end <= 0:
             return
-        consumer = self.cluster.consumer(**{"group.id": "kafka-ferry-state-reader", "enable.partition.eof": True})
+        consumer = start_reader(self.cluster, self.topic, "kafka-ferry-state-reader", enable_eof=True)
         try:
-            consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 msg = consumer.poll(1.0)
