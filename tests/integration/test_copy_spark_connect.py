@@ -46,6 +46,13 @@ def test_batches_on_spark_connect_copy_exactly_once_with_the_package_shipped_as_
     assert packages and all(".zip" in path and "kafka_ferry-" in path for path in packages), packages
     assert run_batch(spec_path, spark_connect)["records_copied"] == 0
 
+    # the next batch with records attaches to the kept session: the same Python daemon forks its workers
+    seed_plain(clusters, topics[0][0], 1, 10, start=200)
+    second = run_batch(spec_path, spark_connect)
+    assert second["records_copied"] == 10
+    assert _daemons(second) <= _daemons(first), (_daemons(first), _daemons(second))
+    assert len(list(work_dir.rglob("*.connect-session"))) == 1
+
 
 def test_a_worker_killed_mid_batch_on_spark_connect_is_resumed_exactly_once_by_the_retry(
         clusters, tmp_path, work_dir, spark_connect, monkeypatch):
@@ -106,3 +113,42 @@ def test_the_promotion_final_copy_runs_on_the_spark_connect_engine_of_the_catch_
     assert all(".zip" in r["executor"]["package"] for r in sessions[0]), sessions[0]
     pairs = assert_copied_exactly_once(clusters, topic, topic, 2, source_id)
     assert all(len(partition_pairs) == 2 * PER_PARTITION for partition_pairs in pairs.values())
+
+
+def test_a_session_the_server_closed_is_replaced_by_a_new_one_and_the_batch_copies(
+        clusters, tmp_path, work_dir, spark_connect):
+    from pyspark.sql import SparkSession
+
+    import spark_connect as connect_server
+    from kafka_ferry.copy.connect_engine import CONNECT_MODE_ENV, session_url
+
+    p = clusters.unique("scc")
+    topic = clusters.create_topic("source", f"{p}.t", 2)
+    seed_plain(clusters, topic, 2, PER_PARTITION)
+    spec_path = write_spec(tmp_path, clusters, p, spark_connection_id=spark_connect)
+    provision(spec_path)
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
+    first = run_batch(spec_path, spark_connect)
+    (record,) = work_dir.rglob("*.connect-session")
+    kept = record.read_text()
+
+    # the server closes the kept session (as its idle timeout does): it refuses that id from now on
+    try:
+        SparkSession.builder.remote(session_url(connect_server.URL, kept)).create().stop()
+    finally:  # pyspark leaves this process marked as a Connect client: later spark-submit runs would refuse
+        for name in CONNECT_MODE_ENV:
+            os.environ.pop(name, None)
+
+    seed_plain(clusters, topic, 2, PER_PARTITION, start=PER_PARTITION)
+    second = run_batch(spec_path, spark_connect)
+
+    assert first["records_copied"] == second["records_copied"] == 2 * PER_PARTITION
+    assert record.read_text() != kept  # a new session, kept for the batches after
+    assert not _daemons(second) & _daemons(first)
+    pairs = assert_copied_exactly_once(clusters, topic, topic, 2, source_id)
+    assert all(len(partition_pairs) == 2 * PER_PARTITION for partition_pairs in pairs.values())
+
+
+def _daemons(report: dict) -> set[int]:
+    """The Python daemons whose workers copied the batch's partitions."""
+    return {row["executor"]["parent"] for row in report["partitions"] if "executor" in row}

@@ -26,10 +26,19 @@ def report_path_for(plan_path: str | Path, plan: CopyPlan) -> Path:
     return Path(plan_path).with_name(f"report-{plan.batch_id}.json")
 
 
+def state_clients(configs: Mapping[str, Mapping[str, Any]]) -> KafkaCluster:
+    """The destination client a batch closes through, its producer started now: made before the copy, the
+    batch record does not wait for a producer id after it (``KafkaCluster.start_durable_producer``)."""
+    clients = KafkaCluster("destination", configs["destination"], reuse_producers=True)
+    clients.start_durable_producer()
+    return clients
+
+
 def finish_batch(plan: CopyPlan, results: Iterable[Mapping[str, Any]], configs: Mapping[str, Mapping[str, Any]],
-                 started_at_ms: int, report_path: str | Path) -> dict[str, Any]:
+                 started_at_ms: int, report_path: str | Path,
+                 destination: KafkaCluster | None = None) -> dict[str, Any]:
     source = KafkaCluster("source", configs["source"])
-    store = MigrationStateStore(KafkaCluster("destination", configs["destination"]), plan.state_topic)
+    store = MigrationStateStore(destination or KafkaCluster("destination", configs["destination"]), plan.state_topic)
     lag_after = measure_lag(plan, source, store)
     report = build_report(plan, results, lag_after, started_at_ms, int(time.time() * 1000))
     report["report_path"] = str(report_path)

@@ -9,6 +9,15 @@ data stays inside the Python workers; only per-partition result rows come back.
 Delivery is unchanged: each group copies with the same copier, progress written only after acks, so a
 failed or retried batch resumes exactly-once from the destination's tail, whatever the engine.
 
+One session per migration and package, kept between batches: a Connect server (Spark 4.2) starts a
+Python daemon and workers for each session, 1.3-2 s before the first record, and never stops the daemon
+when the session ends (one ~50 MB process left behind per session). Re-attaching to the same session id
+(``session_id=`` in the URL, the id kept in a file beside the package zip) reuses that session's workers:
+a batch starts copying at once and the server holds one daemon per migration. A new package version gets
+a new session (its workers must import the new code); a session the server closed (idle timeout, restart
+with a tombstone) is replaced once by a new id. Nothing else lives in the session: plan, configs and
+fault spec arrive with every batch, in the function.
+
 Credentials: both clusters' configs travel in the pickled function, over the Connect channel, to the
 server's Python workers (as they travel in the task closure to executors with spark-submit); never on
 a command line. Outside loopback the channel must use TLS and a token (``use_ssl`` / password of the
@@ -19,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,24 +39,25 @@ from kafka_ferry.copy.runner import spark_task, task_groups
 RESULT_SCHEMA = "result string"
 CONNECT_MODE_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
 DEFAULT_PARALLELISM = 2
+SESSION_CLOSED = "INVALID_HANDLE.SESSION_CLOSED"
+SESSION_FILE_SUFFIX = ".connect-session"
 
 
 def run_on_spark_connect(url: str, plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]], package_zip: Path,
                          fault_spec: str | None = None) -> list[dict]:
     """Copy the plan's partitions on the Connect server at ``url``; one result dict per partition."""
-    from pyspark.sql import SparkSession
-
     before = {name: os.environ.get(name) for name in CONNECT_MODE_ENV}
-    spark = SparkSession.builder.remote(url).getOrCreate()
+    spark = None
     try:
-        spark.addArtifacts(str(package_zip), pyfile=True)
+        spark = _attach(url, package_zip)
         groups = task_groups(plan, _parallelism(spark))
         body = _group_copier(plan.to_json(), {k: dict(v) for k, v in configs.items()}, fault_spec, groups)
         # range(n, numPartitions=n): exactly one group index per Spark partition, so one task per group.
         rows = spark.range(0, len(groups), 1, len(groups)).mapInArrow(body, RESULT_SCHEMA).collect()
         return [json.loads(row.result) for row in rows]
     finally:
-        spark.stop()
+        if spark is not None:
+            _detach(spark)
         # Why: pyspark marks the whole process as a Connect client (SPARK_CONNECT_MODE_ENABLED) and does not
         # unmark it on stop; any later SparkContext here or in a child (a spark-submit batch) would refuse to start.
         for name, value in before.items():
@@ -54,6 +65,65 @@ def run_on_spark_connect(url: str, plan: CopyPlan, configs: Mapping[str, Mapping
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def session_url(url: str, session_id: str) -> str:
+    """``url`` naming the session to attach to; a URL that already names one is the operator's choice."""
+    if "session_id=" in url:
+        return url
+    if "/;" in url:
+        return f"{url};session_id={session_id}"
+    return f"{url.rstrip('/')}/;session_id={session_id}"  # the hook ends a URL without parameters with "/"
+
+
+def session_file(package_zip: Path) -> Path:
+    """Where the session id for this package is kept: beside the zip, in the migration's work dir."""
+    return package_zip.with_name(package_zip.name + SESSION_FILE_SUFFIX)
+
+
+def kept_session_id(path: Path, renew: bool = False) -> str:
+    """The session id kept at ``path``; a new one (written atomically) when there is none, it is torn, or ``renew``."""
+    if not renew:
+        try:
+            return str(uuid.UUID(path.read_text().strip()))
+        except (OSError, ValueError):
+            pass
+    session_id = str(uuid.uuid4())
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(session_id)
+    tmp.replace(path)
+    return session_id
+
+
+def _attach(url: str, package_zip: Path):
+    """A client on the migration's kept session, with the package added (again: same content is a no-op)."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import SparkSession
+
+    record = session_file(package_zip)
+    spark = SparkSession.builder.remote(session_url(url, kept_session_id(record))).create()
+    try:
+        spark.addArtifacts(str(package_zip), pyfile=True)  # the first call to the server
+        return spark
+    except PySparkException as exc:
+        if exc.getCondition() != SESSION_CLOSED:
+            _detach(spark)
+            raise
+    # The server closed the kept session (idle timeout, or released) and refuses its id from now on.
+    _detach(spark)
+    spark = SparkSession.builder.remote(session_url(url, kept_session_id(record, renew=True))).create()
+    try:
+        spark.addArtifacts(str(package_zip), pyfile=True)
+    except BaseException:
+        _detach(spark)
+        raise
+    return spark
+
+
+def _detach(spark) -> None:
+    """Close this client without releasing the session: the next batch attaches to it and its warm workers."""
+    spark.release_session_on_close = False
+    spark.stop()
 
 
 def _parallelism(spark) -> int:

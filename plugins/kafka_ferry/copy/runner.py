@@ -86,9 +86,11 @@ def _copy_lane(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[
     """Copy these partitions one after another with one set of clients."""
     source = KafkaCluster("source", configs["source"])
     destination = KafkaCluster("destination", configs["destination"])
-    # The store flushes after every put: it can keep one producer for the whole task (progress per partition).
-    store = MigrationStateStore(KafkaCluster("destination", configs["destination"], reuse_producers=True),
-                                plan.state_topic)
+    # The store flushes after every put: it can keep one producer for the whole lane (progress per partition),
+    # started now so its producer id is there when the first partition's progress is written.
+    state_clients = KafkaCluster("destination", configs["destination"], reuse_producers=True)
+    state_clients.start_durable_producer()
+    store = MigrationStateStore(state_clients, plan.state_topic)
     progress = stored_progress(store)
     copier = PartitionCopier(plan, source, destination, OffsetSyncWriter(destination, plan.offset_syncs_topic),
                              store, Faults(fault_spec))
@@ -96,7 +98,7 @@ def _copy_lane(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[
     try:
         for task in tasks:
             result = copier.copy(task, progress.get((task.source_topic, task.partition))).as_dict()
-            result["executor"] = {"pid": os.getpid(), "package": kafka_ferry.__file__}
+            result["executor"] = {"pid": os.getpid(), "parent": os.getppid(), "package": kafka_ferry.__file__}
             results.append(result)
     finally:
         copier.close()

@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-from kafka_ferry.copy.batch import finish_batch, report_path_for
+from kafka_ferry.copy.batch import finish_batch, report_path_for, state_clients
 from kafka_ferry.copy.faults import FAULT_ENV
 from kafka_ferry.copy.lease import copy_lease
 from kafka_ferry.copy.plan import CopyPlan
@@ -69,12 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         except CopyLeaseHeld as exc:
             log.error("%s", exc)
             return LEASE_HELD_EXIT
+        closing = state_clients(configs)
         with lease:
             check_planned_topics(plan, configs)  # a topic deleted after planning fails here, before any record moves
             fault = os.environ.get(FAULT_ENV)
             results = copy_plan_in_process(plan, configs, fault) if args.in_process else run_on_spark(plan, configs)
             report = finish_batch(plan, results, configs, started_at_ms,
-                                  args.report or report_path_for(args.plan, plan))
+                                  args.report or report_path_for(args.plan, plan), closing)
     for line in report_lines(report):
         log.info("%s", line)
     return 0

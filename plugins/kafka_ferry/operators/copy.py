@@ -22,7 +22,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from kafka_ferry.copy.batch import finish_batch, report_path_for
+from kafka_ferry.copy.batch import finish_batch, report_path_for, state_clients
 from kafka_ferry.copy.faults import FAULT_ENV
 from kafka_ferry.copy.lease import copy_lease
 from kafka_ferry.copy.packaging import build_package_zip, write_launcher
@@ -171,10 +171,11 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         package = build_package_zip(work_dir(spec.name) / "packages")
         self.log.info("batch %s on Spark Connect (connection '%s'): %d partitions", plan.batch_id, self._conn_id,
                       len(plan.tasks))
+        closing = state_clients(configs)
         with copy_lease(plan, configs):  # one copy job per migration at a time, whoever started it
             results = run_on_spark_connect(SparkConnectHook(self._conn_id).get_connection_url(), plan, configs,
                                            package, os.environ.get(FAULT_ENV))
-            report = finish_batch(plan, results, configs, started_at_ms, report_path)
+            report = finish_batch(plan, results, configs, started_at_ms, report_path, closing)
         for line in report_lines(report):
             self.log.info("%s", line)
 
@@ -226,7 +227,7 @@ class CopyReportOperator(MigrationOperator):
             plan = CopyPlan.read(summary["plan_path"])
             configs = {"source": self.source_cluster.client_config,
                        "destination": self.destination_cluster.client_config}
-            report = finish_batch(plan, [], configs, plan.planned_at_ms, report_path)
+            report = finish_batch(plan, [], configs, plan.planned_at_ms, report_path, self.destination_cluster)
         elif report_path.exists():
             report = json.loads(report_path.read_text())
         else:
