@@ -57,11 +57,7 @@ def test_batches_on_spark_connect_copy_exactly_once_with_the_package_shipped_as_
 def test_a_worker_killed_mid_batch_on_spark_connect_is_resumed_exactly_once_by_the_retry(
         clusters, tmp_path, work_dir, spark_connect, monkeypatch):
     p = clusters.unique("sck")
-    topic = clusters.create_topic("source", f"{p}.t", 2)
-    seed_plain(clusters, topic, 2, PER_PARTITION)
-    spec_path = write_spec(tmp_path, clusters, p, spark_connection_id=spark_connect)
-    provision(spec_path)
-    source_id = clusters.cluster("source").describe_cluster().cluster_id
+    topic, spec_path, source_id = _two_partitions_provisioned(clusters, tmp_path, p, spark_connect)
 
     monkeypatch.setenv(FAULT_ENV, f"before_produce:{topic}:0:120")
     with pytest.raises(Exception) as crashed:  # noqa: PT011 - the Connect client raises the server's failure
@@ -88,11 +84,7 @@ def test_the_promotion_final_copy_runs_on_the_spark_connect_engine_of_the_catch_
     from kafka_ferry.operators.promotion import PromoteMigrationOperator
 
     p = clusters.unique("scf")
-    topic = clusters.create_topic("source", f"{p}.t", 2)
-    seed_plain(clusters, topic, 2, PER_PARTITION)
-    spec_path = write_spec(tmp_path, clusters, p, spark_connection_id=spark_connect)
-    provision(spec_path)
-    source_id = clusters.cluster("source").describe_cluster().cluster_id
+    topic, spec_path, source_id = _two_partitions_provisioned(clusters, tmp_path, p, spark_connect)
     assert run_batch(spec_path, spark_connect)["records_copied"] == 2 * PER_PARTITION
     seed_plain(clusters, topic, 2, PER_PARTITION)  # producers wrote more before they stopped
 
@@ -123,11 +115,7 @@ def test_a_session_the_server_closed_is_replaced_by_a_new_one_and_the_batch_copi
     from kafka_ferry.copy.connect_engine import CONNECT_MODE_ENV, session_url
 
     p = clusters.unique("scc")
-    topic = clusters.create_topic("source", f"{p}.t", 2)
-    seed_plain(clusters, topic, 2, PER_PARTITION)
-    spec_path = write_spec(tmp_path, clusters, p, spark_connection_id=spark_connect)
-    provision(spec_path)
-    source_id = clusters.cluster("source").describe_cluster().cluster_id
+    topic, spec_path, source_id = _two_partitions_provisioned(clusters, tmp_path, p, spark_connect)
     first = run_batch(spec_path, spark_connect)
     (record,) = work_dir.rglob("*.connect-session")
     kept = record.read_text()
@@ -147,6 +135,15 @@ def test_a_session_the_server_closed_is_replaced_by_a_new_one_and_the_batch_copi
     assert not _daemons(second) & _daemons(first)
     pairs = assert_copied_exactly_once(clusters, topic, topic, 2, source_id)
     assert all(len(partition_pairs) == 2 * PER_PARTITION for partition_pairs in pairs.values())
+
+
+def _two_partitions_provisioned(clusters, tmp_path, p: str, spark_connect: str) -> tuple[str, str, str]:
+    """A source topic of two partitions with PER_PARTITION records each, its migration provisioned on Connect."""
+    topic = clusters.create_topic("source", f"{p}.t", 2)
+    seed_plain(clusters, topic, 2, PER_PARTITION)
+    spec_path = write_spec(tmp_path, clusters, p, spark_connection_id=spark_connect)
+    provision(spec_path)
+    return topic, spec_path, clusters.cluster("source").describe_cluster().cluster_id
 
 
 def _daemons(report: dict) -> set[int]:
