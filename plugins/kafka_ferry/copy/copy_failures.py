@@ -25,7 +25,7 @@ def delivery_failure(source, destination, task: PartitionTask, acks: ChunkAcks, 
     """The destination refused a record: name the first source offset not acknowledged (progress stays
     before it), the cause (not its consequences: after a fatal error librdkafka purges what it held), and
     for an authorization error the ACL to grant, for an oversized record the record."""
-    chunks = ([acks.failed] if acks.failed else []) + list(acks.pending)
+    chunks = acks.unacknowledged()
     errors = [c.error for c in chunks if c.error is not None]
     raised = exc.__context__ if isinstance(exc, SystemError) else exc
     raised = raised.args[0] if isinstance(raised, KafkaException) else None

@@ -66,6 +66,9 @@ class ChunkAcks:
         self.source_cluster_id, self.tracker, self.emit = source_cluster_id, tracker, emit
         self.on_acked = on_acked  # called with (acked before, acked after) per chunk: crash tests hook in here
         self.pending: deque[Chunk] = deque()
+        # The chunk being produced: not yet pending (it has no last report), but a produce() that raises
+        # mid-chunk (the producer turned fatal) has sent some of its records, so a failure must count it.
+        self.open: Chunk | None = None
         self.error = None  # the first failure; after it nothing is observed (the sync log must stay a prefix)
         self.failed: Chunk | None = None  # the chunk that failed: its first record is the first one not copied
         self.acked = 0
@@ -86,6 +89,13 @@ class ChunkAcks:
             if self.on_acked is not None:
                 self.on_acked(before, self.acked)
         return settled
+
+    def unacknowledged(self) -> list[Chunk]:
+        """Every chunk not known to be copied, oldest first: the failed one, the pending ones, the open one."""
+        chunks = ([self.failed] if self.failed else []) + list(self.pending)
+        if self.open is not None and self.open.upstream and all(c is not self.open for c in chunks):
+            chunks.append(self.open)
+        return chunks
 
     def _observe(self, chunk: Chunk) -> None:
         ups, first, n = chunk.upstream, chunk.first, len(chunk.upstream)

@@ -22,6 +22,7 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, KafkaException,
 from kafka_ferry.copy.copier_settings import (
     CONSUME_BATCH,
     CONSUMER_CONFIG,
+    FAILURE_REPORTS_TIMEOUT_S,
     FLUSH_TIMEOUT_S,
     PRODUCER_CONFIG,
     STALL_TIMEOUT_S,
@@ -157,7 +158,7 @@ class PartitionCopier:
         while not done:
             # consume() waits for all it asks for: near the end ask only for what is left, or it idles.
             messages = consume(min(CONSUME_BATCH, max(1, end - next_offset)), 0.2)
-            chunk = Chunk()
+            chunk = acks.open = Chunk()
             ups = chunk.upstream
             held = None  # the chunk's last record is produced after the loop, with its delivery report
             first_report = chunk.on_first
@@ -196,7 +197,7 @@ class PartitionCopier:
                 if held is not None:
                     if per_record:
                         self._produce_last(produce, poll, acks, dest_topic, partition, held, chunk)
-                        chunk = Chunk()
+                        chunk = acks.open = Chunk()
                         ups, first_report = chunk.upstream, chunk.on_first
                     else:
                         try:
@@ -272,8 +273,11 @@ class PartitionCopier:
                                        "unacknowledged after flush"))
 
     def _delivery_error(self, task: PartitionTask, exc: Exception | None) -> KafkaClusterError:
+        # Serve every report still queued before naming the cause: the refused record's chunk error and the
+        # fatal error (error_cb) may not have been served yet when a later produce() raised. After a fatal
+        # error librdkafka purges what it held, so this returns as soon as those reports are out.
         try:
-            self.producer.poll(0)  # serves a pending fatal error to _on_producer_error
+            self.producer.flush(FAILURE_REPORTS_TIMEOUT_S)
         except (KafkaException, SystemError):
             pass
         return delivery_failure(self.source, self.destination, task, self._acks, self._fatal, exc)

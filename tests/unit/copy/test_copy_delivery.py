@@ -108,3 +108,35 @@ def test_undelivered_chunks_wait():
     chunk.on_first(None, Msg(0))
     acks.pending.append(chunk)
     assert acks.settle() == 0 and emitted == [] and acks.pending
+
+
+def test_a_chunk_still_being_produced_counts_as_unacknowledged():
+    """produce() raising mid-chunk (the producer turned fatal) leaves the open chunk out of `pending`; a failure
+    must still name its records, or the first record not copied goes unnamed."""
+    acks, _, _ = make()
+    done, open_ = Chunk(), Chunk()
+    done.upstream.extend([1, 2])
+    acks.pending.append(done)
+    deliver(done, [0, 1])
+    acks.settle()
+    acks.open = open_
+    assert acks.unacknowledged() == []  # nothing produced in the open chunk yet
+    open_.upstream.extend([3, 4, 5])
+    assert acks.unacknowledged() == [open_]
+
+
+def test_the_unacknowledged_chunks_are_the_failed_then_pending_then_open_each_once():
+    acks, _, _ = make()
+    bad, waiting = Chunk(), Chunk()
+    for c, ups in ((bad, [1, 2]), (waiting, [3, 4])):
+        c.upstream.extend(ups)
+        acks.pending.append(c)
+    bad.on_first(None, Msg(0))
+    bad.on_last("boom", None)
+    acks.settle()
+    acks.open = waiting  # the open chunk was appended already: listed once
+    assert acks.unacknowledged() == [bad, waiting]
+    later = Chunk()
+    later.upstream.append(5)
+    acks.open = later
+    assert acks.unacknowledged() == [bad, waiting, later]
