@@ -29,7 +29,7 @@ from kafka_ferry.operators.provision import (
     ProvisionMirrorTopicsOperator,
 )
 from kafka_ferry.operators.schemas import DecodeCheckOperator, MigrateSchemasOperator
-from kafka_ferry.stages.group_readiness import read_ready_file
+from kafka_ferry.promotion.group_readiness import read_ready_file
 
 # Airflow's safe mode only parses files that mention both "airflow" and "dag": the docstring does.
 STUB_TEMPLATE = '''"""Airflow DAG of the kafka-ferry migration {yaml_name} (written by `make dags`)."""

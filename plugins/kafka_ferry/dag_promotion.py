@@ -67,7 +67,7 @@ def trigger_params(migration: str, ready_groups: list[str] = (), ready_as_of_ms:
                    ) -> dict[str, Param]:
     """The trigger form: the run's mode, and what a promotion needs (a typed confirmation, rewinding).
 
-    ``ready_groups`` (as a catch-up run last saw them, ``stages.group_readiness``) become the choices of the groups
+    ``ready_groups`` (as a catch-up run last saw them, ``promotion.group_readiness``) become the choices of the groups
     field, so the form offers the groups that can be promoted; the promote task checks again before it acts.
     """
     return {

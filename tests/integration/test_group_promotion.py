@@ -13,9 +13,9 @@ from kafka_ferry.core.staged_cutover import GROUP_STEPS, UnitPromotion
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.promotion.commit import commit_translated_offsets
+from kafka_ferry.promotion.group import GroupPromotionRefused, promote_group
 from kafka_ferry.promotion.runner import in_process_final_copy
-from kafka_ferry.stages.group_promotion import GroupPromotionRefused, promote_group
-from kafka_ferry.stages.staged_cutover_state import promoted_groups, read_promotions, save_promotion
+from kafka_ferry.promotion.staged_state import promoted_groups, read_promotions, save_promotion
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import translate_migration
 
@@ -45,7 +45,7 @@ def test_group_promoted_while_producer_writes_resumes_exactly_and_is_left_alone_
     committed = destination.group_offsets(group)
     commit_source_group(clusters, group, {(topic, 0): 25, (topic, 1): 25})
     in_process_final_copy(spec, source, destination, store)
-    from kafka_ferry.stages.staged_cutover_state import without_promoted_groups
+    from kafka_ferry.promotion.staged_state import without_promoted_groups
 
     decisions = translate_migration(spec, source, destination, store).decisions
     commit_translated_offsets(destination, without_promoted_groups(store, decisions), strict=True)
@@ -54,7 +54,7 @@ def test_group_promoted_while_producer_writes_resumes_exactly_and_is_left_alone_
 
 
 def test_consumers_switch_group_by_group_while_producers_write_and_process_every_record_once(clusters, tmp_path):
-    """Issue 12's acceptance: groups A, then B, move while a producer writes to the source; each group's consumer
+    """Staged cutover: groups A, then B, move while a producer writes to the source; each group's consumer
     runs on the source up to its stop and on the destination after; across several catch-up batches after the
     switch, each processed exactly the source stream, record by record: no loss, no duplicate."""
     p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "gsw", PARTITIONS, 20, {0: 0, 1: 0})

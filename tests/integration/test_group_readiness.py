@@ -10,7 +10,7 @@ from scenarios import commit_source_group, one_group_migration
 
 from kafka_ferry.dag_factory import build_migration_dag
 from kafka_ferry.operators.translation import TranslateOffsetsOperator
-from kafka_ferry.stages.group_readiness import ready_groups
+from kafka_ferry.promotion.group_readiness import ready_groups
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration

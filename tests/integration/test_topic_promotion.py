@@ -9,9 +9,9 @@ from staged_support import Writer, thread_copy
 from kafka_ferry.copy.plan import plan_copy
 from kafka_ferry.core.staged_cutover import TOPIC_STEPS, StagedCutoverError
 from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
-from kafka_ferry.stages.group_promotion import GroupPromotionRefused, promote_group
-from kafka_ferry.stages.staged_cutover_state import promoted_topics, read_promotions
-from kafka_ferry.stages.topic_promotion import promote_topics
+from kafka_ferry.promotion.group import GroupPromotionRefused, promote_group
+from kafka_ferry.promotion.staged_state import promoted_topics, read_promotions
+from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration

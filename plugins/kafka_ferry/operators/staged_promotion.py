@@ -1,6 +1,6 @@
 """Staged cutover tasks: promote the groups, or the topics, chosen in the trigger form (never scheduled).
 
-Thin over ``stages.group_promotion`` / ``stages.topic_promotion``: the names come from the run's params (checked by
+Thin over ``promotion.group`` / ``promotion.topic``: the names come from the run's params (checked by
 the pre-flight), the work resumes from the state topic, and the final copies run in this task on threads (no JVM start
 inside the window, as the whole-migration promotion's in-process final copy).
 """
@@ -17,10 +17,10 @@ from kafka_ferry.core.state_records import TOPIC_KIND
 from kafka_ferry.core.trigger_form import GROUPS_FIELD, TOPICS_FIELD, WAIVE_FIELD, names
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
+from kafka_ferry.promotion.group import promote_group
+from kafka_ferry.promotion.group_readiness import ready_groups
+from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.reports.publish import publish_staged_run
-from kafka_ferry.stages.group_promotion import promote_group
-from kafka_ferry.stages.group_readiness import ready_groups
-from kafka_ferry.stages.topic_promotion import promote_topics
 from kafka_ferry.translation.translate import migrated_groups
 
 

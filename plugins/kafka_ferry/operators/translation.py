@@ -17,10 +17,10 @@ from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.commit import commit_translated_offsets
+from kafka_ferry.promotion.group_readiness import ready_groups, write_ready_file
 from kafka_ferry.promotion.guard import promotion_status
+from kafka_ferry.promotion.staged_state import without_promoted_groups
 from kafka_ferry.reports.publish import batch_history, publish_batch_run
-from kafka_ferry.stages.group_readiness import ready_groups, write_ready_file
-from kafka_ferry.stages.staged_cutover_state import without_promoted_groups
 from kafka_ferry.translation.translate import checkpoint_translations, export_offset_map, translate_migration
 
 

@@ -25,7 +25,7 @@ from kafka_ferry.core.state_records import FENCE_KIND
 from kafka_ferry.kafka.acls import create_acls, delete_acls, describe_acls
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
-from kafka_ferry.stages.staged_cutover_state import promoted_groups, promoted_topics
+from kafka_ferry.promotion.staged_state import promoted_groups, promoted_topics
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import migrated_groups
 

@@ -18,9 +18,9 @@ from kafka_ferry.core.acl_plan import AclEntry
 from kafka_ferry.core.state_records import FENCE_KIND
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.acls import create_acls
+from kafka_ferry.promotion.group import promote_group
+from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.stages.fences import put_fences
-from kafka_ferry.stages.group_promotion import promote_group
-from kafka_ferry.stages.topic_promotion import promote_topics
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration

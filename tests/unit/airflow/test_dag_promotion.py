@@ -73,7 +73,7 @@ def test_mode_param_is_an_enum_defaulting_to_catch_up():
 
 def test_the_groups_field_offers_the_groups_a_catch_up_run_saw_ready(tmp_path):
     from kafka_ferry.core.staged_cutover import GroupReadiness
-    from kafka_ferry.stages.group_readiness import read_ready_file, write_ready_file
+    from kafka_ferry.promotion.group_readiness import read_ready_file, write_ready_file
 
     assert read_ready_file(tmp_path) == ([], None)  # no run looked yet: a free list, no claim about readiness
     plain = trigger_params("demo-tenant")["groups"]

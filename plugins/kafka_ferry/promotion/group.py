@@ -24,9 +24,9 @@ from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.reconcile import reconcile_copies
+from kafka_ferry.promotion.staged_state import read_promotions, save_promotion
 from kafka_ferry.stages.fences import group_fence_key, lift_fence
 from kafka_ferry.stages.schemas import record_rewriter
-from kafka_ferry.stages.staged_cutover_state import read_promotions, save_promotion
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import load_partition_copies, migrated_groups, read_progress, translate_migration
 

@@ -22,11 +22,11 @@ from kafka_ferry.core.staged_cutover import (
     validate_selection,
 )
 from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
+from kafka_ferry.promotion.group import GroupPromotionRefused, RunPlan, copy_up_to_source_end
 from kafka_ferry.promotion.reconcile import reconcile_copies
+from kafka_ferry.promotion.staged_state import promoted_groups, read_promotions, save_promotion
 from kafka_ferry.stages.fences import lift_fence, topic_fence_key
-from kafka_ferry.stages.group_promotion import GroupPromotionRefused, RunPlan, copy_up_to_source_end
 from kafka_ferry.stages.schemas import record_rewriter
-from kafka_ferry.stages.staged_cutover_state import promoted_groups, read_promotions, save_promotion
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import load_partition_copies, migrated_groups, read_progress
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kafka_ferry.core.staged_cutover import GroupReadiness, group_readiness
 from kafka_ferry.core.state_records import GROUP_ACTIVITY_KIND
-from kafka_ferry.stages.staged_cutover_state import promoted_groups
+from kafka_ferry.promotion.staged_state import promoted_groups
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import migrated_groups
 
