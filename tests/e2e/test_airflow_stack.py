@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from copy_support import seed_plain
+from scenarios import seed_plain
 
 from airflow_stack import AirflowStack
 from kafka_ferry.dag_factory import write_stubs

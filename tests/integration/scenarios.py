@@ -1,37 +1,74 @@
-"""Seeded source data for translation/promotion tests: plain, compacted (real holes) and transactional topics."""
+"""The integration tests' one fixture library, on top of the session's ``clusters`` (or ``private``) fixture.
+
+- **Specs**: ``write_spec`` writes a migration spec for the topics ``<prefix>.*`` and groups ``<prefix>-*``.
+- **Seeders**, one per kind of source topic: ``seed_plain`` (keys, tombstones, repeated and empty headers, explicit
+  CreateTimes), ``seed_transactional`` (committed and aborted transactions with plain records between, ending on
+  an abort), ``seed_compacted`` (holes punched by the real log cleaner, then frozen). ``seed_acceptance_topics``
+  makes one of each.
+- **Running the migration** the way the DAG does: ``provision``, ``provision_groups``, ``run_batch`` (plan, Spark,
+  report), ``spark_submit`` / ``copy_in_process`` (the job itself, for its exit code), ``one_group_migration``.
+- **Reading back**: ``read_partition``, ``committed_offsets``, ``destination_provenance``, ``consume_as_group``,
+  ``read_syncs``, and the checks ``assert_copied_exactly_once``, ``assert_syncs_exact``, ``check_all``.
+
+Imported by the test modules (pytest puts this folder on sys.path); clients come from the cluster fixture, never
+from configs built here.
+"""
 
 from __future__ import annotations
 
-import random
+import json
+import os
+import subprocess
+import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import yaml
 from confluent_kafka import TopicPartition
 
-from kafka_ferry.core.provenance import read_provenance
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.mm2_wire import OffsetSync, offset_syncs_topic
+from kafka_ferry.core.offset_translation import translate_exact
+from kafka_ferry.core.provenance import read_provenance, user_headers
+from kafka_ferry.operators.copy import CopyBatchSparkOperator, CopyReportOperator, PlanCopyBatchOperator
 from kafka_ferry.operators.provision import ProvisionMirrorGroupsOperator, ProvisionMirrorTopicsOperator
 
-COMPACT_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "4096", "segment.ms": "200",
-                  "min.cleanable.dirty.ratio": "0.001", "min.compaction.lag.ms": "0", "delete.retention.ms": "100"}
+REPO = Path(__file__).resolve().parents[2]
+
+# Explicit CreateTimes an hour back: distinct from append time (a lost timestamp shows), young enough for the
+# topics' 7-day time retention.
+BASE_TS = (int(time.time()) - 3600) * 1000
+
+# Small segments rolled fast and cleaned at once, so the cleaner punches holes within seconds.
+COMPACT_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "4096", "segment.ms": "100",
+                  "min.cleanable.dirty.ratio": "0.001", "min.compaction.lag.ms": "0", "delete.retention.ms": "0"}
 
 
-def write_spec(tmp_path, clusters, prefix: str, **overrides):
+# --- specs --------------------------------------------------------------------------------------------------------
+
+def write_spec(tmp_path, clusters, prefix: str, copy: dict | None = None, **sections) -> str:
+    """A spec migrating ``<prefix>.*`` (but ``<prefix>.skip``) and groups ``<prefix>-*``; returns its path.
+
+    ``copy`` is merged into the copy section; any other keyword replaces its whole section. The destination
+    alias is the prefix's own, so each test has its own offset-syncs topic.
+    """
     doc = {
         "name": prefix.lower(),
         "tenant": "test",
         "source": {"connection_id": clusters.SOURCE_CONN, "alias": "src"},
-        "destination": {"connection_id": clusters.DESTINATION_CONN, "alias": "dst"},
-        "topics": {"include": [f"{prefix}\\..*"]},
+        "destination": {"connection_id": clusters.DESTINATION_CONN, "alias": f"dst-{prefix}"},
+        "topics": {"include": [f"{prefix}\\..*"], "exclude": [f"{prefix}\\.skip"]},
         "groups": {"include": [f"{prefix}-.*"]},
-        "copy": {"spark_connection_id": clusters.SPARK_CONN, "offset_sync_interval": 7},
+        "copy": {"spark_connection_id": clusters.SPARK_CONN, "offset_sync_interval": 7, **(copy or {})},
         "promotion": {"quiesce_window_seconds": 2, "poke_interval_seconds": 1},
+        **sections,
     }
-    doc.update(overrides)
     path = tmp_path / f"{prefix}.yaml"
     path.write_text(yaml.safe_dump(doc))
-    return str(path), load_spec(path)
+    return str(path)
 
+
+# --- seeders ------------------------------------------------------------------------------------------------------
 
 class _CheckedProducer:
     """A source producer whose flush() fails the test on any undelivered record."""
@@ -47,80 +84,251 @@ class _CheckedProducer:
         if err is not None:
             self.errors.append(err)
 
-    def flush(self, timeout):
+    def flush(self, timeout=30):
         assert self._producer.flush(timeout) == 0 and not self.errors, self.errors[:3]
 
     def __getattr__(self, name):
         return getattr(self._producer, name)
 
 
-def seed_plain(clusters, topic: str, partitions: int, per_partition: int) -> None:
+def seed_plain(clusters, topic: str, partitions: int, per_partition: int, start: int = 0) -> None:
+    """Keys (some null), values (some tombstones), headers (repeated names, null values) and explicit CreateTimes."""
     producer = _CheckedProducer(clusters)
     for p in range(partitions):
-        for i in range(per_partition):
-            producer.produce(topic, key=f"k{i % 5}".encode(), value=f"v{p}-{i}".encode(), partition=p,
-                             headers=[("h", f"{i}".encode())], timestamp=int(time.time() * 1000) - 60_000 + i)
+        for i in range(start, start + per_partition):
+            headers = [("h", f"{p}-{i}".encode()), ("h", b"second")] if i % 3 == 0 else None
+            if i % 7 == 0:
+                headers = [("empty", None), ("bin", bytes([0, 255, i % 256]))]
+            value = None if i % 11 == 5 else f"value-{p}-{i}".encode() * (1 + i % 4)
+            producer.produce(topic, key=f"k{i % 50}".encode() if i % 13 else None, value=value, partition=p,
+                             timestamp=BASE_TS + i * 1000 + p, headers=headers)
     producer.flush(30)
 
 
-def seed_compacted(clusters, topic: str, partitions: int, per_partition: int, timeout_s: float = 60,
-                   timestamp_of=None, key_of=None) -> None:
-    """Repeated keys and tombstones on small segments, then wait until the cleaner has punched holes.
+def seed_transactional(clusters, topic: str, partitions: int, rounds: int, per_txn: int = 5,
+                       transactional_id: str | None = None) -> None:
+    """``rounds`` transactions over every partition, every third one and the last aborted, with a plain record
+    after each (so committed plain records sit between aborted ones); the log ends with trailing markers."""
+    txn = _CheckedProducer(clusters, **{"transactional.id": transactional_id or f"{topic}-txn"})
+    plain = _CheckedProducer(clusters)
+    txn.init_transactions(30)
+    for r in range(rounds):
+        txn.begin_transaction()
+        aborted = r % 3 == 1 or r == rounds - 1
+        for p in range(partitions):
+            for i in range(per_txn):
+                value = f"{'abort' if aborted else 'commit'}-{r}-{p}-{i}".encode()
+                txn.produce(topic, key=f"t{r}-{i}".encode(), value=value, partition=p,
+                            timestamp=BASE_TS + r * 100 + i, headers=[("round", str(r).encode())])
+        txn.flush(30)  # aborted records must really reach the log, not be purged from the queue
+        if aborted:
+            txn.abort_transaction(30)
+        else:
+            txn.commit_transaction(30)
+        if r < rounds - 1:
+            plain.produce(topic, key=b"p", value=f"plain-{r}".encode(), partition=r % partitions,
+                          timestamp=BASE_TS + r * 100 + 99)
+            plain.flush(30)
 
-    ``timestamp_of(partition, i)`` gives the records explicit CreateTimes (default: the producer's clock);
-    ``key_of(i)`` their keys (default: six keys in turn, so only the last six records survive).
+
+def seed_compacted(clusters, topic: str, partitions: int, per_partition: int, timeout_s: float = 90,
+                   timestamp_of=None, key_of=None) -> None:
+    """Rewritten keys and tombstones on small segments; waits until the cleaner left holes between surviving
+    records in every partition and stopped changing the log, then freezes it (``freeze_compaction``).
+
+    The topic must be created with ``COMPACT_CONFIG``. ``key_of(i)`` gives the keys (default: every fourth key
+    unique, so it survives between the rewritten ones); ``timestamp_of(partition, i)`` the CreateTimes (default
+    one second apart from ``BASE_TS``).
     """
+    key_of = key_of or (lambda i: f"once{i}" if i % 4 == 0 else f"key{i % 6}")
+    timestamp_of = timestamp_of or (lambda p, i: BASE_TS + i * 1000 + p)
     producer = _CheckedProducer(clusters, **{"batch.size": 1024, "linger.ms": 0})
     for p in range(partitions):
         for i in range(per_partition):
             value = None if i % 11 == 10 else (f"c{p}-{i}-" + "x" * 200).encode()
-            extra = {"timestamp": timestamp_of(p, i)} if timestamp_of else {}
-            key = key_of(i) if key_of else f"key{i % 6}"
-            producer.produce(topic, key=key.encode(), value=value, partition=p, **extra)
+            producer.produce(topic, key=key_of(i).encode(), value=value, partition=p, timestamp=timestamp_of(p, i))
     producer.flush(30)
     deadline = time.monotonic() + timeout_s
+    counts = None
     while time.monotonic() < deadline:
         time.sleep(1)
-        for p in range(partitions):  # keeps rolling the active segment
+        for p in range(partitions):  # a new record rolls the active segment, so the cleaner reaches the others
             producer.produce(topic, key=b"roll", value=b"r", partition=p)
         producer.flush(30)
-        counts = count_committed(clusters, "source", topic, partitions)
-        ends = clusters.cluster("source").list_offsets([(topic, p) for p in range(partitions)])
-        if all(counts[p] < ends[(topic, p)] - 10 for p in range(partitions)):
-            _wait_until_cleaned(clusters, topic, partitions, counts, deadline)
-            return
-    raise AssertionError(f"compaction made no holes in {topic} within {timeout_s} s")
-
-
-def _wait_until_cleaned(clusters, topic, partitions, counts, deadline) -> None:
-    """The cleaner may still be folding the last rolled segments: wait until two reads agree."""
-    while time.monotonic() < deadline:
+        offsets = committed_offsets(clusters, "source", topic, partitions)
+        if all(_has_holes(offsets[p]) for p in range(partitions)):
+            counts = {p: len(o) for p, o in offsets.items()}
+            break
+    else:
+        raise AssertionError(f"{topic}: the log cleaner left no holes within {timeout_s} s")
+    while time.monotonic() < deadline:  # the cleaner may still be folding the last rolled segments
         time.sleep(1.5)
         again = count_committed(clusters, "source", topic, partitions)
         if again == counts:
+            freeze_compaction(clusters, topic)
             return
         counts = again
     raise AssertionError(f"{topic} kept changing under the log cleaner")
 
 
-def seed_transactional(clusters, topic: str, partitions: int, transactions: int, seed: int = 7) -> None:
-    """Committed and aborted transactions interleaved with plain records; ends on an aborted one."""
-    rng = random.Random(seed)
-    txn = _CheckedProducer(clusters, **{"transactional.id": clusters.unique("txn")})
-    plain = _CheckedProducer(clusters)
-    txn.init_transactions(30)
-    for t in range(transactions):
-        txn.begin_transaction()
-        for i in range(rng.randint(1, 6)):
-            txn.produce(topic, key=b"t", value=f"txn{t}-{i}".encode(), partition=rng.randrange(partitions))
-        txn.flush(30)  # the aborted records must reach the log: they are the holes under test
-        if t % 3 == 1 or t == transactions - 1:
-            txn.abort_transaction(30)
-        else:
-            txn.commit_transaction(30)
-        if rng.random() < 0.5:
-            plain.produce(topic, value=f"plain{t}".encode(), partition=rng.randrange(partitions))
-            plain.flush(30)
+def _has_holes(offsets: list[int]) -> bool:
+    return any(b - a > 1 for a, b in zip(offsets, offsets[1:], strict=False))
+
+
+def freeze_compaction(clusters, topic: str) -> None:
+    """Stop the cleaner from changing the source while the test compares it with the destination."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    entry = ConfigEntry("min.compaction.lag.ms", str(10**12), incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+    for future in clusters.admin("source").incremental_alter_configs([resource]).values():
+        future.result(30)
+    time.sleep(2)  # a cleaning pass already running finishes
+
+
+def seed_acceptance_topics(clusters, prefix: str) -> list[tuple[str, int]]:
+    """A plain topic (3 partitions), a compacted one with holes (2) and a transactional one with aborts (2)."""
+    plain = clusters.create_topic("source", f"{prefix}.plain", 3)
+    compacted = clusters.create_topic("source", f"{prefix}.compacted", 2, COMPACT_CONFIG)
+    txn = clusters.create_topic("source", f"{prefix}.txn", 2)
+    seed_plain(clusters, plain, 3, 200)
+    seed_transactional(clusters, txn, 2, rounds=7)
+    seed_compacted(clusters, compacted, 2, 120)
+    return [(plain, 3), (compacted, 2), (txn, 2)]
+
+
+def commit_source_group(clusters, group: str, offsets: dict[tuple[str, int], int], metadata: str = "") -> None:
+    consumer = clusters.consumer("source", group)
+    extra = {"metadata": metadata} if metadata else {}
+    consumer.commit(offsets=[TopicPartition(t, p, o, **extra) for (t, p), o in offsets.items()],
+                    asynchronous=False)
+    consumer.close()
+
+
+# --- running the migration ----------------------------------------------------------------------------------------
+
+def provision(spec_path: str, dry_run: bool = False) -> dict:
+    return ProvisionMirrorTopicsOperator(task_id="provision_topics", spec_path=spec_path, dry_run=dry_run).execute({})
+
+
+def provision_groups(spec_path: str) -> dict:
+    return ProvisionMirrorGroupsOperator(task_id="provision_groups", spec_path=spec_path).execute({})
+
+
+def one_group_migration(clusters, tmp_path, prefix: str, partitions: int, per_partition: int,
+                        group_offsets: dict[int, int], metadata: str = "", seeded_partitions: int | None = None):
+    """A provisioned migration of one plain topic and one source group `<p>-g` at the given offsets.
+
+    Returns (p, topic, spec_path, spec). `seeded_partitions` leaves the higher partitions empty.
+    """
+    from kafka_ferry.core.spec import load_spec
+
+    p = clusters.unique(prefix)
+    topic = clusters.create_topic("source", f"{p}.t", partitions)
+    seed_plain(clusters, topic, partitions if seeded_partitions is None else seeded_partitions, per_partition)
+    spec_path = write_spec(tmp_path, clusters, p)
+    commit_source_group(clusters, f"{p}-g", {(topic, q): o for q, o in group_offsets.items()}, metadata=metadata)
+    provision(spec_path)
+    provision_groups(spec_path)
+    return p, topic, spec_path, load_spec(spec_path)
+
+
+class _TaskInstance:
+    """Test seam for the XCom hand-over between the DAG's tasks (the operators run for real)."""
+
+    def __init__(self) -> None:
+        self.xcom: dict[str, object] = {}
+
+    def xcom_pull(self, task_ids: str):
+        return self.xcom.get(task_ids)
+
+
+def run_batch(spec_path: str, spark_conn: str, env: dict | None = None) -> dict:
+    """plan_copy >> copy_batch >> report, as in the DAG; returns the full JSON report the report task read."""
+    ti = _TaskInstance()
+    context = {"ti": ti}
+    ti.xcom["plan_copy"] = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path).execute(context)
+    copy = CopyBatchSparkOperator(task_id="copy_batch", spec_path=spec_path, conn_id=spark_conn,
+                                  env_vars={"PYSPARK_PYTHON": sys.executable, **(env or {})})
+    try:
+        copy.execute(context)
+    except Exception as exc:  # noqa: BLE001 - Airflow's skip is a control-flow exception
+        if type(exc).__name__ != "AirflowSkipException":
+            raise
+    summary = CopyReportOperator(task_id="report", spec_path=spec_path).execute(context)
+    return json.loads(Path(summary["report_path"]).read_text())
+
+
+def spark_submit(plan_path: str, configs_env: str, master: str = "local[2]", fault: str | None = None,
+                 timeout: float = 300) -> subprocess.CompletedProcess:
+    """spark-submit copy_batch.py directly (the crash tests need its exit code and stderr)."""
+    from kafka_ferry.copy.packaging import build_package_zip
+
+    package = build_package_zip(Path(plan_path).parent / "packages")
+    env = _job_env(configs_env, fault)
+    env["PYSPARK_PYTHON"] = sys.executable
+    cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", master, "--py-files", str(package),
+           str(REPO / "spark_jobs" / "copy_batch.py"), "--plan", plan_path]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def copy_in_process(plan_path: str, configs_env: str, fault: str | None = None) -> subprocess.CompletedProcess:
+    """The copy job without Spark, in a child process (a fault kills the child, not pytest)."""
+    cmd = [sys.executable, str(REPO / "spark_jobs" / "copy_batch.py"), "--plan", plan_path, "--in-process"]
+    return subprocess.run(cmd, env=_job_env(configs_env, fault), capture_output=True, text=True, timeout=300)
+
+
+def _job_env(configs_env: str, fault: str | None) -> dict:
+    env = {**os.environ, "KFERRY_CLUSTER_CONFIGS": configs_env}
+    env.pop("KFERRY_FAULT", None)
+    if fault:
+        env["KFERRY_FAULT"] = fault
+    return env
+
+
+def plan_and_copy_in_process(spec_path: str, configs_env: str) -> dict:
+    """plan_copy, then the copy job without Spark; returns the JSON report."""
+    plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path).execute({})
+    done = copy_in_process(plan["plan_path"], configs_env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads(Path(plan["report_path"]).read_text())
+
+
+# --- reading back -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Record:
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple
+    timestamp: int
+
+
+def read_partition(clusters, side: str, topic: str, partition: int) -> list[Record]:
+    """Every record of a partition as read_committed sees it, start to last stable offset."""
+    admin_side = clusters.cluster(side)
+    tp = (topic, partition)
+    start = admin_side.list_offsets([tp], "earliest")[tp]
+    end = admin_side.list_offsets([tp], "latest", read_committed=True)[tp]
+    out: list[Record] = []
+    if start >= end:
+        return out
+    consumer = clusters.consumer(side, **{"isolation.level": "read_committed"})
+    try:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for msg in consumer.consume(500, 0.5):
+                assert msg.error() is None, msg.error()
+                if msg.offset() < end:
+                    out.append(Record(msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()),
+                                      msg.timestamp()[1]))
+            if consumer.position([TopicPartition(topic, partition)])[0].offset >= end:
+                return out
+        raise AssertionError(f"{side} {topic}-{partition} not read to {end} in 60 s")
+    finally:
+        consumer.close()
 
 
 def count_committed(clusters, side, topic, partitions) -> dict[int, int]:
@@ -149,14 +357,6 @@ def destination_provenance(clusters, topic, partitions) -> dict[int, list[tuple[
     return out
 
 
-def commit_source_group(clusters, group: str, offsets: dict[tuple[str, int], int], metadata: str = "") -> None:
-    consumer = clusters.consumer("source", group)
-    extra = {"metadata": metadata} if metadata else {}
-    consumer.commit(offsets=[TopicPartition(t, p, o, **extra) for (t, p), o in offsets.items()],
-                    asynchronous=False)
-    consumer.close()
-
-
 def consume_as_group(clusters, group: str, topic: str, partitions: int) -> dict[int, list[int]]:
     """Consume the destination from the group's committed offsets to the end; source offsets per partition."""
     from kafka_ferry.kafka.reads import read_ranges
@@ -172,26 +372,60 @@ def consume_as_group(clusters, group: str, topic: str, partitions: int) -> dict[
     return out
 
 
-def provision(spec_path: str) -> None:
-    ProvisionMirrorTopicsOperator(task_id="t", spec_path=spec_path).execute({})
+def assert_copied_exactly_once(clusters, source_topic: str, destination_topic: str, partitions: int,
+                               source_cluster_id: str, rewriter=None) -> dict[int, list[tuple[int, int]]]:
+    """Record by record: same key, value, user headers, timestamp and order, each source record once.
 
-
-def provision_groups(spec_path: str) -> dict:
-    return ProvisionMirrorGroupsOperator(task_id="g", spec_path=spec_path).execute({})
-
-
-
-def one_group_migration(clusters, tmp_path, prefix: str, partitions: int, per_partition: int,
-                        group_offsets: dict[int, int], metadata: str = "", seeded_partitions: int | None = None):
-    """A provisioned migration of one plain topic and one source group `<p>-g` at the given offsets.
-
-    Returns (p, topic, spec_path, spec). `seeded_partitions` leaves the higher partitions empty.
+    `rewriter` (a remap migration's SchemaIdRewriter): source keys and values are compared as the destination
+    must hold them, with their schema ids rewritten. Returns the (upstream, downstream) pair of every copied
+    record, per partition.
     """
-    p = clusters.unique(prefix)
-    topic = clusters.create_topic("source", f"{p}.t", partitions)
-    seed_plain(clusters, topic, partitions if seeded_partitions is None else seeded_partitions, per_partition)
-    spec_path, spec = write_spec(tmp_path, clusters, p)
-    commit_source_group(clusters, f"{p}-g", {(topic, q): o for q, o in group_offsets.items()}, metadata=metadata)
-    provision(spec_path)
-    provision_groups(spec_path)
-    return p, topic, spec_path, spec
+    expected = rewriter.normalise if rewriter is not None else (lambda payload: payload)
+    pairs = {}
+    for p in range(partitions):
+        src = read_partition(clusters, "source", source_topic, p)
+        dst = read_partition(clusters, "destination", destination_topic, p)
+        assert len(dst) == len(src), f"{source_topic}-{p}: {len(src)} source records, {len(dst)} on destination"
+        for s, d in zip(src, dst, strict=True):
+            cluster, upstream = read_provenance(d.headers)
+            assert (cluster, upstream) == (source_cluster_id, s.offset), f"{source_topic}-{p} record {s}"
+            assert (d.key, d.value, d.timestamp) == (expected(s.key), expected(s.value), s.timestamp), (
+                f"{source_topic}-{p} {s} {d}")
+            assert tuple(user_headers(d.headers)) == s.headers, f"{source_topic}-{p} headers {s} {d}"
+        pairs[p] = [(s.offset, d.offset) for s, d in zip(src, dst, strict=True)]
+    return pairs
+
+
+def read_syncs(clusters, alias: str, source_topic: str) -> dict[int, list[tuple[int, int]]]:
+    """Our offset syncs for one source topic, decoded with kafka_ferry's codec, per partition."""
+    topic = offset_syncs_topic(alias)
+    syncs: dict[int, list[tuple[int, int]]] = {}
+    for r in read_partition(clusters, "destination", topic, 0):
+        sync = OffsetSync.from_record(r.key, r.value)
+        if sync.topic == source_topic:
+            syncs.setdefault(sync.partition, []).append((sync.upstream_offset, sync.downstream_offset))
+    return syncs
+
+
+def assert_syncs_exact(syncs: list[tuple[int, int]], pairs: list[tuple[int, int]], copied_end: int) -> None:
+    """Every sync is a real (upstream, downstream) pair, and the sparse log translates every record exactly."""
+    real = dict(pairs)
+    assert syncs, "no offset syncs"
+    for up, down in syncs:
+        assert real.get(up) == down, f"sync ({up}, {down}) is not a copied record"
+    for up, down in pairs:
+        assert translate_exact(syncs, up, copied_end).downstream_offset == down, (up, down)
+
+
+def check_all(clusters, spec_alias, topics, source_id) -> int:
+    """Every topic copied exactly once and its syncs exact; returns how many records were checked."""
+    copied = 0
+    for topic, partitions in topics:
+        pairs = assert_copied_exactly_once(clusters, topic, topic, partitions, source_id)
+        syncs = read_syncs(clusters, spec_alias, topic)
+        for p, partition_pairs in pairs.items():
+            if partition_pairs:
+                end = clusters.cluster("source").list_offsets([(topic, p)], "latest")[(topic, p)]
+                assert_syncs_exact(syncs.get(p, []), partition_pairs, end)
+            copied += len(partition_pairs)
+    return copied

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from copy_support import (
+from scenarios import (
     check_all,
     provision,
     read_partition,

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from copy_support import (
+from scenarios import (
     assert_copied_exactly_once,
     assert_syncs_exact,
     provision,
@@ -40,7 +40,7 @@ def test_a_killed_batch_reruns_to_exactly_once(clusters, tmp_path, work_dir, spa
     seed_plain(clusters, topic, 2, PER_PARTITION)
     # between partitions: one task, one lane, copies 0 then 1 (other lanes would copy 1 meanwhile)
     one_lane = {"lanes_per_task": 1} if fault.startswith("after_partition") else {}
-    spec_path = write_spec(tmp_path, clusters, p, **one_lane)
+    spec_path = write_spec(tmp_path, clusters, p, copy=one_lane)
     provision(spec_path)
     source_id = clusters.cluster("source").describe_cluster().cluster_id
     plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path).execute({})

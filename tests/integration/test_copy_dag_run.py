@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from copy_support import assert_copied_exactly_once, seed_plain
+from scenarios import assert_copied_exactly_once, seed_plain
 
 from kafka_ferry.dag_factory import write_stubs
 

@@ -15,7 +15,7 @@ import threading
 import time
 
 import pytest
-from copy_support import REPO, assert_copied_exactly_once, plan_and_copy_in_process, provision, write_spec
+from scenarios import REPO, assert_copied_exactly_once, plan_and_copy_in_process, provision, write_spec
 
 from kafka_ferry.copy.lease import CopyLease, CopyLeaseLost, process_started
 from kafka_ferry.core.copy_lease import Claim, CopyLeaseHeld
@@ -212,7 +212,7 @@ def test_a_second_copy_job_of_the_same_plan_is_refused_naming_the_first_and_the_
 
 
 def test_the_promotions_final_copy_takes_the_same_lease(clusters, tmp_path, work_dir, cluster_configs):
-    from copy_support import seed_plain
+    from scenarios import seed_plain
 
     from kafka_ferry.promotion.runner import in_process_final_copy
     from kafka_ferry.state.store import MigrationStateStore

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from copy_support import (
+from scenarios import (
     REPO,
     assert_copied_exactly_once,
     plan_and_copy_in_process,

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from copy_support import BASE_TS, copy_in_process, plan_and_copy_in_process, provision, read_partition, write_spec
+from scenarios import BASE_TS, copy_in_process, plan_and_copy_in_process, provision, read_partition, write_spec
 
 from kafka_ferry.core.provenance import SOURCE_CLUSTER_HEADER, SOURCE_OFFSET_HEADER, read_provenance
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
@@ -50,7 +50,7 @@ def test_without_provenance_headers_a_crash_re_copies_at_least_once(clusters, tm
     for i in range(100):
         producer.produce(topic, key=str(i).encode(), value=b"v", partition=0, timestamp=BASE_TS + i)
     assert producer.flush(30) == 0
-    spec_path = write_spec(tmp_path, clusters, p, provenance_headers=False)
+    spec_path = write_spec(tmp_path, clusters, p, copy={"provenance_headers": False})
     provision(spec_path)
     plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path).execute({})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 from confluent_kafka import TopicPartition
-from copy_support import (
+from scenarios import (
     plan_and_copy_in_process,
     provision,
     read_partition,
@@ -51,7 +51,7 @@ def test_a_retention_gap_fails_naming_every_lost_range_unless_the_spec_accepts_i
     assert store.read_kind(GAP_KIND) == {}
     assert len(read_partition(clusters, "destination", topic, 0)) == 50  # nothing copied past the gap
 
-    accepting = write_spec(tmp_path, clusters, p, accept_retention_gaps=True)
+    accepting = write_spec(tmp_path, clusters, p, copy={"accept_retention_gaps": True})
     report = plan_and_copy_in_process(accepting, configs_env)
 
     assert [(g["partition"], g["lost_start"], g["lost_end"], g["lost_count"]) for g in report["gaps"]] == [

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from copy_support import (
+from scenarios import (
     assert_copied_exactly_once,
     assert_syncs_exact,
     check_all,
@@ -30,7 +30,7 @@ def test_batches_on_spark_connect_copy_exactly_once_with_the_package_shipped_as_
         clusters, tmp_path, work_dir, spark_connect):
     p = clusters.unique("sc")
     topics = seed_acceptance_topics(clusters, p)
-    spec_path = write_spec(tmp_path, clusters, p, spark_connection_id=spark_connect)
+    spec_path = write_spec(tmp_path, clusters, p, copy={"spark_connection_id": spark_connect})
     provision(spec_path)
     source_id = clusters.cluster("source").describe_cluster().cluster_id
 
@@ -141,7 +141,7 @@ def _two_partitions_provisioned(clusters, tmp_path, p: str, spark_connect: str) 
     """A source topic of two partitions with PER_PARTITION records each, its migration provisioned on Connect."""
     topic = clusters.create_topic("source", f"{p}.t", 2)
     seed_plain(clusters, topic, 2, PER_PARTITION)
-    spec_path = write_spec(tmp_path, clusters, p, spark_connection_id=spark_connect)
+    spec_path = write_spec(tmp_path, clusters, p, copy={"spark_connection_id": spark_connect})
     provision(spec_path)
     return topic, spec_path, clusters.cluster("source").describe_cluster().cluster_id
 

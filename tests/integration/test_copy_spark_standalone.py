@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from copy_support import check_all, provision, run_batch, seed_acceptance_topics, write_spec
+from scenarios import check_all, provision, run_batch, seed_acceptance_topics, write_spec
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -19,7 +19,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from copy_support import assert_copied_exactly_once, provision, seed_plain, write_spec
+from scenarios import assert_copied_exactly_once, provision, seed_plain, write_spec
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

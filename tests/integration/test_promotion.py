@@ -22,6 +22,7 @@ from scenarios import (
     write_spec,
 )
 
+from kafka_ferry.core.spec import load_spec
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
 from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promoted, reset_promotion
 from kafka_ferry.promotion.readiness import check_group_offsets_synced
@@ -45,7 +46,8 @@ def migration(clusters, tmp_path, kinds=("plain", "txn"), **spec_overrides):
     for i, t in enumerate(topics.values()):
         positions[f"{p}-g{i}"] = {(t, q): len(committed[t][q]) // 2 + q for q in range(2)}
         commit_source_group(clusters, f"{p}-g{i}", positions[f"{p}-g{i}"], metadata=f"m{i}")
-    spec_path, spec = write_spec(tmp_path, clusters, p, **spec_overrides)
+    spec_path = write_spec(tmp_path, clusters, p, **spec_overrides)
+    spec = load_spec(spec_path)
     provision(spec_path)
     provision_groups(spec_path)
     return {"spec": spec, "spec_path": spec_path, "topics": topics, "committed": committed, "positions": positions,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-import yaml
 from airflow.sdk.exceptions import AirflowFailException
+from scenarios import provision, write_spec
 
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
 from kafka_ferry.core.spec import SpecError
@@ -16,35 +16,14 @@ from kafka_ferry.operators.failures import is_deterministic
 from kafka_ferry.operators.provision import (
     MigrationPreflightOperator,
     ProvisionMirrorGroupsOperator,
-    ProvisionMirrorTopicsOperator,
 )
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
 
 
-def write_spec(tmp_path, clusters, prefix: str, **overrides) -> str:
-    spec = {
-        "name": prefix.lower(),
-        "tenant": "test",
-        "source": {"connection_id": clusters.SOURCE_CONN, "alias": "src"},
-        "destination": {"connection_id": clusters.DESTINATION_CONN, "alias": "dst"},
-        "topics": {"include": [f"{prefix}\\..*"], "exclude": [f"{prefix}\\.skip"]},
-        "groups": {"include": [f"{prefix}-.*"]},
-        "copy": {"spark_connection_id": clusters.SPARK_CONN},
-    }
-    spec.update(overrides)
-    path = tmp_path / f"{prefix}.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return str(path)
-
-
 def dest_topics(clusters, names):
     return clusters.cluster("destination").describe_topics(names)
-
-
-def provision(spec_path, dry_run=False):
-    return ProvisionMirrorTopicsOperator(task_id="t", spec_path=spec_path, dry_run=dry_run).execute({})
 
 
 def test_creates_matching_topics_and_a_second_run_changes_nothing(clusters, tmp_path):

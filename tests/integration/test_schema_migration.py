@@ -14,7 +14,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from copy_support import provision, run_batch, write_spec
+from scenarios import provision, run_batch, write_spec
 from schema_support import BY_TOPIC, CuttableProxy, registry, seed_tenant
 
 import schema_registries as srtb

@@ -10,6 +10,7 @@ from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, To
 from scenarios import COMPACT_CONFIG, commit_source_group, provision, provision_groups, seed_compacted, write_spec
 
 from kafka_ferry.core.provenance import read_provenance
+from kafka_ferry.core.spec import load_spec
 from kafka_ferry.core.time_fidelity import AFTER_MAX_MS, BEFORE_MAX_MS, TIMESTAMP_TYPE, UNLIMITED
 from kafka_ferry.kafka.reads import read_whole_partitions
 from kafka_ferry.operators.provision import MigrationPreflightOperator
@@ -75,8 +76,9 @@ def test_log_append_time_topic_copied_in_two_batches_keeps_every_timestamp_and_s
     topic = clusters.create_topic("source", f"{p}.t", 2, {TIMESTAMP_TYPE: "LogAppendTime"})
     seed_log_append_time(clusters, topic, 2, rounds=4, per_round=25)
     commit_source_group(clusters, f"{p}-g", {(topic, 0): 50, (topic, 1): 100})
-    spec_path, spec = write_spec(tmp_path, clusters, p, copy={
+    spec_path = write_spec(tmp_path, clusters, p, copy={
         "spark_connection_id": clusters.SPARK_CONN, "offset_sync_interval": 7, "max_records_per_partition": 60})
+    spec = load_spec(spec_path)
 
     diff = MigrationPreflightOperator(task_id="pf", spec_path=spec_path).execute({})
 
@@ -149,7 +151,8 @@ def test_timestamp_limits_are_lifted_for_the_copy_and_restored_at_promotion(clus
     assert producer.flush(30) == 0
     # the destination team's topic accepts records up to a day old and an hour ahead (Kafka 4's default)
     clusters.create_topic("destination", topic, 1, {BEFORE_MAX_MS: str(DAY_MS)})
-    spec_path, spec = write_spec(tmp_path, clusters, p)
+    spec_path = write_spec(tmp_path, clusters, p)
+    spec = load_spec(spec_path)
     provision(spec_path)
     assert destination_config(clusters, topic, BEFORE_MAX_MS, AFTER_MAX_MS) == {
         BEFORE_MAX_MS: UNLIMITED, AFTER_MAX_MS: UNLIMITED}
@@ -199,7 +202,8 @@ def test_time_seeks_on_the_destination_land_on_the_translated_source_seek(cluste
     seed_compacted(clusters, topics["compacted"], 2, 90, timestamp_of=random_stamp["create"],
                    key_of=lambda i: f"once{i}" if i % 3 == 0 else f"again{i % 4}")
     seed_log_append_time(clusters, topics["log-append"], 2, rounds=10, per_round=12)
-    spec_path, spec = write_spec(tmp_path, clusters, p)
+    spec_path = write_spec(tmp_path, clusters, p)
+    spec = load_spec(spec_path)
     provision(spec_path)
     copy_everything(clusters, spec)
     source, destination = clusters.cluster("source"), clusters.cluster("destination")

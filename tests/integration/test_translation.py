@@ -25,6 +25,7 @@ from scenarios import (
 
 from kafka_ferry.core.mm2_wire import checkpoints_topic
 from kafka_ferry.core.offset_translation import AHEAD_OF_COPY
+from kafka_ferry.core.spec import load_spec
 from kafka_ferry.promotion.commit import GroupCommitRefused, commit_translated_offsets
 from kafka_ferry.promotion.runner import in_process_final_copy
 from kafka_ferry.state.store import MigrationStateStore
@@ -48,9 +49,10 @@ def migrated(clusters, tmp_path_factory):
     seed_plain(clusters, topics["plain"], PARTITIONS, 40)
     seed_compacted(clusters, topics["compact"], PARTITIONS, 60)
     seed_transactional(clusters, topics["txn"], PARTITIONS, 14)
-    spec_path, spec = write_spec(tmp_path_factory.mktemp("tr"), clusters, p,
+    spec_path = write_spec(tmp_path_factory.mktemp("tr"), clusters, p,
                                  copy={"spark_connection_id": clusters.SPARK_CONN, "offset_sync_interval": 7,
                                        "max_records_per_partition": 23})  # several batches per partition
+    spec = load_spec(spec_path)
     source, destination = clusters.cluster("source"), clusters.cluster("destination")
 
     rng = random.Random(20261122)

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from copy_support import REPO, read_partition
+from scenarios import REPO, read_partition
 
 from kafka_ferry.core.provenance import read_provenance, user_headers
 from kafka_ferry.kafka.configs import encode_cluster_configs
@@ -134,7 +134,7 @@ def count_exact(clusters, source_topic: str, destination_topic: str, partitions:
 def check_caught_up_exactly(clusters, spec_path: str, topic: str, partitions: int, expected: int, row: str,
                             recover_s: float | None = None) -> Figures:
     """The closing check of a fault row: the next batch finds nothing left, then every record exactly once."""
-    from copy_support import plan_and_copy_in_process
+    from scenarios import plan_and_copy_in_process
 
     after = plan_and_copy_in_process(spec_path, configs_env(clusters))
     assert after["partitions_planned"] == 0, after

@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from copy_support import provision, write_spec
 from fault_support import (
     check_caught_up_exactly,
     configs_env,
@@ -17,6 +16,7 @@ from fault_support import (
     start_copy_job,
     wait_until_copied,
 )
+from scenarios import provision, write_spec
 
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
 

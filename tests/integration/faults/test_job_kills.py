@@ -15,7 +15,6 @@ import textwrap
 import time
 
 import pytest
-from copy_support import provision, write_spec
 from fault_support import (
     check_caught_up_exactly,
     configs_env,
@@ -26,6 +25,7 @@ from fault_support import (
     seed_volume,
     start_copy_job,
 )
+from scenarios import provision, write_spec
 
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.operators.copy import CopyReportOperator, PlanCopyBatchOperator

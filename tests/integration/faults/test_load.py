@@ -17,8 +17,8 @@ import urllib.parse
 import pytest
 import yaml
 from confluent_kafka import TopicPartition
-from copy_support import read_partition
 from fault_support import count_exact, seed_volume
+from scenarios import read_partition
 
 from airflow_stack import AirflowStack
 from kafka_ferry.core.mm2_wire import Checkpoint, OffsetSync, checkpoints_topic, offset_syncs_topic

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
-from copy_support import provision, write_spec
 from fault_support import configs_env, count_exact, progress_of, seed_volume, start_copy_job
+from scenarios import provision, write_spec
 
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.operators.copy import PlanCopyBatchOperator

@@ -8,8 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from copy_support import run_batch
-from scenarios import one_group_migration
+from scenarios import one_group_migration, run_batch
 
 import kafka_testbed as tb
 from kafka_ferry.core.mm2_wire import HEARTBEATS_TOPIC, Heartbeat, remote_heartbeats_topic

@@ -8,8 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from copy_support import assert_copied_exactly_once, run_batch
-from scenarios import provision
+from scenarios import assert_copied_exactly_once, provision, run_batch
 from test_least_privilege import PARTITIONS, ProcessListWatch, secure_migration
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from copy_support import assert_copied_exactly_once
+from scenarios import assert_copied_exactly_once
 
 from kafka_ferry.core.acl_plan import minimum_acls
 from kafka_ferry.core.mm2_wire import checkpoints_topic, offset_syncs_topic

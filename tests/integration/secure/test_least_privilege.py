@@ -12,8 +12,16 @@ import threading
 from pathlib import Path
 
 import pytest
-from copy_support import assert_copied_exactly_once, run_batch
-from scenarios import commit_source_group, committed_offsets, consume_as_group, provision, provision_groups, seed_plain
+from scenarios import (
+    assert_copied_exactly_once,
+    commit_source_group,
+    committed_offsets,
+    consume_as_group,
+    provision,
+    provision_groups,
+    run_batch,
+    seed_plain,
+)
 
 from kafka_ferry.core.acl_plan import minimum_acls
 from kafka_ferry.core.spec import load_spec
