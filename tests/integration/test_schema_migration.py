@@ -14,7 +14,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from scenarios import provision, run_batch, write_spec
+from scenarios import commit_source_group, consume_as_group, provision, provision_groups, run_batch, write_spec
 from schema_support import BY_TOPIC, CuttableProxy, registry, seed_tenant
 
 import schema_registries as srtb
@@ -24,12 +24,13 @@ from kafka_ferry.core.schema_wire import SchemaIdRewriter, schema_id_of, with_sc
 from kafka_ferry.core.spec import SchemaRegistryRef, load_spec
 from kafka_ferry.core.state_records import DECODE_CHECK_KIND, SCHEMA_ID_KIND
 from kafka_ferry.operators.schemas import MigrateSchemasOperator
+from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.reconcile import reconcile, reconcile_copies
 from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryUnavailable
 from kafka_ferry.stages.decode_check import check_decoding
 from kafka_ferry.stages.schemas import SchemaMigrationError, migrate_schemas
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.translate import load_partition_copies, read_progress
+from kafka_ferry.translation.translate import load_partition_copies, read_progress, translate_migration
 
 pytestmark = pytest.mark.integration
 
@@ -222,8 +223,15 @@ def test_the_dag_tasks_migrate_schemas_then_copy_records_with_destination_ids_an
     assert (again["registered"], again["diff"], again["id_map"]) == (0, [], first["id_map"])
     assert {v["run_id"] for v in store.read_kind(SCHEMA_ID_KIND).values()} == {"r1"}  # nothing rewritten
 
+    # A consumer group of the tenant stopped part-way through two of its topics: translated after the rewrite.
+    orders, payments = tenant.topics["orders"], tenant.topics["payments"]
+    group = f"{tenant.prefix}-billing"
+    stopped_at = {(orders, 0): 5, (orders, 1): 9, (payments, 0): 12, (payments, 1): 0}
+    commit_source_group(clusters, group, stopped_at)
+
     # The copy batch then writes every record with its destination id, and only that changes.
     provision(str(spec_path))
+    provision_groups(str(spec_path))
     run_batch(str(spec_path), clusters.SPARK_CONN)
     before = decode_all(tenant, clusters, srtb.SOURCE.url)
     after = decode_all(tenant, clusters, srtb.REMAP.url, side="destination")
@@ -238,6 +246,20 @@ def test_the_dag_tasks_migrate_schemas_then_copy_records_with_destination_ids_an
     copies = load_partition_copies(spec, source_cluster, destination_cluster, read_progress(store))
     assert not reconcile_copies(source_cluster, destination_cluster, copies.values()).ok  # byte for byte they differ
 
+    # Translation works on offsets and provenance, never on payloads: the group resumes on the destination at
+    # exactly the record it stopped at on the source, over the rewritten records.
+    translated = translate_migration(spec, source_cluster, destination_cluster, store)
+    assert not translated.flagged
+    outcomes = commit_translated_offsets(destination_cluster, translated.decisions, strict=True)
+    assert all(not o.refused and not o.skipped for o in outcomes)
+    source_records = {topic: read_source_records(clusters, topic) for topic in (orders, payments)}
+    for topic in (orders, payments):
+        resumed = consume_as_group(clusters, group, topic, 2)
+        for q in range(2):
+            expected = sorted(m.offset() for m in source_records[topic]
+                              if m.partition() == q and m.offset() >= stopped_at[(topic, q)])
+            assert resumed[q] == expected, (topic, q, stopped_at[(topic, q)])
+
     # The decode check: every record the batch wrote decodes on the destination against the destination registry.
     check_registry = registry(srtb.REMAP.url, "apicurio-remap")
     check = check_decoding(destination_cluster, check_registry, store, "b1")
@@ -251,7 +273,6 @@ def test_the_dag_tasks_migrate_schemas_then_copy_records_with_destination_ids_an
 
     # A record that never decoded on the source (a registered id, a cut body) is copied as it is, and the check
     # names it: its topic, partition, offset and destination id.
-    orders = tenant.topics["orders"]
     source_id = schema_id_of(read_source_records(clusters, orders)[0].value())
     producer = clusters.producer("source")
     producer.produce(orders, value=with_schema_id(b"\x00" * 5, source_id) + b"\x02", partition=1)

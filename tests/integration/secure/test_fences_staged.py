@@ -17,8 +17,9 @@ from kafka_ferry.copy.catch_up import threads_engine
 from kafka_ferry.core.acl_plan import AclEntry
 from kafka_ferry.core.state_records import FENCE_KIND
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
-from kafka_ferry.kafka.acls import create_acls
+from kafka_ferry.kafka.acls import create_acls, describe_acls
 from kafka_ferry.promotion.group import promote_group
+from kafka_ferry.promotion.runner import PromotionRunner
 from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.stages.fences import put_fences
 from kafka_ferry.state.store import MigrationStateStore
@@ -26,9 +27,10 @@ from kafka_ferry.state.store import MigrationStateStore
 pytestmark = pytest.mark.integration
 
 
-def test_fences_hold_early_readers_and_stray_writers_off_until_each_unit_is_promoted(private, tmp_path, work_dir):
-    m = secure_migration(private, tmp_path, "fen", acls={"fence": True})
-    spec, group, topics = m["spec"], m["group"], m["topics"]
+def fenced_migration(private, tmp_path, prefix: str) -> tuple[dict, dict]:
+    """A secure migration with `acls.fence`, provisioned: the tenant's reader and writer are fenced out."""
+    m = secure_migration(private, tmp_path, prefix, acls={"fence": True})
+    group, topics = m["group"], m["topics"]
     tenant = {name: private.create_principal("destination", f"{m['p']}-{name}") for name in ("reader", "app")}
     config = {name: private.sasl_config("destination", *tenant[name]) for name in tenant}
     create_acls(private.cluster("destination"), [  # what the tenant's apps hold on the destination (ACL migration)
@@ -42,7 +44,12 @@ def test_fences_hold_early_readers_and_stray_writers_off_until_each_unit_is_prom
     assert sorted(fences) == sorted([f"GROUP:{group}", *(f"TOPIC:{t}" for t in topics)])
     assert _consume_error(config["reader"], group, topics[0]).code() == KafkaError.GROUP_AUTHORIZATION_FAILED
     assert _produce(config["app"], topics[0]).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    return m, config
 
+
+def test_fences_hold_early_readers_and_stray_writers_off_until_each_unit_is_promoted(private, tmp_path, work_dir):
+    m, config = fenced_migration(private, tmp_path, "fen")
+    spec, group, topics = m["spec"], m["group"], m["topics"]
     source, destination = kafka_cluster(LP_SOURCE), kafka_cluster(LP_DESTINATION)
     store = MigrationStateStore(destination, spec.state_topic_name)
     promoted = promote_group(spec, source, destination, store, group, "run-group", threads_engine(4))
@@ -58,3 +65,26 @@ def test_fences_hold_early_readers_and_stray_writers_off_until_each_unit_is_prom
     assert _produce(config["app"], topics[0]) is None and _produce(config["app"], topics[1]) is None
     assert store.read_kind(FENCE_KIND) == {}
     assert put_fences(spec, source, destination, store) == {}  # promoted units are never fenced again
+
+
+def test_the_whole_migration_promotion_lifts_every_fence_before_it_marks_the_migration_promoted(
+        private, tmp_path, work_dir):
+    m, config = fenced_migration(private, tmp_path, "fenall")
+    spec, group, topics = m["spec"], m["group"], m["topics"]
+    destination = kafka_cluster(LP_DESTINATION)
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    assert len(store.read_kind(FENCE_KIND)) == 1 + len(topics)
+
+    promoted = PromotionRunner(spec, kafka_cluster(LP_SOURCE), destination, store, work_dir=work_dir).run()
+
+    assert promoted["status"] == "promoted"
+    assert promoted["this_run"]["mark_promoted"]["summary"]["fences_lifted"] == 1 + len(topics)
+    assert store.read_kind(FENCE_KIND) == {}
+    for t in topics:  # the group resumes on the destination exactly where it stopped on the source
+        assert consume_as_group(private, group, t, PARTITIONS) == {
+            q: [o for o in m["committed"][t][q] if o >= m["positions"][(t, q)]] for q in range(PARTITIONS)}
+    assert _consume_error(config["reader"], group, topics[0]) is None
+    assert all(_produce(config["app"], t) is None for t in topics)
+    deny = [e for e in describe_acls(private.cluster("destination")) if e.permission == "DENY"
+            and (e.resource_name in topics or e.resource_name == group)]
+    assert deny == []  # nothing of the migration's left behind

@@ -21,6 +21,7 @@ from scenarios import (
     provision_groups,
     run_batch,
     seed_plain,
+    write_spec,
 )
 
 from kafka_ferry.core.acl_plan import minimum_acls
@@ -60,8 +61,6 @@ class ProcessListWatch:
 
 def secure_migration(private, tmp_path, prefix: str, grant_filter=None, acls: dict | None = None, **copy_overrides):
     """Topics seeded and a group committed on the source (as the super user); principals with the minimum ACLs."""
-    import yaml
-
     p = private.unique(prefix)
     topics = [private.create_topic("source", f"{p}.t{i}", PARTITIONS) for i in range(2)]
     for t in topics:
@@ -71,17 +70,11 @@ def secure_migration(private, tmp_path, prefix: str, grant_filter=None, acls: di
     positions = {(t, q): len(committed[t][q]) // 2 for t in topics for q in range(PARTITIONS)}
     commit_source_group(private, group, positions)
     users = {side: private.create_principal(side, f"mig-{side[:3]}") for side in ("source", "destination")}
-    spec_doc = {
-        "name": p.lower(), "tenant": "secure",
-        "source": {"connection_id": LP_SOURCE, "alias": "src"},
-        "destination": {"connection_id": LP_DESTINATION, "alias": "dst"},
-        "topics": {"include": [f"{p}\\..*"]}, "groups": {"include": [f"{p}-.*"]},
-        "copy": {"spark_connection_id": private.SPARK_CONN, "offset_sync_interval": 7, **copy_overrides},
-        "promotion": {"quiesce_window_seconds": 1, "poke_interval_seconds": 1},
-        **({"acls": acls} if acls else {}),
-    }
-    spec_path = tmp_path / f"{p}.yaml"
-    spec_path.write_text(yaml.safe_dump(spec_doc))
+    spec_path = write_spec(tmp_path, private, p, copy=copy_overrides, tenant="secure",
+                           source={"connection_id": LP_SOURCE, "alias": "src"},
+                           destination={"connection_id": LP_DESTINATION, "alias": "dst"},
+                           promotion={"quiesce_window_seconds": 1, "poke_interval_seconds": 1},
+                           **({"acls": acls} if acls else {}))
     spec = load_spec(spec_path)
     acls = minimum_acls(spec, f"User:{users['source'][0]}", f"User:{users['destination'][0]}", topics, [group])
     keep = grant_filter or (lambda side, entry: True)
