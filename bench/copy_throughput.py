@@ -10,10 +10,11 @@ on a running Spark Connect server (plan -> the copy task as a Connect client -> 
 before the clock starts, as a platform keeps it running, and its start-up is printed apart), (b) the raw
 consume->produce loop of bench/raw_loop.py (the limit here), (c) MirrorMaker 2 in dedicated mode.
 Prints records/s and MB/s of each and the ratios (a)/(c), (a)/(b), (a')/(c), (a')/(b) as JSON, the
-steady rates of (a') and (c) and their ratio, and the fixed costs: a catch-up of one record per
-partition on each engine (plan + engine + report), a no-op catch-up (nothing new) and, on Connect, the
-migration's next one-record batch (its kept session's Python workers are already running). `--profile`
-also copies one partition in-process under cProfile and prints where the time goes. Needs the test bed up.
+steady rates of (a') and (c), both watched the same way on the destination (first record seen to last), and
+their ratio, and the fixed costs: a catch-up of one record per partition on each engine (plan + engine +
+report), a no-op catch-up (nothing new) and, on Connect, the migration's next one-record batch (its kept
+session's Python workers are already running). `--profile` also copies one partition in-process under
+cProfile and prints where the time goes. Needs the test bed up.
 """
 
 from __future__ import annotations
@@ -171,26 +172,61 @@ def start_connect_server(master: str) -> tuple[float, bool]:
     return time.monotonic() - began, started_here
 
 
+class DestinationWatch:
+    """Polls a destination topic's end offsets every 0.2 s: when the first records showed up and when all did.
+
+    The one definition of a steady rate for every copier: records written after the first poll that saw any,
+    over the time from that poll to the poll that saw them all (start-up, before the first record, is out).
+    """
+
+    def __init__(self, topic: str, partitions: int, records: int) -> None:
+        import threading
+
+        self.topic, self.partitions, self.records = topic, partitions, records
+        self.first_seen: tuple[float, int] | None = None
+        self.done_at: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> DestinationWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            copied = _copied_so_far(self.topic, self.partitions)
+            now = time.monotonic()
+            if copied and self.first_seen is None:
+                self.first_seen = (now, copied)
+            if copied >= self.records:
+                self.done_at = now
+                return
+            time.sleep(0.2)
+
+    def wait(self, timeout_s: float) -> None:
+        self._thread.join(timeout_s)
+        if self.done_at is None:
+            raise TimeoutError(f"{self.topic}: not all {self.records} records seen in {timeout_s:.0f} s")
+
+    def steady(self) -> tuple[float, int]:
+        """(seconds, records) from the first poll that saw records to the one that saw them all."""
+        if self.first_seen is None or self.done_at is None:
+            raise RuntimeError(f"{self.topic}: the copy was not watched to its end")
+        return self.done_at - self.first_seen[0], self.records - self.first_seen[1]
+
+
 def mm2_copy(work: Path, topic: str, partitions: int, records: int) -> dict:
     """MM2 dedicated mode from process start to the last record on the destination; also its steady rate."""
-    target = f"mmsrc.{topic}"
     started = time.monotonic()
-    first_seen = None
     with mirrormaker.running_mirrormaker(work / "mm2", topics=topic.replace(".", "\\."), groups="none",
-                                         tasks=2):
-        while True:
-            copied = _copied_so_far(target, partitions)
-            now = time.monotonic()
-            if copied and first_seen is None:
-                first_seen = (now, copied)
-            if copied >= records:
-                break
-            if now - started > 1800:
-                raise TimeoutError(f"MM2 copied {copied} of {records} in 30 min")
-            time.sleep(0.2)
-    total = now - started
-    steady = (now - first_seen[0], records - first_seen[1]) if first_seen else (total, records)
-    return {"total_s": total, "steady_s": steady[0], "steady_records": steady[1]}
+                                         tasks=2), DestinationWatch(f"mmsrc.{topic}", partitions, records) as watch:
+        watch.wait(1800)
+    steady_s, steady_records = watch.steady()
+    return {"total_s": watch.done_at - started, "steady_s": steady_s, "steady_records": steady_records}
 
 
 def _copied_so_far(topic: str, partitions: int) -> int:
@@ -286,7 +322,10 @@ def main() -> int:
         try:
             connect_spec = write_spec(work, f"{name}-sc", topic, records // partitions + 1, prefix="ferrysc.",
                                       spark_conn=CONNECT_CONN)
-            connect_s, connect_report = kafka_ferry_connect_copy(connect_spec)
+            with DestinationWatch(f"ferrysc.{topic}", partitions, records) as watch:
+                connect_s, connect_report = kafka_ferry_connect_copy(connect_spec)
+                watch.wait(60)
+            connect_steady_s, connect_steady_records = watch.steady()
             results["fixed_costs"] = fixed_costs(work, name, partitions, connect=True)
         finally:
             if started_here:
@@ -296,7 +335,8 @@ def main() -> int:
         if connect_report["records_copied"] != records:
             raise RuntimeError(f"kafka-ferry on Spark Connect copied {connect_report['records_copied']} of {records}")
         results["kafka_ferry_connect"] = {**rate(records, size, connect_s), "job_s": connect_report["duration_s"],
-                                          "server_start_s": round(server_s, 1)}
+                                          "server_start_s": round(server_s, 1),
+                                          "steady": rate(connect_steady_records, size, connect_steady_s)}
 
     else:
         results["fixed_costs"] = fixed_costs(work, name, partitions, connect=False)
@@ -312,15 +352,15 @@ def main() -> int:
                                               / results["mirrormaker2"]["records_per_s"], 2)
     if "kafka_ferry_connect" in results:
         connect = results["kafka_ferry_connect"]
-        # Steady: records over the copy job alone (session, tasks and all partitions; not plan and report),
-        # against MM2's rate from its first record on the destination to its last.
-        connect["steady_records_per_s"] = round(records / connect["job_s"])
+        # Steady, for both the same way (DestinationWatch): from the first record on the destination to the last.
+        # Also the job's own rate (records over the copy job: session, tasks and all partitions).
+        connect["job_records_per_s"] = round(records / connect["job_s"])
         for peer, key in (("mirrormaker2", "ratio_connect_to_mm2"), ("raw_loop", "ratio_connect_to_raw")):
             if peer in results:
                 results[key] = round(connect["records_per_s"] / results[peer]["records_per_s"], 2)
         if "mirrormaker2" in results:
             results["ratio_connect_steady_to_mm2_steady"] = round(
-                connect["steady_records_per_s"] / results["mirrormaker2"]["steady"]["records_per_s"], 2)
+                connect["steady"]["records_per_s"] / results["mirrormaker2"]["steady"]["records_per_s"], 2)
     results["ratio_ferry_to_raw"] = round(results["kafka_ferry"]["records_per_s"]
                                           / results["raw_loop"]["records_per_s"], 2)
     print(json.dumps(results, indent=1))
