@@ -2,8 +2,9 @@
 
 The seeded tenant (≥ 20 subjects, all names under one unique prefix) has Avro subjects with references across
 subjects and several versions, a soft-deleted version, Protobuf and JSON Schema subjects, per-subject and
-global compatibility levels, and a RecordNameStrategy subject; its Avro and JSON topics on the source cluster
-hold records written by confluent-kafka's serializers against the source registry.
+global compatibility levels, and a RecordNameStrategy subject; its Avro, JSON Schema and Protobuf topics on the
+source cluster hold records written by confluent-kafka's serializers against the source registry (the Protobuf
+serializer registers its schema as a serialized descriptor, as producers that auto-register do).
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import json
 import socket
 import threading
 from dataclasses import dataclass, field
+from functools import cache
 
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry
 
@@ -37,6 +41,19 @@ def order(version: int) -> dict:
 EVENT = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Event", "type": "object",
          "properties": {"kind": {"type": "string"}, "n": {"type": "integer"}}, "required": ["kind"]}
 PROTO = 'syntax = "proto3";\npackage acme;\n\nmessage Ping {\n  int32 seq = 1;\n%s}\n'
+@cache
+def ping_class():
+    """The Ping message of PROTO's second version, as a generated class would be (no protoc here)."""
+    field = descriptor_pb2.FieldDescriptorProto
+    fdp = descriptor_pb2.FileDescriptorProto(name="acme/ping.proto", package="acme", syntax="proto3")
+    ping = fdp.message_type.add(name="Ping")
+    ping.field.add(name="seq", number=1, type=field.TYPE_INT32, label=field.LABEL_OPTIONAL)
+    ping.field.add(name="from", number=2, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("acme.Ping"))
+
+
 AUDIT = {"type": "record", "name": "Audit", "namespace": "acme.audit", "fields": [{"name": "who", "type": "string"}]}
 
 
@@ -108,6 +125,10 @@ def seed_tenant(source_url: str, clusters, prefix: str) -> Tenant:
         "events": (JSONSerializer(json.dumps({**EVENT, "description": "v2"}), sr, conf=conf),
                    lambda i: {"kind": "k", "n": i}),
     }
+    # confluent-kafka's Protobuf serializer registers its own schema, a serialized descriptor (not .proto text):
+    # Apicurio stores it as such, as the subject's third version; it cannot look a descriptor up by .proto text.
+    writers["pings"] = (ProtobufSerializer(ping_class(), sr, {"auto.register.schemas": True, **BY_TOPIC}),
+                        lambda i: ping_class()(seq=i, **{"from": f"p{i}"}))
     key_serializer = AvroSerializer(sr, '"string"', conf=conf)
     for role, (serializer, make) in writers.items():
         topic = clusters.create_topic("source", topics[role], partitions=2)

@@ -13,11 +13,14 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf.json_format import MessageToDict
 from scenarios import commit_source_group, consume_as_group, provision, provision_groups, run_batch, write_spec
-from schema_support import BY_TOPIC, CuttableProxy, registry, seed_tenant
+from schema_support import BY_TOPIC, CuttableProxy, ping_class, registry, seed_tenant
 
 import schema_registries as srtb
+from kafka_ferry.core.protobuf_schema import serialized_descriptor
 from kafka_ferry.core.schema_decode import PayloadChecker, top_level_messages
 from kafka_ferry.core.schema_plan import canonical
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, schema_id_of, with_schema_id
@@ -73,14 +76,24 @@ def read_source_records(clusters, topic, side="source"):
     return out
 
 
+SERIALIZED = ("orders", "payments", "events", "pings")  # the roles whose topics hold serialized records
+
+
+def _protobuf_deserializer():
+    """Ping values as dicts. Without a registry client: confluent-kafka's deserializer asks for the writer schema
+    `format=serialized`, and Apicurio 3.3.3 answers raw descriptor bytes it cannot read (measured)."""
+    deserialize = ProtobufDeserializer(ping_class(), {"use.deprecated.format": False})
+    return lambda value, ctx: MessageToDict(deserialize(value, ctx), preserving_proto_field_name=True)
+
+
 def decode_all(tenant, clusters, registry_url, rewriter=None, side="source"):
     """Every record of the tenant's serialized topics, decoded against `registry_url` (after a rewrite)."""
     client = SchemaRegistryClient({"url": registry_url})
     decoded = {}
-    for role in ("orders", "payments", "events"):
+    for role in SERIALIZED:
         topic = tenant.topics[role]
-        value_de = JSONDeserializer(None, schema_registry_client=client, conf=BY_TOPIC) if role == "events" else \
-            AvroDeserializer(client, conf=BY_TOPIC)
+        value_de = {"events": JSONDeserializer(None, schema_registry_client=client, conf=BY_TOPIC),
+                    "pings": _protobuf_deserializer()}.get(role) or AvroDeserializer(client, conf=BY_TOPIC)
         values = []
         for msg in read_source_records(clusters, topic, side):
             value = rewriter.rewrite(msg.value()) if rewriter else msg.value()
@@ -264,11 +277,12 @@ def test_the_dag_tasks_migrate_schemas_then_copy_records_with_destination_ids_an
     check_registry = registry(srtb.REMAP.url, "apicurio-remap")
     check = check_decoding(destination_cluster, check_registry, store, "b1")
     assert check.failed == 0, check.describe_failures()
-    for role in ("orders", "payments", "events"):
+    for role in SERIALIZED:
         tally = check.topics[tenant.topics[role]]
         assert (tally.records, tally.values_decoded, tally.failed) == (25, 25, 0), role
         assert tally.keys_decoded == (25 if role == "orders" else 0), role
     assert check.topics[tenant.topics["events"]].schema_types == {"JSON": 25}
+    assert check.topics[tenant.topics["pings"]].schema_types == {"PROTOBUF": 25}
     assert check_decoding(destination_cluster, check_registry, store, "b1").topics == {}  # nothing checked twice
 
     # A record that never decoded on the source (a registered id, a cut body) is copied as it is, and the check
@@ -290,15 +304,17 @@ def test_the_dag_tasks_migrate_schemas_then_copy_records_with_destination_ids_an
 
 
 def test_the_decode_check_reads_protobuf_schemas_as_a_registry_rewrites_them(tenant):
-    """Apicurio stores .proto text in its own layout: the message count of the check still comes out right."""
+    """Apicurio stores .proto text in its own layout, and a serializer's descriptor as base64: both are read."""
     src = registry(srtb.SOURCE.url, "apicurio-source")
     subject = src.read_subject(f"{tenant.topics['pings']}-value")
-    latest = subject.versions[-1]
-    stored = src.registered_schema(latest.schema_id)
+    text_version, descriptor_version = subject.versions[1], subject.versions[2]  # v3: the serializer's own
+    stored = src.registered_schema(text_version.schema_id)
     assert stored.schema_type == "PROTOBUF" and top_level_messages(stored.schema) == 1
+    assert serialized_descriptor(src.registered_schema(descriptor_version.schema_id).schema) is not None
     checker = PayloadChecker(src.registered_schema)
     ping = bytes([0x08, 0x07, 0x12, 0x02]) + b"me"  # seq = 7, from = "me"
-    assert checker.check(with_schema_id(b"\x00" * 5, latest.schema_id) + b"\x00" + ping).outcome == "decoded"
-    assert checker.check(with_schema_id(b"\x00" * 5, latest.schema_id) + b"\x02\x02" + ping).outcome == "failed"
+    for version in (text_version, descriptor_version):
+        assert checker.check(with_schema_id(b"\x00" * 5, version.schema_id) + b"\x00" + ping).outcome == "decoded"
+        assert checker.check(with_schema_id(b"\x00" * 5, version.schema_id) + b"\x02\x02" + ping).outcome == "failed"
     assert src.registered_schema(2_000_000_000) is None
     src.close()

@@ -17,11 +17,12 @@ How each schema type is checked, and how far:
     JSON      the payload must be JSON, and valid against the registered JSON Schema (jsonschema's
               validator of the schema's draft; referenced schemas are resolvable by their reference name).
     PROTOBUF  the message-index array must parse and its first index must name a top-level message of the
-              .proto text; the rest must walk as Protobuf wire format (tags, wire types, lengths within the
-              payload) to its last byte. Field types are not checked: that needs compiled descriptors, which
-              registries do not hand out alike (`GET /schemas/ids/{id}?format=serialized`: Confluent answers
-              base64, Apicurio 3.3.3 the raw descriptor bytes in a JSON string, measured) and Python has no
-              .proto compiler at run time. The report says "message index and wire structure" for it.
+              .proto text (or of the serialized descriptor confluent-kafka's serializer registers); the
+              rest must walk as Protobuf wire format (tags, wire types, lengths within the payload) to its
+              last byte. Field types are not checked: that needs compiled descriptors, which registries do
+              not hand out alike (`GET /schemas/ids/{id}?format=serialized`: Confluent answers base64,
+              Apicurio 3.3.3 the raw descriptor bytes in a JSON string, measured) and Python has no .proto
+              compiler at run time. The report says "message index and wire structure" for it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import jsonschema
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from kafka_ferry.core.protobuf_schema import serialized_descriptor
 from kafka_ferry.core.schema_wire import HEADER_SIZE, schema_id_of
 
 Outcome = Literal["plain", "decoded", "failed"]
@@ -259,9 +261,10 @@ def walk_wire_format(data: bytes, pos: int = 0) -> None:
 
 
 def _protobuf_decoder(registered: RegisteredSchema) -> Callable[[bytes], None]:
-    messages = top_level_messages(registered.schema)
+    descriptor = serialized_descriptor(registered.schema)  # as confluent-kafka's serializer registers it
+    messages = len(descriptor.message_type) if descriptor is not None else top_level_messages(registered.schema)
     if messages == 0:
-        raise _Unusable("the .proto text declares no message")
+        raise _Unusable("the schema declares no message")
 
     def decode(body: bytes) -> None:
         indexes, start = message_indexes(body)

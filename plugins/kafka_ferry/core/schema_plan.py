@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kafka_ferry.core.protobuf_schema import UnrenderableDescriptor, proto_text
+
 MigrationMode = Literal["preserve", "remap"]
 
 
@@ -134,14 +136,19 @@ class SchemaPlanError(ValueError):
 def canonical(schema: str, schema_type: str = "AVRO") -> str:
     """A form two registries agree on for the same schema (Apicurio reformats stored text).
 
-    Avro and JSON Schema: the JSON document with sorted keys and no whitespace. Protobuf: the text without
-    comments and with whitespace collapsed around punctuation.
+    Avro and JSON Schema: the JSON document with sorted keys and no whitespace. Protobuf: the .proto text (a
+    serialized descriptor rendered, `core.protobuf_schema`) without comments and with whitespace collapsed
+    around punctuation.
     """
     if schema_type in ("AVRO", "JSON"):
         try:
             return json.dumps(json.loads(schema), sort_keys=True, separators=(",", ":"))
         except ValueError:
             return schema.strip()
+    try:
+        schema = proto_text(schema)
+    except UnrenderableDescriptor:
+        pass  # compared as stored: equal only to the same bytes
     text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", schema, flags=re.S)
     text = re.sub(r"\s+", " ", text)
     text = re.sub(r"\s*([{}()\[\];=,<>])\s*", r"\1", text)
@@ -252,11 +259,25 @@ def plan_schemas(source: RegistrySnapshot, destination: RegistrySnapshot, subjec
                                           "the destination uses this id for another schema"))
                 continue
         refs = tuple(Reference(r.name, smap[r.subject], version_map[(r.subject, r.version)]) for r in v.references)
-        registrations.append(Register(dst_subject, dst_number, v.schema_id, v.schema, v.schema_type, refs,
+        registrations.append(Register(dst_subject, dst_number, v.schema_id, registrable(v), v.schema_type, refs,
                                       v.schema_id if mode == "preserve" else None, soft_delete_after=v.deleted))
     if conflicts:
         return SchemaPlan(mode, (), tuple(conflicts), id_map, smap)
     return SchemaPlan(mode, _with_settings(source, destination, smap, registrations, mode), (), id_map, smap)
+
+
+def registrable(v: SchemaVersion) -> str:
+    """The schema text the destination is given: Protobuf always as .proto text, since a serialized descriptor
+    (what confluent-kafka's serializer registers, and Apicurio keeps) is refused by registries that compile
+    text (`core.protobuf_schema`); Avro and JSON Schema as stored."""
+    if v.schema_type != "PROTOBUF":
+        return v.schema
+    try:
+        return proto_text(v.schema)
+    except UnrenderableDescriptor as exc:
+        raise SchemaPlanError(f"subject {v.subject!r} version {v.version} (id {v.schema_id}) is stored as a serialized "
+                              f"Protobuf descriptor that cannot be written as .proto text ({exc}); exclude the "
+                              "subject, or register that version as .proto text on the source") from None
 
 
 def _with_settings(source: RegistrySnapshot, destination: RegistrySnapshot, smap: Mapping[str, str],

@@ -181,3 +181,37 @@ def test_every_version_comes_after_what_it_needs_and_a_rerun_is_empty(source, mo
         if r.version > 1:
             assert position[(r.subject, r.version - 1)] < position[(r.subject, r.version)]
     assert plan_schemas(source, destination_after(plan, source), chosen, mode).actions == ()
+
+
+PING_DESCRIPTOR = "ChBwcm9iZS9waW5nLnByb3RvEgRhY21lIiEKBFBpbmcSCwoDc2VxGAEgASgFEgwKBGZyb20YAiABKAliBnByb3RvMw=="
+PING_TEXT = 'syntax = "proto3";\npackage acme;\n\nmessage Ping {\n  int32 seq = 1;\n  string from = 2;\n}\n'
+
+
+def test_a_serialized_protobuf_descriptor_is_registered_as_proto_text_and_then_found_equal():
+    """What confluent-kafka's serializer registers (a base64 descriptor) goes to the destination as .proto text, and
+    the stored text counts as the same schema on the next run (invariant B across the two forms)."""
+    source = RegistrySnapshot({"pings-value": Subject("pings-value", (
+        v("pings-value", 1, 31, PING_DESCRIPTOR, schema_type="PROTOBUF"),))})
+    plan = plan_schemas(source, EMPTY, ["pings-value"], "preserve")
+    (register,) = plan.registrations
+    assert register.schema == ('syntax = "proto3";\npackage acme;\nmessage Ping {\n  int32 seq = 1;\n'
+                               '  string from = 2;\n}\n')
+    assert canonical(PING_DESCRIPTOR, "PROTOBUF") == canonical(PING_TEXT, "PROTOBUF")
+    done = RegistrySnapshot({"pings-value": Subject("pings-value", (
+        v("pings-value", 1, 31, PING_TEXT, schema_type="PROTOBUF"),))})
+    again = plan_schemas(source, done, ["pings-value"], "preserve")
+    assert (again.registrations, again.conflicts) == ((), ())
+
+
+def test_a_descriptor_that_cannot_be_written_as_text_is_refused_naming_subject_version_and_id():
+    import base64
+
+    from google.protobuf import descriptor_pb2
+
+    fdp = descriptor_pb2.FileDescriptorProto(name="old.proto", package="old")
+    fdp.message_type.add(name="Ext").extension_range.add(start=100, end=200)
+    source = RegistrySnapshot({"old-value": Subject("old-value", (
+        v("old-value", 4, 41, base64.b64encode(fdp.SerializeToString()).decode(), schema_type="PROTOBUF"),))})
+    with pytest.raises(SchemaPlanError, match=r"subject 'old-value' version 4 \(id 41\) is stored as a serialized "
+                                              r"Protobuf descriptor .*\(message Ext: extensions\)"):
+        plan_schemas(source, EMPTY, ["old-value"], "remap")
