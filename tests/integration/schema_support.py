@@ -43,12 +43,14 @@ EVENT = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Event",
 PROTO = 'syntax = "proto3";\npackage acme;\n\nmessage Ping {\n  int32 seq = 1;\n%s}\n'
 @cache
 def ping_class():
-    """The Ping message of PROTO's second version, as a generated class would be (no protoc here)."""
+    """The Ping message of a third version (PROTO's second plus `bool urgent = 3`), as a generated class would be
+    (no protoc here): its serializer registers it as the subject's third version."""
     field = descriptor_pb2.FieldDescriptorProto
     fdp = descriptor_pb2.FileDescriptorProto(name="acme/ping.proto", package="acme", syntax="proto3")
     ping = fdp.message_type.add(name="Ping")
     ping.field.add(name="seq", number=1, type=field.TYPE_INT32, label=field.LABEL_OPTIONAL)
     ping.field.add(name="from", number=2, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    ping.field.add(name="urgent", number=3, type=field.TYPE_BOOL, label=field.LABEL_OPTIONAL)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("acme.Ping"))
@@ -126,9 +128,9 @@ def seed_tenant(source_url: str, clusters, prefix: str) -> Tenant:
                    lambda i: {"kind": "k", "n": i}),
     }
     # confluent-kafka's Protobuf serializer registers its own schema, a serialized descriptor (not .proto text):
-    # Apicurio stores it as such, as the subject's third version; it cannot look a descriptor up by .proto text.
+    # Apicurio stores it as such, as the subject's third version (it cannot look a descriptor up by .proto text).
     writers["pings"] = (ProtobufSerializer(ping_class(), sr, {"auto.register.schemas": True, **BY_TOPIC}),
-                        lambda i: ping_class()(seq=i, **{"from": f"p{i}"}))
+                        lambda i: ping_class()(seq=i, urgent=i % 3 == 0, **{"from": f"p{i}"}))
     key_serializer = AvroSerializer(sr, '"string"', conf=conf)
     for role, (serializer, make) in writers.items():
         topic = clusters.create_topic("source", topics[role], partitions=2)

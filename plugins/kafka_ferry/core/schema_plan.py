@@ -253,6 +253,14 @@ def plan_schemas(source: RegistrySnapshot, destination: RegistrySnapshot, subjec
             conflicts.append(Conflict(dst_subject, dst_number, v.schema_id, there.schema_id, reason))
             continue
         if mode == "preserve":
+            twin = next((w for w in versions.values() if w.subject == v.subject and w.version < v.version
+                         and _same(w, v, smap)), None)
+            if twin is not None:  # e.g. .proto text, then the serializer's descriptor of the same schema
+                conflicts.append(Conflict(dst_subject, dst_number, v.schema_id, None,
+                                          f"the same schema as version {twin.version} (id {twin.schema_id}) in "
+                                          "another form: a registry keeps it once, so preserve cannot keep both ids; "
+                                          "use remap mode (both ids map to one)"))
+                continue
             taken = destination.schemas_by_id.get(v.schema_id)
             if taken is not None and taken != (v.schema_type, canonical(v.schema, v.schema_type)):
                 conflicts.append(Conflict(dst_subject, dst_number, v.schema_id, v.schema_id,

@@ -215,3 +215,20 @@ def test_a_descriptor_that_cannot_be_written_as_text_is_refused_naming_subject_v
     with pytest.raises(SchemaPlanError, match=r"subject 'old-value' version 4 \(id 41\) is stored as a serialized "
                                               r"Protobuf descriptor .*\(message Ext: extensions\)"):
         plan_schemas(source, EMPTY, ["old-value"], "remap")
+
+
+def test_the_same_protobuf_schema_in_two_forms_cannot_be_preserved_and_remaps_to_one():
+    """A subject with .proto text v1 and the serializer's descriptor of the same schema as v2 (Apicurio keeps both):
+    a destination keeps one version of it, so preserve refuses up front; remap registers both (the second answers
+    the first's id), and the copy maps both source ids to it."""
+    source = RegistrySnapshot({"pings-value": Subject("pings-value", (
+        v("pings-value", 1, 31, PING_TEXT, schema_type="PROTOBUF"),
+        v("pings-value", 2, 32, PING_DESCRIPTOR, schema_type="PROTOBUF")))})
+    refused = plan_schemas(source, EMPTY, ["pings-value"], "preserve")
+    assert refused.registrations == ()
+    assert [str(c) for c in refused.conflicts] == [
+        "subject 'pings-value' version 2: source id 32, destination id None: the same schema as version 1 (id 31) "
+        "in another form: a registry keeps it once, so preserve cannot keep both ids; use remap mode (both ids map "
+        "to one)"]
+    remapped = plan_schemas(source, EMPTY, ["pings-value"], "remap")
+    assert [(r.version, r.source_id) for r in remapped.registrations] == [(1, 31), (2, 32)]
