@@ -106,9 +106,10 @@ def seed_plain(clusters, topic: str, partitions: int, per_partition: int, start:
 
 
 def seed_transactional(clusters, topic: str, partitions: int, rounds: int, per_txn: int = 5,
-                       transactional_id: str | None = None) -> None:
-    """``rounds`` transactions over every partition, every third one and the last aborted, with a plain record
-    after each (so committed plain records sit between aborted ones); the log ends with trailing markers."""
+                       transactional_id: str | None = None, plain_between: bool = False) -> None:
+    """``rounds`` transactions over every partition, every third one and the last aborted; the log ends with
+    trailing markers. ``plain_between``: a non-transactional record after each round but the last, so committed
+    plain records sit between aborted ones."""
     txn = _CheckedProducer(clusters, **{"transactional.id": transactional_id or f"{topic}-txn"})
     plain = _CheckedProducer(clusters)
     txn.init_transactions(30)
@@ -125,7 +126,7 @@ def seed_transactional(clusters, topic: str, partitions: int, rounds: int, per_t
             txn.abort_transaction(30)
         else:
             txn.commit_transaction(30)
-        if r < rounds - 1:
+        if plain_between and r < rounds - 1:
             plain.produce(topic, key=b"p", value=f"plain-{r}".encode(), partition=r % partitions,
                           timestamp=BASE_TS + r * 100 + 99)
             plain.flush(30)

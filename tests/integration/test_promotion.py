@@ -40,7 +40,7 @@ def migration(clusters, tmp_path, kinds=("plain", "txn"), **spec_overrides):
     for kind in kinds:
         topics[kind] = clusters.create_topic("source", f"{p}.{kind}", 2, COMPACT_CONFIG if kind == "compact" else None)
         {"plain": lambda t: seed_plain(clusters, t, 2, 30), "compact": lambda t: seed_compacted(clusters, t, 2, 40),
-         "txn": lambda t: seed_transactional(clusters, t, 2, 9)}[kind](topics[kind])
+         "txn": lambda t: seed_transactional(clusters, t, 2, 9, plain_between=True)}[kind](topics[kind])
     committed = {t: committed_offsets(clusters, "source", t, 2) for t in topics.values()}
     positions = {}
     for i, t in enumerate(topics.values()):

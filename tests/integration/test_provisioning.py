@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
@@ -112,8 +113,9 @@ def test_preflight_names_an_unknown_connection_and_fails_without_retry(clusters,
     spec_path = write_spec(tmp_path, clusters, p, destination={"connection_id": "no_such_conn", "alias": "dst"})
     with pytest.raises(AirflowFailException) as raised:
         MigrationPreflightOperator(task_id="pf", spec_path=spec_path).execute({})
-    assert str(raised.value) == f"{spec_path}:5: field 'destination.connection_id' = 'no_such_conn': no Airflow " \
-                                "connection with this id"
+    line = Path(spec_path).read_text().splitlines().index("  connection_id: no_such_conn") + 1
+    assert str(raised.value) == f"{spec_path}:{line}: field 'destination.connection_id' = 'no_such_conn': no " \
+                                "Airflow connection with this id"
     assert isinstance(raised.value.__cause__, SpecError)
 
 

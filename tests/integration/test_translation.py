@@ -48,7 +48,7 @@ def migrated(clusters, tmp_path_factory):
     clusters.create_topic("source", topics["txn"], PARTITIONS)
     seed_plain(clusters, topics["plain"], PARTITIONS, 40)
     seed_compacted(clusters, topics["compact"], PARTITIONS, 60)
-    seed_transactional(clusters, topics["txn"], PARTITIONS, 14)
+    seed_transactional(clusters, topics["txn"], PARTITIONS, 14, plain_between=True)
     spec_path = write_spec(tmp_path_factory.mktemp("tr"), clusters, p,
                                  copy={"spark_connection_id": clusters.SPARK_CONN, "offset_sync_interval": 7,
                                        "max_records_per_partition": 23})  # several batches per partition
