@@ -22,7 +22,7 @@ from schema_support import BY_TOPIC, CuttableProxy, ping_class, registry, seed_t
 import schema_registries as srtb
 from kafka_ferry.core.protobuf_schema import serialized_descriptor
 from kafka_ferry.core.schema_decode import PayloadChecker, top_level_messages
-from kafka_ferry.core.schema_plan import canonical
+from kafka_ferry.core.schema_forms import canonical
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, schema_id_of, with_schema_id
 from kafka_ferry.core.spec import SchemaRegistryRef, load_spec
 from kafka_ferry.core.state_records import DECODE_CHECK_KIND, SCHEMA_ID_KIND

@@ -17,13 +17,13 @@ Invariants the plan keeps (tests assert each):
 from __future__ import annotations
 
 import heapq
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kafka_ferry.core.protobuf_schema import UnrenderableDescriptor, proto_text
+from kafka_ferry.core.protobuf_schema import UnrenderableDescriptor
+from kafka_ferry.core.schema_forms import canonical, registrable_text
 
 MigrationMode = Literal["preserve", "remap"]
 
@@ -131,28 +131,6 @@ class SchemaPlan:
 
 class SchemaPlanError(ValueError):
     """The source itself cannot be migrated as asked (a reference cycle, a reference to a missing version)."""
-
-
-def canonical(schema: str, schema_type: str = "AVRO") -> str:
-    """A form two registries agree on for the same schema (Apicurio reformats stored text).
-
-    Avro and JSON Schema: the JSON document with sorted keys and no whitespace. Protobuf: the .proto text (a
-    serialized descriptor rendered, `core.protobuf_schema`) without comments and with whitespace collapsed
-    around punctuation.
-    """
-    if schema_type in ("AVRO", "JSON"):
-        try:
-            return json.dumps(json.loads(schema), sort_keys=True, separators=(",", ":"))
-        except ValueError:
-            return schema.strip()
-    try:
-        schema = proto_text(schema)
-    except UnrenderableDescriptor:
-        pass  # compared as stored: equal only to the same bytes
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", schema, flags=re.S)
-    text = re.sub(r"\s+", " ", text)
-    text = re.sub(r"\s*([{}()\[\];=,<>])\s*", r"\1", text)
-    return text.strip()
 
 
 def _same(a: SchemaVersion, b: SchemaVersion, subject_map: Mapping[str, str]) -> bool:
@@ -267,21 +245,16 @@ def plan_schemas(source: RegistrySnapshot, destination: RegistrySnapshot, subjec
                                           "the destination uses this id for another schema"))
                 continue
         refs = tuple(Reference(r.name, smap[r.subject], version_map[(r.subject, r.version)]) for r in v.references)
-        registrations.append(Register(dst_subject, dst_number, v.schema_id, registrable(v), v.schema_type, refs,
+        registrations.append(Register(dst_subject, dst_number, v.schema_id, _registrable(v), v.schema_type, refs,
                                       v.schema_id if mode == "preserve" else None, soft_delete_after=v.deleted))
     if conflicts:
         return SchemaPlan(mode, (), tuple(conflicts), id_map, smap)
     return SchemaPlan(mode, _with_settings(source, destination, smap, registrations, mode), (), id_map, smap)
 
 
-def registrable(v: SchemaVersion) -> str:
-    """The schema text the destination is given: Protobuf always as .proto text, since a serialized descriptor
-    (what confluent-kafka's serializer registers, and Apicurio keeps) is refused by registries that compile
-    text (`core.protobuf_schema`); Avro and JSON Schema as stored."""
-    if v.schema_type != "PROTOBUF":
-        return v.schema
+def _registrable(v: SchemaVersion) -> str:
     try:
-        return proto_text(v.schema)
+        return registrable_text(v.schema, v.schema_type)
     except UnrenderableDescriptor as exc:
         raise SchemaPlanError(f"subject {v.subject!r} version {v.version} (id {v.schema_id}) is stored as a serialized "
                               f"Protobuf descriptor that cannot be written as .proto text ({exc}); exclude the "

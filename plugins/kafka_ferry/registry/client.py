@@ -24,7 +24,8 @@ from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegis
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from kafka_ferry.core.schema_decode import RegisteredSchema
-from kafka_ferry.core.schema_plan import Reference, RegistrySnapshot, SchemaVersion, Subject, canonical
+from kafka_ferry.core.schema_forms import canonical
+from kafka_ferry.core.schema_plan import Reference, RegistrySnapshot, SchemaVersion, Subject
 
 NOT_FOUND_CODES = frozenset({40401, 40402, 40403, 40406, 40408, 40409})
 REFUSED_STATUSES = frozenset({401, 403})

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafka_ferry.core.schema_forms import canonical
 from kafka_ferry.core.schema_plan import (
     Reference,
     Register,
@@ -15,7 +16,6 @@ from kafka_ferry.core.schema_plan import (
     SetCompatibility,
     SetMode,
     Subject,
-    canonical,
     plan_schemas,
 )
 
