@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 
 from kafka_ferry.core.protobuf_schema import UnrenderableDescriptor, proto_text
 
 
+@lru_cache(maxsize=4096)  # pure; a plan compares each version several times, and rendering is not free
 def canonical(schema: str, schema_type: str = "AVRO") -> str:
     """A form two registries agree on for the same schema (Apicurio reformats stored text).
 

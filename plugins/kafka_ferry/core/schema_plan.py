@@ -211,7 +211,12 @@ def plan_schemas(source: RegistrySnapshot, destination: RegistrySnapshot, subjec
     version_map: dict[tuple[str, int], int] = {}  # source (subject, version) -> destination version
     registrations: list[Register] = []
     next_version: dict[str, int] = {}
+    history: dict[str, list[SchemaVersion]] = {}  # per subject, its earlier versions (invariant A orders them)
     for v in _ordered(versions):
+        earlier = history.setdefault(v.subject, [])
+        # e.g. .proto text, then the serializer's descriptor of the same schema: a registry keeps it once
+        twin = next((w for w in earlier if _same(w, v, smap)), None) if mode == "preserve" else None
+        earlier.append(v)
         dst_subject = smap[v.subject]
         existing = destination.subjects.get(dst_subject)
         dst_versions = {d.version: d for d in (existing.versions if existing else ())}
@@ -231,9 +236,7 @@ def plan_schemas(source: RegistrySnapshot, destination: RegistrySnapshot, subjec
             conflicts.append(Conflict(dst_subject, dst_number, v.schema_id, there.schema_id, reason))
             continue
         if mode == "preserve":
-            twin = next((w for w in versions.values() if w.subject == v.subject and w.version < v.version
-                         and _same(w, v, smap)), None)
-            if twin is not None:  # e.g. .proto text, then the serializer's descriptor of the same schema
+            if twin is not None:
                 conflicts.append(Conflict(dst_subject, dst_number, v.schema_id, None,
                                           f"the same schema as version {twin.version} (id {twin.schema_id}) in "
                                           "another form: a registry keeps it once, so preserve cannot keep both ids; "
