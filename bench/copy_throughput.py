@@ -283,7 +283,7 @@ def _copied_so_far(topic: str, partitions: int) -> int:
 
 def profile_one_partition(spec_path: Path, topic: str) -> str:
     """Copy one more partition's worth in-process under cProfile: where does a copier spend its time?"""
-    from kafka_ferry.copy.plan import plan_copy
+    from kafka_ferry.copy.planning import plan_copy
     from kafka_ferry.copy.runner import copy_group
     from kafka_ferry.core.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster

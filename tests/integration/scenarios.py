@@ -244,13 +244,14 @@ class _TaskInstance:
         return self.xcom.get(task_ids)
 
 
-def run_batch(spec_path: str, spark_conn: str, env: dict | None = None) -> dict:
-    """plan_copy >> copy_batch >> report, as in the DAG; returns the full JSON report the report task read."""
+def run_batch(spec_path: str, spark_conn: str, env: dict | None = None, conf: dict | None = None) -> dict:
+    """plan_copy >> copy_batch >> report, as in the DAG; returns the full JSON report the report task read.
+    ``conf``: the copy task's own Spark conf (a deployment's)."""
     ti = _TaskInstance()
     context = {"ti": ti}
     ti.xcom["plan_copy"] = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path).execute(context)
     copy = CopyBatchSparkOperator(task_id="copy_batch", spec_path=spec_path, conn_id=spark_conn,
-                                  env_vars={"PYSPARK_PYTHON": sys.executable, **(env or {})})
+                                  env_vars={"PYSPARK_PYTHON": sys.executable, **(env or {})}, conf=conf)
     try:
         copy.execute(context)
     except Exception as exc:  # noqa: BLE001 - Airflow's skip is a control-flow exception

@@ -6,7 +6,7 @@ import pytest
 from scenarios import commit_source_group, one_group_migration, provision_groups, seed_plain
 from staged_support import Writer, thread_copy
 
-from kafka_ferry.copy.plan import plan_copy
+from kafka_ferry.copy.planning import plan_copy
 from kafka_ferry.core.staged_cutover import TOPIC_STEPS, StagedCutoverError
 from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
 from kafka_ferry.promotion.group import GroupPromotionRefused, promote_group

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from kafka_ferry.copy.lease import CopyLease
-from kafka_ferry.copy.plan import CopyPlan, plan_copy, record_accepted_gaps
+from kafka_ferry.copy.plan import CopyPlan
+from kafka_ferry.copy.planning import plan_copy, record_accepted_gaps
 from kafka_ferry.copy.runner import copy_group, task_groups
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster

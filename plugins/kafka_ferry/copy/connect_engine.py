@@ -30,6 +30,7 @@ import json
 import os
 import uuid
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,15 +47,18 @@ SESSION_FILE_SUFFIX = ".connect-session"
 def run_on_spark_connect(url: str, plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]], package_zip: Path,
                          fault_spec: str | None = None) -> list[dict]:
     """Copy the plan's partitions on the Connect server at ``url``; one result dict per partition."""
+    with connect_session(url, package_zip) as spark:
+        return copy_on_session(spark, plan, configs, fault_spec)
+
+
+@contextmanager
+def connect_session(url: str, package_zip: Path) -> Iterator[Any]:
+    """The migration's kept session on the server at ``url``, the package added; detached (not released) after."""
     before = {name: os.environ.get(name) for name in CONNECT_MODE_ENV}
     spark = None
     try:
         spark = _attach(url, package_zip)
-        groups = task_groups(plan, _parallelism(spark))
-        body = _group_copier(plan.to_json(), {k: dict(v) for k, v in configs.items()}, fault_spec, groups)
-        # range(n, numPartitions=n): exactly one group index per Spark partition, so one task per group.
-        rows = spark.range(0, len(groups), 1, len(groups)).mapInArrow(body, RESULT_SCHEMA).collect()
-        return [json.loads(row.result) for row in rows]
+        yield spark
     finally:
         if spark is not None:
             _detach(spark)
@@ -65,6 +69,16 @@ def run_on_spark_connect(url: str, plan: CopyPlan, configs: Mapping[str, Mapping
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def copy_on_session(spark, plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]],
+                    fault_spec: str | None = None) -> list[dict]:
+    """One ``mapInArrow`` stage over the plan's task groups; one result dict per partition."""
+    groups = task_groups(plan, _parallelism(spark))
+    body = _group_copier(plan.to_json(), {k: dict(v) for k, v in configs.items()}, fault_spec, groups)
+    # range(n, numPartitions=n): exactly one group index per Spark partition, so one task per group.
+    rows = spark.range(0, len(groups), 1, len(groups)).mapInArrow(body, RESULT_SCHEMA).collect()
+    return [json.loads(row.result) for row in rows]
 
 
 def session_url(url: str, session_id: str) -> str:

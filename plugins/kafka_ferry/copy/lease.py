@@ -73,6 +73,9 @@ class CopyLease:
 
     # --- the protocol -------------------------------------------------------------------------------------
     def acquire(self) -> Claim:
+        now_ms = _now_ms()  # the lease runs from its claim, however long ago this object (its producer) was made
+        self.claim = Claim(**{**self.claim.__dict__, "claimed_at_ms": now_ms,
+                              "expires_at_ms": now_ms + int(self.lease_s * 1000)})
         offset = self._write(self.claim)
         self.claim = Claim(**{**self.claim.__dict__, "claim_offset": offset})
         claims = claims_in_log(self._read_to(offset + 1))

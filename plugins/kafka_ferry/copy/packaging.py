@@ -1,8 +1,14 @@
 """Zip the kafka_ferry package for spark-submit's ``--py-files``, so executors import exactly this code.
 
 Executors on a cluster do not have the Airflow host's install; the zip is rebuilt from the package the
-submitting process imports, named after its content hash so concurrent or repeated builds never
-overwrite a zip a running job reads.
+submitting process imports, named after its sources and this Python's bytecode tag so concurrent or repeated
+builds never overwrite a zip a running job reads, and a batch whose zip exists builds nothing.
+
+Each module is in the zip twice: its source, and its bytecode compiled by this Python. Why the bytecode:
+Python never caches what it compiles from a zip, so without it the driver and every Python worker compiled
+each module they import on every batch (0.2 s to 0.4 s per process, measured). The bytecode is hash-checked
+(PEP 552): the importer uses it only when its source hash matches the source beside it, and a Python of
+another version (a cluster's executors) refuses its magic number and compiles the source, as before.
 
     python -m kafka_ferry.copy.packaging OUT_DIR
 """
@@ -12,7 +18,9 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import py_compile
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -34,21 +42,44 @@ def package_files(root: Path | None = None) -> list[tuple[Path, str]]:
 
 def build_package_zip(out_dir: str | Path) -> Path:
     """Write ``kafka_ferry-<hash>.zip`` into out_dir (reused when present) and return its path."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path, name in package_files():
-            info = zipfile.ZipInfo(name, FIXED_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, path.read_bytes())
-    data = buffer.getvalue()
+    sources = [(name, path.read_bytes()) for path, name in package_files()]
+    digest = hashlib.sha256(sys.implementation.cache_tag.encode())
+    for name, text in sources:
+        digest.update(b"%d:%s\0%d:" % (len(name), name.encode(), len(text)))
+        digest.update(text)
     out_dir = Path(out_dir)
+    target = out_dir / f"kafka_ferry-{digest.hexdigest()[:16]}.zip"
+    if target.exists():
+        return target
     out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / f"kafka_ferry-{hashlib.sha256(data).hexdigest()[:16]}.zip"
-    if not target.exists():
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        tmp.replace(target)
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(_zip_bytes(sources))
+    tmp.replace(target)
     return target
+
+
+def _zip_bytes(sources: list[tuple[str, bytes]]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf, tempfile.TemporaryDirectory() as scratch:
+        for name, text in sources:
+            zf.writestr(_entry(name), text)
+            zf.writestr(_entry(name + "c"), _bytecode(name, text, Path(scratch)))
+    return buffer.getvalue()
+
+
+def _entry(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, FIXED_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    return info
+
+
+def _bytecode(name: str, text: bytes, scratch: Path) -> bytes:
+    """The module's hash-checked .pyc; its code names the file as the zip does (``kafka_ferry/...py``)."""
+    source, compiled = scratch / "module.py", scratch / "module.pyc"
+    source.write_bytes(text)
+    py_compile.compile(str(source), cfile=str(compiled), dfile=name, doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    return compiled.read_bytes()
 
 
 LAUNCHER = "kafka_ferry_copy_batch.py"

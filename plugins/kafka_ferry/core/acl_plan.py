@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafka_ferry.core.mm2_wire import (
     HEARTBEATS_TOPIC,
@@ -20,7 +21,9 @@ from kafka_ferry.core.mm2_wire import (
     offset_syncs_topic,
     remote_heartbeats_topic,
 )
-from kafka_ferry.core.spec import MigrationSpec
+
+if TYPE_CHECKING:  # annotations only: the Kafka layer imports this module, and the spec (pydantic) costs 0.1 s
+    from kafka_ferry.core.spec import MigrationSpec
 
 ANY_HOST = "*"
 # Kafka protocol error codes (confluent-kafka's KafkaError codes for broker errors are the same numbers).

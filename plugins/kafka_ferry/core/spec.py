@@ -151,6 +151,9 @@ class CopySettings(_Frozen):
     kubernetes_credentials_secret: str | None = None
     # Ship the configs as a 0600 credentials file (--files) on every master, not only on YARN.
     credentials_file: bool = False
+    # spark-submit's driver JVM, where it runs on the Airflow worker: C1-only JIT and a class-data archive
+    # kept on the host (core/driver_jvm.py), about 2 s less per batch; false leaves the JVM's flags alone.
+    fast_driver_start: bool = True
 
 
 class PromotionSettings(_Frozen):

@@ -24,11 +24,14 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_ferry.copy.batch import finish_batch, report_path_for, state_clients
 from kafka_ferry.copy.faults import FAULT_ENV
+from kafka_ferry.copy.jvm_archive import DriverArchive
 from kafka_ferry.copy.lease import copy_lease
 from kafka_ferry.copy.packaging import build_package_zip, write_launcher
-from kafka_ferry.copy.plan import CopyPlan, plan_copy, record_accepted_gaps, work_dir
+from kafka_ferry.copy.plan import CopyPlan, work_dir
+from kafka_ferry.copy.planning import plan_copy, record_accepted_gaps
 from kafka_ferry.copy.report import report_lines
 from kafka_ferry.core.batch_planning import RetentionGapError
+from kafka_ferry.core.driver_jvm import DRIVER_OPTIONS_CONF, DriverStart
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.spark_credentials import CREDENTIALS_FILE_NAME, delivery_for
 from kafka_ferry.core.spec import load_spec
@@ -145,13 +148,19 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
             else:
                 secret_env = {CLUSTER_CONFIGS_ENV: secret}
         self.env_vars = {**env, **delivery.env, **secret_env}
-        self.conf = {**(self.conf or {}), **delivery.conf}
+        archive, driver = self._driver_start(spec, master)
+        self.conf = {**(self.conf or {}), **delivery.conf,
+                     **({DRIVER_OPTIONS_CONF: driver.java_options} if driver else {})}
         self.files = ",".join(filter(None, [*delivery.files, self.files]))
         _put_spark_submit_on_path()
         Path(summary["report_path"]).unlink(missing_ok=True)  # the report task must never read a stale one
+        succeeded = False
         try:
             super().execute(context)
+            succeeded = True
         finally:
+            if archive is not None:
+                archive.settle(driver, succeeded)
             self.env_vars, self.conf, self.files = public
             self._hook = None  # the hook holds the env; do not keep it past the run
             shutil.rmtree(credentials_dir, ignore_errors=True)  # the credentials file lives for the run only
@@ -160,7 +169,7 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         """The batch as a session on a running Spark Connect server: no JVM start; this task is the client."""
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
-        from kafka_ferry.copy.connect_engine import run_on_spark_connect
+        from kafka_ferry.copy.connect_engine import connect_session, copy_on_session
 
         plan = CopyPlan.read(summary["plan_path"])
         configs = {"source": kafka_cluster(spec.source.connection_id).client_config,
@@ -168,19 +177,31 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         report_path = Path(summary["report_path"])
         report_path.unlink(missing_ok=True)  # the report task must never read a stale one
         started_at_ms = int(time.time() * 1000)
+        # The lease's and the report's producers first: they get their producer ids while the session attaches
+        # (copy.spark_job says why that saves 0.5 s); the lease is claimed once the session is there.
+        lease = copy_lease(plan, configs)
+        closing = state_clients(configs)
         package = build_package_zip(work_dir(spec.name) / "packages")
         self.log.info("batch %s on Spark Connect (connection '%s'): %d partitions", plan.batch_id, self._conn_id,
                       len(plan.tasks))
-        closing = state_clients(configs)
-        with copy_lease(plan, configs):  # one copy job per migration at a time, whoever started it
-            results = run_on_spark_connect(SparkConnectHook(self._conn_id).get_connection_url(), plan, configs,
-                                           package, os.environ.get(FAULT_ENV))
-            report = finish_batch(plan, results, configs, started_at_ms, report_path, closing)
+        with connect_session(SparkConnectHook(self._conn_id).get_connection_url(), package) as spark:
+            with lease:  # one copy job per migration at a time, whoever started it
+                results = copy_on_session(spark, plan, configs, os.environ.get(FAULT_ENV))
+                report = finish_batch(plan, results, configs, started_at_ms, report_path, closing)
         for line in report_lines(report):
             self.log.info("%s", line)
 
     def _master(self) -> str:
         return (BaseHook.get_connection(self._conn_id).host or "").strip()
+
+    def _driver_start(self, spec, master: str) -> tuple[DriverArchive | None, DriverStart | None]:
+        """The driver JVM's start options (``core.driver_jvm``), unless the spec turns them off."""
+        if not spec.copy_settings.fast_driver_start:
+            return None, None
+        archive = DriverArchive(work_dir(spec.name).parent)
+        deploy_mode = self._deploy_mode or BaseHook.get_connection(self._conn_id).extra_dejson.get("deploy-mode")
+        theirs = (self.conf or {}).get(DRIVER_OPTIONS_CONF) or archive.spark_defaults().get(DRIVER_OPTIONS_CONF)
+        return archive, archive.start(master, deploy_mode, theirs)
 
 
 def _write_private(path: Path, text: str) -> None:

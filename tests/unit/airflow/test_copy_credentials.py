@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 import yaml
 
 PASSWORD = "pw-never-on-a-command-line-7c1f"
+DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 
 
 class _TI:
@@ -37,6 +39,7 @@ def submitted(monkeypatch, tmp_path):
     monkeypatch.setattr(spark_submit, "kube_client", object(), raising=False)
 
     monkeypatch.setenv("KFERRY_WORK_DIR", str(tmp_path / "work"))
+    monkeypatch.setenv("KFERRY_JVM_ARCHIVE_DIR", str(tmp_path / "jvm"))
     for conn in ("kf_u_source", "kf_u_destination"):
         monkeypatch.setenv(f"AIRFLOW_CONN_{conn.upper()}", json.dumps({"conn_type": "kafka", "extra": {
             "bootstrap.servers": "b:9094", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
@@ -51,11 +54,14 @@ def submitted(monkeypatch, tmp_path):
             seen["file_mode"] = stat.S_IMODE(os.stat(path).st_mode)
             seen["dir_mode"] = stat.S_IMODE(os.stat(Path(path).parent).st_mode)
             seen["file_text"] = Path(path).read_text()
+        dump = re.search(r"-XX:ArchiveClassesAtExit=(\S+)", _conf(seen["command"]).get(DRIVER_OPTIONS, ""))
+        if dump:  # what the driver JVM writes when it exits
+            Path(dump.group(1)).write_bytes(b"archived classes")
         return None
 
     monkeypatch.setattr(SparkSubmitHook, "submit", fake_submit)
 
-    def run(master: str, **copy_settings) -> dict:
+    def run(master: str, conf: dict | None = None, **copy_settings) -> dict:
         from kafka_ferry.operators.copy import CopyBatchSparkOperator
 
         monkeypatch.setenv("AIRFLOW_CONN_KF_U_SPARK", json.dumps({"conn_type": "spark", "host": master}))
@@ -66,7 +72,7 @@ def submitted(monkeypatch, tmp_path):
             "copy": {"spark_connection_id": "kf_u_spark", **copy_settings}}))
         summary = {"empty": False, "batch_id": "b1", "plan_path": str(tmp_path / "plan.json"),
                    "report_path": str(tmp_path / "report.json")}
-        op = CopyBatchSparkOperator(task_id="copy_batch", spec_path=str(spec_path), conn_id="kf_u_spark")
+        op = CopyBatchSparkOperator(task_id="copy_batch", spec_path=str(spec_path), conn_id="kf_u_spark", conf=conf)
         op.execute({"ti": _TI(summary)})
         seen["operator_after"] = (op.env_vars, op.conf, op.files)
         return seen
@@ -124,3 +130,38 @@ def test_the_job_reads_the_file_by_path_or_by_its_name_in_the_container_cwd(tmp_
     monkeypatch.chdir(tmp_path)  # YARN cluster mode: --files localizes it into the container's cwd
     assert load_cluster_configs({"KFERRY_CLUSTER_CONFIGS_FILE": "/gone/on/the/worker/kferry-credentials.json"}) == \
         configs
+
+
+# --- the driver JVM's start (kafka_ferry/core/driver_jvm.py) ------------------------------------------------------
+def test_a_local_driver_writes_its_class_archive_once_and_later_batches_read_it(submitted, tmp_path):
+    first = _conf(submitted("local[2]")["command"])[DRIVER_OPTIONS]
+    dump = re.search(r"-XX:ArchiveClassesAtExit=(\S+)", first).group(1)
+    assert first.startswith("-XX:TieredStopAtLevel=1 ") and Path(dump).parent == tmp_path / "jvm"
+    archives = list((tmp_path / "jvm").iterdir())
+    assert [a.suffix for a in archives] == [".jsa"] and archives[0].read_bytes() == b"archived classes"
+    seen = submitted("local[2]")
+    assert _conf(seen["command"])[DRIVER_OPTIONS] == f"-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile={archives[0]}"
+    assert seen["operator_after"][1] in (None, {})  # the operator's own conf is as it was before the run
+
+
+def test_the_tasks_own_driver_options_are_kept_after_ours(submitted):
+    seen = submitted("spark://m:7077", conf={DRIVER_OPTIONS: "-Xmx3g -Dwho=ops", "spark.ui.enabled": "false"})
+    conf = _conf(seen["command"])
+    assert conf[DRIVER_OPTIONS].startswith("-XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit=")
+    assert conf[DRIVER_OPTIONS].endswith(" -Xmx3g -Dwho=ops") and conf["spark.ui.enabled"] == "false"
+    assert seen["operator_after"][1] == {DRIVER_OPTIONS: "-Xmx3g -Dwho=ops", "spark.ui.enabled": "false"}
+
+
+def test_spark_defaults_driver_options_are_kept_after_ours(submitted, tmp_path, monkeypatch):
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions -Dfrom=defaults\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
+    assert _conf(submitted("local[2]")["command"])[DRIVER_OPTIONS].endswith(" -Dfrom=defaults")
+
+
+@pytest.mark.parametrize(("master", "settings"), [
+    ("k8s://https://k8s.example:6443", {"kubernetes_credentials_secret": "kafka-ferry-creds:configs"}),
+    ("yarn", {}), ("local[2]", {"fast_driver_start": False})])
+def test_a_driver_elsewhere_or_a_spec_that_says_no_gets_no_driver_options(submitted, tmp_path, master, settings):
+    assert DRIVER_OPTIONS not in _conf(submitted(master, **settings)["command"])
+    assert not (tmp_path / "jvm").exists()

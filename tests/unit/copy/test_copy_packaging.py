@@ -1,39 +1,78 @@
-"""The zip shipped to executors holds the package's sources, and the same sources give the same zip."""
+"""The zip shipped to executors holds the package's sources and their bytecode; the same sources give the same
+zip; an importer uses the bytecode only where it matches its source and its Python."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import kafka_ferry
 from kafka_ferry.copy.packaging import build_package_zip
 
 
-def test_zip_holds_every_module_and_is_reproducible(tmp_path):
+def test_zip_holds_every_module_twice_and_is_reproducible(tmp_path):
     first = build_package_zip(tmp_path / "a")
     second = build_package_zip(tmp_path / "b")
     assert first.name == second.name and first.read_bytes() == second.read_bytes()
     names = zipfile.ZipFile(first).namelist()
-    assert "kafka_ferry/__init__.py" in names and "kafka_ferry/copy/partition_copier.py" in names
-    assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
+    sources = {n for n in names if n.endswith(".py")}
+    assert "kafka_ferry/__init__.py" in sources and "kafka_ferry/copy/partition_copier.py" in sources
+    assert set(names) == sources | {n + "c" for n in sources}
+    assert not [n for n in names if "__pycache__" in n]
 
 
-def test_a_fresh_interpreter_imports_the_copy_code_from_the_zip(tmp_path):
+def test_a_built_zip_is_reused_not_rewritten(tmp_path):
     package = build_package_zip(tmp_path)
+    package.write_bytes(package.read_bytes())  # same bytes, new inode times
+    before = package.stat().st_mtime_ns
+    assert build_package_zip(tmp_path) == package and package.stat().st_mtime_ns == before
+
+
+def test_a_fresh_interpreter_imports_the_copy_code_from_the_zips_bytecode(tmp_path):
+    package = build_package_zip(tmp_path)
+    assert _imported_from(package) == f"{package}/kafka_ferry/__init__.pyc"
+
+
+def test_bytecode_that_does_not_match_its_source_is_not_used(tmp_path):
+    package = build_package_zip(tmp_path)
+    edited = _rewritten(package, tmp_path / "edited.zip",
+                        {"kafka_ferry/__init__.py": lambda text: text + b"\nMARK = 'source'\n"})
+    assert _imported_from(edited, "print(kafka_ferry.MARK)").splitlines() == [
+        f"{edited}/kafka_ferry/__init__.py", "source"]
+
+
+def test_bytecode_of_another_python_is_not_used(tmp_path):
+    package = build_package_zip(tmp_path)
+    other = _rewritten(package, tmp_path / "other.zip", {
+        name: (lambda data: bytes([data[0] ^ 0xFF]) + data[1:])  # another magic number: another Python's bytecode
+        for name in zipfile.ZipFile(package).namelist() if name.endswith(".pyc")})
+    assert _imported_from(other) == f"{other}/kafka_ferry/__init__.py"
+
+
+def _rewritten(package: Path, target: Path, edits: dict) -> Path:
+    with zipfile.ZipFile(package) as src, zipfile.ZipFile(target, "w") as out:
+        for info in src.infolist():
+            data = src.read(info)
+            out.writestr(info, edits[info.filename](data) if info.filename in edits else data)
+    return target
+
+
+def _imported_from(package: Path, then: str = "") -> str:
     code = (f"import sys; sys.path.insert(0, {str(package)!r})\n"
-            "import kafka_ferry.copy.runner, kafka_ferry; print(kafka_ferry.__file__)")
+            f"import kafka_ferry.copy.runner, kafka_ferry; print(kafka_ferry.__file__)\n{then}")
     done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60,
                           env={"PYTHONPATH": _site_packages()})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"{package}/kafka_ferry/__init__.py"
+    return done.stdout.strip()
 
 
 def _site_packages() -> str:
     """confluent_kafka's location without the editable install's .pth (skipped by -S)."""
     import confluent_kafka
 
-    return str(__import__("pathlib").Path(confluent_kafka.__file__).parents[1])
+    return str(Path(confluent_kafka.__file__).parents[1])
 
 
 def test_package_is_this_checkout():

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from kafka_ferry.copy.plan import CopyPlan, PartitionTask, build_plan, work_dir
+from kafka_ferry.copy.plan import CopyPlan, PartitionTask, work_dir
+from kafka_ferry.copy.planning import build_plan
 from kafka_ferry.core.batch_planning import PartitionPosition, RetentionGap, compute_batch_id
 from kafka_ferry.core.spec import parse_spec
 

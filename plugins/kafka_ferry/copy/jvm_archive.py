@@ -1,0 +1,106 @@
+"""The spark-submit driver JVM's class-data archive on this host (``core.driver_jvm`` decides the flags):
+where it lives, which JVM and Spark install it belongs to, and moving a freshly written one into place.
+
+One archive per JVM build and Spark install, shared by every migration on the host, under the work root
+(``$KFERRY_WORK_DIR/jvm`` or ``$AIRFLOW_HOME/kafka-ferry/jvm``) unless ``$KFERRY_JVM_ARCHIVE_DIR`` names a
+directory (a volume that outlives the worker's work dir, say). The batch that finds none writes one to a
+name of its own and moves it into place only after its job succeeded (``os.replace``: a reader sees the old
+file or the whole new one); two first batches at once each write their own and the last move wins.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from kafka_ferry.core.driver_jvm import DriverStart, archive_name, driver_start
+
+log = logging.getLogger(__name__)
+ARCHIVE_DIR = "jvm"
+ARCHIVE_DIR_ENV = "KFERRY_JVM_ARCHIVE_DIR"
+PROPERTY = re.compile(r"(?P<key>[^\s=:]+)\s*[\s=:]\s*(?P<value>.*)")
+
+
+def spark_home(environ: Mapping[str, str]) -> Path:
+    return Path(environ.get("SPARK_HOME") or _pip_spark_home())
+
+
+def jvm_identity(environ: Mapping[str, str]) -> dict[str, str]:
+    """What the archive belongs to, as spark-submit will find it: the java binary and libjvm (path, size,
+    time), the Spark install's jars (names carry versions), and the config dirs on the driver's class path."""
+    java_home = environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java", path=environ.get("PATH"))
+    identity = {"java": _stat(Path(java).resolve()) if java else "none"}
+    if java:
+        identity["libjvm"] = _stat(Path(java).resolve().parent.parent / "lib" / "server" / "libjvm.so")
+    home = spark_home(environ)
+    jars = home / "jars"
+    identity["spark_home"] = str(home.resolve())
+    identity["jars"] = ",".join(sorted(p.name for p in jars.glob("*.jar"))) if jars.is_dir() else "none"
+    for name in ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR"):
+        identity[name] = environ.get(name, "")
+    return identity
+
+
+def _stat(path: Path) -> str:
+    try:
+        st = path.stat()
+    except OSError:
+        return f"{path}:missing"
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _pip_spark_home() -> str:
+    import pyspark  # the pip-installed Spark that pyspark's spark-submit runs
+
+    return str(Path(pyspark.__file__).parent)
+
+
+class DriverArchive:
+    """The archive of this host's JVM and Spark under ``root``; ``start`` gives a batch its driver options,
+    ``settle`` keeps (or drops) what the batch wrote."""
+
+    def __init__(self, root: str | Path, environ: Mapping[str, str] | None = None) -> None:
+        self.environ = dict(os.environ if environ is None else environ)
+        self.directory = Path(self.environ.get(ARCHIVE_DIR_ENV) or Path(root) / ARCHIVE_DIR)
+        self.path = self.directory / archive_name(jvm_identity(self.environ))
+
+    def start(self, master: str, deploy_mode: str | None, deployment_options: str | None) -> DriverStart | None:
+        dump_to = self.path.with_name(f"{self.path.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+        start = driver_start(master, deploy_mode, deployment_options, str(self.path), self.path.is_file(),
+                             str(dump_to))
+        if start is not None and start.dump_to:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # the JVM maps this file: ours only
+        return start
+
+    def spark_defaults(self) -> dict[str, str]:
+        """The deployment's ``spark-defaults.conf`` (``$SPARK_CONF_DIR`` or ``$SPARK_HOME/conf``), which a
+        ``--conf`` of the same key would replace: read so its driver options are kept after ours."""
+        conf_dir = self.environ.get("SPARK_CONF_DIR") or str(spark_home(self.environ) / "conf")
+        try:
+            lines = (Path(conf_dir) / "spark-defaults.conf").read_text().splitlines()
+        except OSError:
+            return {}
+        settings = {}
+        for line in lines:  # Spark reads it as Java properties: "key value", "key=value", '#' comments
+            pair = PROPERTY.match(line.strip())
+            if pair and not line.strip().startswith(("#", "!")):
+                settings[pair["key"]] = pair["value"].strip()
+        return settings
+
+    def settle(self, start: DriverStart | None, succeeded: bool) -> None:
+        """After the job: a written archive of a succeeded job goes into place; any other is removed."""
+        if start is None or not start.dump_to:
+            return
+        written = Path(start.dump_to)
+        if succeeded and written.is_file() and written.stat().st_size > 0:
+            os.replace(written, start.archive)
+            log.info("driver JVM class-data archive written: %s (later batches on this host start faster)",
+                     start.archive)
+        else:
+            written.unlink(missing_ok=True)

@@ -1,0 +1,146 @@
+"""Making a copy batch's plan (Airflow side, ``plan_copy``): per selected source partition the stored next
+offset, the log start and the last stable offset; ``core.batch_planning`` decides the ranges (pure); the
+spec's copy settings go into the plan as they are, because the copier reads each of them. A retention gap
+raises ``RetentionGapError`` naming every lost range unless the spec accepts gaps; then
+``record_accepted_gaps`` writes them to the gap ledger before anything is copied.
+
+Apart from ``copy.plan`` (the plan type and its file) because the Spark job's driver and every Python
+worker import that one: planning needs the spec (pydantic) and the schema stage (the registry client),
+0.25 s of imports per process that the copy itself never uses.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from kafka_ferry.copy.plan import CopyPlan, PartitionTask
+from kafka_ferry.copy.state import stored_progress
+from kafka_ferry.core.batch_planning import PartitionPosition, plan_ranges
+from kafka_ferry.core.mm2_wire import offset_syncs_topic
+from kafka_ferry.core.progress import PartitionProgress
+from kafka_ferry.core.provisioning_plan import select_topics
+from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.staged_cutover import promoted_names, topics_to_copy
+from kafka_ferry.core.state_records import GAP_KIND, PROGRESS_KIND, TOPIC_PROMOTION_KIND, gap_key, partition_key
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.stages.schemas import record_rewriter
+from kafka_ferry.state.store import MigrationStateStore
+
+log = logging.getLogger(__name__)
+
+
+class DestinationNotProvisioned(RuntimeError):
+    """A source partition has no destination partition to copy into: provisioning has not run (or lagged)."""
+
+
+def plan_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
+              now_ms: int | None = None) -> CopyPlan:
+    """The next batch: ``[stored next offset, last stable offset)`` per partition, capped by the spec."""
+    promoted = promoted_names(store.read_kind(TOPIC_PROMOTION_KIND), TOPIC_PROMOTION_KIND)
+    topics = topics_to_copy(select_topics(spec, source.list_topic_names()), promoted)  # producers moved off those
+    partitions = source.partitions_of(topics)
+    rename = spec.topics.rename.destination_topic
+    _check_destination(destination, partitions, rename)
+    log_start = source.list_offsets(partitions, "earliest")
+    stable_end = source.list_offsets(partitions, "latest", read_committed=True)
+    progress = stored_progress(store)
+    positions = [
+        PartitionPosition(t, p, progress[(t, p)].next_upstream_offset if (t, p) in progress else None,
+                          log_start[(t, p)], stable_end[(t, p)])
+        for t, p in partitions
+    ]
+    return build_plan(spec, positions, source.describe_cluster().cluster_id,
+                      destination.describe_cluster().cluster_id, schema_ids=_schema_ids(spec, store), now_ms=now_ms)
+
+
+def build_plan(spec: MigrationSpec, positions: Sequence[PartitionPosition], source_cluster_id: str,
+               destination_cluster_id: str, schema_ids: Mapping[str, Any] | None = None,
+               now_ms: int | None = None) -> CopyPlan:
+    """The plan of these positions (pure): ranges from ``core.batch_planning``, the copy settings as the spec
+    gives them, destination topic names through the spec's rename."""
+    copy = spec.copy_settings
+    batch_id, ranges, gaps = plan_ranges(positions, copy.max_records_per_partition, copy.max_bytes_per_partition,
+                                         accept_retention_gaps=copy.accept_retention_gaps)
+    rename = spec.topics.rename.destination_topic
+    return CopyPlan(
+        migration=spec.name,
+        batch_id=batch_id,
+        source_cluster_id=source_cluster_id,
+        destination_cluster_id=destination_cluster_id,
+        state_topic=spec.state_topic_name,
+        offset_syncs_topic=offset_syncs_topic(spec.destination.alias),
+        provenance_headers=copy.provenance_headers,
+        offset_sync_interval=copy.offset_sync_interval,
+        max_records_per_partition=copy.max_records_per_partition,
+        max_bytes_per_partition=copy.max_bytes_per_partition,
+        lanes_per_task=copy.lanes_per_task,
+        tasks=tuple(PartitionTask(r.topic, r.partition, rename(r.topic), r.start_offset, r.end_offset)
+                    for r in ranges),
+        gaps=gaps,
+        lag_before={partition_key(p.topic, p.partition):
+                    p.end_offset - max(p.log_start_offset, p.stored_next_offset or 0) for p in positions},
+        planned_at_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+        **(schema_ids or {}),
+    )
+
+
+def _schema_ids(spec: MigrationSpec, store: MigrationStateStore) -> dict[str, Any]:
+    rewriter = record_rewriter(spec, store)
+    if rewriter is None:
+        return {}
+    return {"schema_id_map": {str(k): v for k, v in sorted(rewriter.id_map.items())},
+            "unknown_schema_id_policy": rewriter.policy}
+
+
+def _check_destination(destination: KafkaCluster, partitions: list[tuple[str, int]], rename) -> None:
+    wanted: dict[str, int] = {}
+    for topic, partition in partitions:
+        wanted[rename(topic)] = max(wanted.get(rename(topic), 0), partition + 1)
+    existing = destination.describe_topics(wanted)
+    short = [f"{name} (needs {count} partitions, has {existing[name].partitions if name in existing else 0})"
+             for name, count in sorted(wanted.items())
+             if name not in existing or existing[name].partitions < count]
+    if short:
+        raise DestinationNotProvisioned(
+            f"destination topics missing or too small: {', '.join(short)}; run provision_topics first")
+
+
+def record_accepted_gaps(plan: CopyPlan, store: MigrationStateStore, destination_topic: Callable[[str], str],
+                         progress: Mapping[tuple[str, int], PartitionProgress] | None = None) -> list[str]:
+    """Write accepted gaps to the ledger; move progress past a gap where nothing is left to copy.
+
+    Idempotent: the ledger is keyed by range start. Progress only moves for partitions the plan does not
+    copy (the copy itself moves the others), and only forward: the lost offsets are gone from the source.
+    """
+    if not plan.gaps:
+        return []
+    progress = stored_progress(store) if progress is None else progress
+    now_ms = int(time.time() * 1000)
+    store.put_many(GAP_KIND, {
+        gap_key(g.topic, g.partition, g.lost_start):
+            {**asdict(g), "lost_count": g.lost_count, "batch_id": plan.batch_id, "recorded_at_ms": now_ms}
+        for g in plan.gaps})
+    moved = {}
+    copied = {(t.source_topic, t.partition) for t in plan.tasks}
+    for g in plan.gaps:
+        if (g.topic, g.partition) in copied:
+            continue
+        old = progress.get((g.topic, g.partition))
+        if old is None or old.next_upstream_offset < g.lost_end:
+            moved[partition_key(g.topic, g.partition)] = PartitionProgress(
+                source_topic=g.topic, partition=g.partition,
+                destination_topic=destination_topic(g.topic),
+                next_upstream_offset=g.lost_end,
+                last_upstream_offset=old.last_upstream_offset if old else None,
+                last_downstream_offset=old.last_downstream_offset if old else None,
+                records_copied=old.records_copied if old else 0, batch_id=plan.batch_id).as_record()
+    if moved:
+        store.put_many(PROGRESS_KIND, moved)
+    lines = [f"{g.topic}-{g.partition} [{g.lost_start}, {g.lost_end}) {g.lost_count} offsets lost" for g in plan.gaps]
+    for line in lines:
+        log.warning("accepted retention gap: %s", line)
+    return lines
