@@ -5,7 +5,9 @@
                                               [--profile] [--one-lane-too]
 
 One run, side by side (these machines are noisy): seed one source topic, then copy it to three destination
-topics: (a) kafka-ferry (plan -> spark-submit copy_batch.py -> report, as the DAG runs it), (a') kafka-ferry
+topics: (a) kafka-ferry (plan -> the copy task's spark-submit -> report, as the DAG runs it, with the host's
+driver class archive in place as on a worker that ran a batch before; a missing one is written first by a
+one-record batch, whose seconds are printed as a one-time cost), (a') kafka-ferry
 on a running Spark Connect server (plan -> the copy task as a Connect client -> report; the server is started
 before the clock starts and runs one small job first, as a platform keeps it running, and its start-up is
 printed apart; the copy is timed as the migration's first batch and again as a running migration's next batch,
@@ -14,8 +16,9 @@ consume->produce loop of bench/raw_loop.py (the limit here), (c) MirrorMaker 2 i
 Prints records/s and MB/s of each and the ratios (a)/(c), (a)/(b), (a')/(c), (a')/(b) as JSON, the
 steady rates of (a') and (c), both watched the same way on the destination (first record seen to last), and
 their ratio, and the fixed costs: a catch-up of one record per partition on each engine (plan + engine +
-report), a no-op catch-up (nothing new) and, on Connect, the migration's next one-record batch (its kept
-session's Python workers are already running). `--profile` also copies one partition in-process under
+report), a no-op catch-up (nothing new), on spark-submit the first batch on a new host (it writes the driver's
+class archive) and, on Connect, the migration's next one-record batch (its kept session's Python workers are
+already running). `--profile` also copies one partition in-process under
 cProfile and prints where the time goes. Needs the test bed up.
 """
 
@@ -27,7 +30,6 @@ import io
 import json
 import os
 import pstats
-import subprocess
 import sys
 import tempfile
 import time
@@ -73,28 +75,36 @@ def write_spec(work: Path, name: str, topic: str, per_partition: int, prefix: st
     return path
 
 
-def kafka_ferry_copy(spec_path: Path, master: str) -> tuple[float, dict]:
-    """Plan, then spark-submit the copy job exactly as the DAG's copy_batch task does; wall clock of both."""
-    from kafka_ferry.copy.packaging import build_package_zip
-    from kafka_ferry.hooks.kafka_cluster import kafka_cluster
-    from kafka_ferry.kafka.configs import encode_cluster_configs
-    from kafka_ferry.operators.copy import PlanCopyBatchOperator
+def kafka_ferry_copy(spec_path: Path) -> tuple[float, dict]:
+    """Plan, then the copy task on spark-submit, exactly as the DAG's plan_copy >> copy_batch; wall clock of both."""
+    from kafka_ferry.operators.copy import CopyBatchSparkOperator, PlanCopyBatchOperator
     from kafka_ferry.operators.provision import ProvisionMirrorTopicsOperator
 
     ProvisionMirrorTopicsOperator(task_id="provision_topics", spec_path=str(spec_path)).execute({})
     started = time.monotonic()
     plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=str(spec_path)).execute({})
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "KFERRY_CLUSTER_CONFIGS": encode_cluster_configs(
-        kafka_cluster(SOURCE_CONN).client_config, kafka_cluster(DESTINATION_CONN).client_config)}
-    package = build_package_zip(Path(plan["plan_path"]).parent / "packages")
-    cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", master, "--driver-memory", "1g",
-           "--py-files", str(package), str(REPO / "spark_jobs" / "copy_batch.py"), "--plan", plan["plan_path"]]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    CopyBatchSparkOperator(task_id="copy_batch", spec_path=str(spec_path), conn_id=SPARK_CONN,
+                           env_vars={"PYSPARK_PYTHON": sys.executable}).execute(
+        {"ti": _TaskInstance({"plan_copy": plan})})
     elapsed = time.monotonic() - started
-    (spec_path.parent / "spark-submit.log").write_text(done.stdout + done.stderr)  # where the seconds went
-    if done.returncode:
-        raise RuntimeError(f"copy job failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return elapsed, json.loads(Path(plan["report_path"]).read_text())
+
+
+def driver_archive(work: Path, name: str, partitions: int) -> dict:
+    """The host's driver-JVM class archive (core/driver_jvm.py) before the clock, as on a worker that has run a
+    batch before: written by a one-record batch when missing (that batch's seconds are printed, a one-time cost)."""
+    from kafka_ferry.copy.jvm_archive import DriverArchive
+
+    archive = DriverArchive(work)
+    if archive.path.is_file():
+        return {"path": str(archive.path), "present": True}
+    topic = f"{name}.warm"
+    create_topic(tb.SOURCE.bootstrap, topic, partitions)
+    seed(topic, partitions, partitions, 100)
+    spent = catch_up_run(write_spec(work, f"{name}-warm", topic, 1, prefix="warm."), SPARK_CONN)
+    if not archive.path.is_file():
+        raise RuntimeError(f"the warm-up batch wrote no driver archive at {archive.path}")
+    return {"path": str(archive.path), "present": False, "written_by_a_batch_of_s": round(spent, 2)}
 
 
 class _TaskInstance:
@@ -144,7 +154,8 @@ def catch_up_run(spec_path: Path, spark_conn: str) -> float:
 
 def fixed_costs(work: Path, name: str, partitions: int, connect: bool) -> dict:
     """What a batch costs besides copying: a catch-up of one record per partition on each engine (plan +
-    engine start + report), then the same catch-up again with nothing new (the no-op run)."""
+    engine start + report), then the same catch-up again with nothing new (the no-op run); on spark-submit also
+    the first batch on a new host (it writes the driver's class archive, once per host and JVM)."""
     topic = f"{name}.tiny"
     create_topic(tb.SOURCE.bootstrap, topic, partitions)
     seed(topic, partitions, partitions, 100)
@@ -158,6 +169,13 @@ def fixed_costs(work: Path, name: str, partitions: int, connect: bool) -> dict:
         if engine == "spark_connect":  # the migration's next batch attaches to its kept session: warm workers
             seed(topic, partitions, partitions, 100)
             costs[f"batch_{engine}_next_s"] = round(catch_up_run(spec_path, conn), 2)
+    kept = os.environ["KFERRY_JVM_ARCHIVE_DIR"]
+    os.environ["KFERRY_JVM_ARCHIVE_DIR"] = tempfile.mkdtemp(prefix="kferry-new-host-jvm-")
+    try:
+        spec_path = write_spec(work, f"{name}-fx-newhost", topic, 1, prefix="fxnewhost.")
+        costs["batch_spark_submit_new_host_s"] = round(catch_up_run(spec_path, SPARK_CONN), 2)
+    finally:
+        os.environ["KFERRY_JVM_ARCHIVE_DIR"] = kept
     return costs
 
 
@@ -330,6 +348,7 @@ def main() -> int:
     topic = f"{name}.data"
     work = Path(tempfile.mkdtemp(prefix="kferry-bench-"))
     os.environ["KFERRY_WORK_DIR"] = str(work)
+    os.environ.setdefault("KFERRY_JVM_ARCHIVE_DIR", str(REPO / ".testbed" / "jvm"))  # the host's, kept between runs
     setup_connections(args.master)
 
     create_topic(tb.SOURCE.bootstrap, topic, partitions)
@@ -337,7 +356,8 @@ def main() -> int:
                      "seed": rate(records, size, seed(topic, partitions, records, size))}
 
     spec_path = write_spec(work, name, topic, records // partitions + 1)
-    ferry_s, report = kafka_ferry_copy(spec_path, args.master)
+    results["driver_archive"] = driver_archive(work, name, partitions)
+    ferry_s, report = kafka_ferry_copy(spec_path)
     if report["records_copied"] != records:
         raise RuntimeError(f"kafka-ferry copied {report['records_copied']} of {records}")
     results["kafka_ferry"] = {**rate(records, size, ferry_s), "job_s": report["duration_s"],
@@ -346,7 +366,7 @@ def main() -> int:
 
     if args.one_lane_too:
         one_lane_s, one_lane = kafka_ferry_copy(write_spec(work, f"{name}-1l", topic, records // partitions + 1,
-                                                           prefix="ferry1l.", lanes=1), args.master)
+                                                           prefix="ferry1l.", lanes=1))
         if one_lane["records_copied"] != records:
             raise RuntimeError(f"kafka-ferry with one lane copied {one_lane['records_copied']} of {records}")
         results["kafka_ferry_one_lane"] = {**rate(records, size, one_lane_s), "job_s": one_lane["duration_s"]}
