@@ -70,8 +70,8 @@ BAD_INPUTS = [
      "field 'source.connection_id' = 'my conn': not a valid Airflow connection id (letters, digits, '-', '_', '.')"),
     ("unknown field", with_change("copy.max_recrods", 5),
      "field 'copy.max_recrods' = 5: unknown key (did you mean 'max_records_per_partition'?); known here: "
-     "accept_retention_gaps, credentials_file, kubernetes_credentials_secret, lanes_per_task, max_bytes_per_partition, "
-     "max_records_per_partition, offset_sync_interval, "
+     "accept_retention_gaps, credentials_file, fast_driver_start, kubernetes_credentials_secret, lanes_per_task, "
+     "max_bytes_per_partition, max_records_per_partition, offset_sync_interval, "
      "provenance_headers, spark_connection_id"),
     ("unknown top-level field", with_change("shedule", "@daily"),
      "field 'shedule' = '@daily': unknown key (did you mean 'schedule'?); known here: acls, copy, description, "

@@ -56,8 +56,8 @@ def test_five_mistakes_give_five_located_problems_in_file_order(tmp_path):
         "position 8",
         f"{path}:12: field 'copy.max_records_per_partition' = -5: Input should be greater than 0",
         f"{path}:13: field 'copy.max_recrods' = 5: unknown key (did you mean 'max_records_per_partition'?); known "
-        "here: accept_retention_gaps, credentials_file, kubernetes_credentials_secret, lanes_per_task, "
-        "max_bytes_per_partition, max_records_per_partition, offset_sync_interval, "
+        "here: accept_retention_gaps, credentials_file, fast_driver_start, kubernetes_credentials_secret, "
+        "lanes_per_task, max_bytes_per_partition, max_records_per_partition, offset_sync_interval, "
         "provenance_headers, spark_connection_id",
         f"{path}:14: field 'schedule' = 'every minute': schedule must be a 5-field cron expression, an @preset, "
         "or null",
