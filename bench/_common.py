@@ -49,6 +49,14 @@ def seed(topic: str, partitions: int, records: int, record_bytes: int) -> float:
     return time.monotonic() - started
 
 
+def settle(pause_s: float = 2.0) -> None:
+    """Before a timed copy: write the page cache's dirty pages out (the seed's or the previous copier's gigabyte),
+    then let the machine go idle, so no copier pays for the one before it. Without it the copier run right after
+    the seed was the slowest of all on this 2-core VM (16.3 s against 10.1-12.8 s for the same copy later)."""
+    os.sync()
+    time.sleep(pause_s)
+
+
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> int:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watermarks"})
     try:

@@ -13,7 +13,8 @@ before the clock starts and runs one small job first, as a platform keeps it run
 printed apart; the copy is timed as the migration's first batch and again as a running migration's next batch,
 whose kept session has its Python workers up), (b) the raw
 consume->produce loop of bench/raw_loop.py (the limit here), (c) MirrorMaker 2 in dedicated mode.
-Prints records/s and MB/s of each and the ratios (a)/(c), (a)/(b), (a')/(c), (a')/(b) as JSON, the
+Before each timed copy the page cache is written out and the machine left idle for 2 s (`_common.settle`),
+so no copier pays for the writes of the one before it. Prints records/s and MB/s of each and the ratios (a)/(c), (a)/(b), (a')/(c), (a')/(b) as JSON, the
 steady rates of (a') and (c), both watched the same way on the destination (first record seen to last), and
 their ratio, and the fixed costs: a catch-up of one record per partition on each engine (plan + engine +
 report), a no-op catch-up (nothing new), on spark-submit the first batch on a new host (it writes the driver's
@@ -37,7 +38,7 @@ import uuid
 from pathlib import Path
 
 import yaml
-from _common import REPO, admin, end_offsets, rate, seed, tb
+from _common import REPO, admin, end_offsets, rate, seed, settle, tb
 from raw_loop import raw_copy
 
 import mirrormaker
@@ -216,6 +217,7 @@ def connect_next_batch(work: Path, name: str, topic: str, records: int, partitio
     kafka_ferry_connect_copy(first)
     rest = records - partitions
     spec_path = write_spec(work, name, topic, records // partitions + 1, prefix="ferrysc2.", spark_conn=CONNECT_CONN)
+    settle()
     with DestinationWatch(f"ferrysc2.{topic}", partitions, records, already=partitions) as watch:
         elapsed, report = kafka_ferry_connect_copy(spec_path)
         watch.wait(60)
@@ -357,6 +359,7 @@ def main() -> int:
 
     spec_path = write_spec(work, name, topic, records // partitions + 1)
     results["driver_archive"] = driver_archive(work, name, partitions)
+    settle()
     ferry_s, report = kafka_ferry_copy(spec_path)
     if report["records_copied"] != records:
         raise RuntimeError(f"kafka-ferry copied {report['records_copied']} of {records}")
@@ -365,6 +368,7 @@ def main() -> int:
                               "syncs_written": report["syncs_written"]}
 
     if args.one_lane_too:
+        settle()
         one_lane_s, one_lane = kafka_ferry_copy(write_spec(work, f"{name}-1l", topic, records // partitions + 1,
                                                            prefix="ferry1l.", lanes=1))
         if one_lane["records_copied"] != records:
@@ -378,6 +382,7 @@ def main() -> int:
         try:
             connect_spec = write_spec(work, f"{name}-sc", topic, records // partitions + 1, prefix="ferrysc.",
                                       spark_conn=CONNECT_CONN)
+            settle()
             with DestinationWatch(f"ferrysc.{topic}", partitions, records) as watch:
                 connect_s, connect_report = kafka_ferry_connect_copy(connect_spec)
                 watch.wait(60)
@@ -400,9 +405,11 @@ def main() -> int:
         results["fixed_costs"] = fixed_costs(work, name, partitions, connect=False)
 
     create_topic(tb.DESTINATION.bootstrap, f"raw.{topic}", partitions)
+    settle()
     results["raw_loop"] = rate(records, size, raw_copy(topic, f"raw.{topic}", partitions, records))
 
     if not args.skip_mm2:
+        settle()
         mm2 = mm2_copy(work, topic, partitions, records)
         results["mirrormaker2"] = {**rate(records, size, mm2["total_s"]),
                                    "steady": rate(mm2["steady_records"], size, mm2["steady_s"])}

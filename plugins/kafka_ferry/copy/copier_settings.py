@@ -47,6 +47,7 @@ CONSUMER_CONFIG = {
 CONSUME_BATCH = 5000
 STALL_TIMEOUT_S = 120.0
 FLUSH_TIMEOUT_S = 120.0
+METADATA_TIMEOUT_S = 10.0  # asking a topic's metadata before the first assign (PartitionCopier._learn_topic)
 FAILURE_REPORTS_TIMEOUT_S = 10.0  # after a failure: how long to wait for the reports that name its cause
 
 

@@ -24,6 +24,7 @@ from kafka_ferry.copy.copier_settings import (
     CONSUMER_CONFIG,
     FAILURE_REPORTS_TIMEOUT_S,
     FLUSH_TIMEOUT_S,
+    METADATA_TIMEOUT_S,
     PRODUCER_CONFIG,
     STALL_TIMEOUT_S,
     collector_paused,
@@ -66,6 +67,7 @@ class PartitionCopier:
         self._fatal: KafkaError | None = None
         self.producer = destination.producer(**PRODUCER_CONFIG, error_cb=self._on_producer_error)
         self.consumer = source.consumer(**{**CONSUMER_CONFIG, "group.id": f"kafka-ferry-copy.{plan.migration}"})
+        self._known_topics: set[str] = set()
         self.schema_ids = None if plan.schema_id_map is None else SchemaIdRewriter(
             {int(k): v for k, v in plan.schema_id_map.items()}, plan.unknown_schema_id_policy)
 
@@ -142,6 +144,7 @@ class PartitionCopier:
                                       self._fault_hook(task) if self.faults else None)
         topic, partition, dest_topic = task.source_topic, task.partition, task.destination_topic
         tp = TopicPartition(topic, partition)
+        self._learn_topic(topic)
         self.consumer.assign([TopicPartition(topic, partition, start)])
         consume, position, produce, poll = (self.consumer.consume, self.consumer.position, self.producer.produce,
                                             self.producer.poll)
@@ -236,6 +239,23 @@ class PartitionCopier:
         self._drain(task, acks)
         self.faults.hit("after_produce", topic, partition)
         result.next_upstream_offset = next_offset
+
+    def _learn_topic(self, topic: str) -> None:
+        """Ask for a topic's metadata before this reused consumer is first assigned one of its partitions.
+
+        Why: librdkafka's consumer learns the leader of a newly assigned, unknown topic only on its next 1 s
+        metadata tick, so every partition of a lane's second, third... topic started with up to 1 s of idling
+        (measured: 1.0 s, against 0.01 s after this ask; the Spark Connect stage of a final copy of 100
+        partitions over 10 topics went from 9.3 s to 0.5-0.7 s). A failed ask costs only that time: the copy
+        loop reports a topic it cannot read.
+        """
+        if topic in self._known_topics:
+            return
+        try:
+            self.consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)
+        except KafkaException:
+            pass
+        self._known_topics.add(topic)
 
     def _produce(self, produce, poll, acks: ChunkAcks, topic: str, partition: int, record, on_delivery) -> None:
         key, value, headers, timestamp = record
