@@ -24,6 +24,15 @@ def admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap})
 
 
+def drop_topics(run_name: str) -> None:
+    """Delete every topic on both clusters whose name holds ``run_name`` (a bench run's own), and wait for it."""
+    for bootstrap in (tb.SOURCE.bootstrap, tb.DESTINATION.bootstrap):
+        client = admin(bootstrap)
+        names = [t for t in client.list_topics(timeout=30).topics if run_name in t]
+        for future in (client.delete_topics(names, operation_timeout=60).values() if names else ()):
+            future.result(90)
+
+
 def create_topic(bootstrap: str, name: str, partitions: int, config: dict | None = None) -> None:
     client = admin(bootstrap)  # kept alive until the result is in: a collected client cancels the request
     client.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(60)

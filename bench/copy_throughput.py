@@ -14,7 +14,8 @@ printed apart; the copy is timed as the migration's first batch and again as a r
 whose kept session has its Python workers up), (b) the raw
 consume->produce loop of bench/raw_loop.py (the limit here), (c) MirrorMaker 2 in dedicated mode.
 Before each timed copy the page cache is written out and the machine left idle for 2 s (`_common.settle`),
-so no copier pays for the writes of the one before it. Prints records/s and MB/s of each and the ratios (a)/(c), (a)/(b), (a')/(c), (a')/(b) as JSON, the
+so no copier pays for the writes of the one before it; at the end every topic of the run is deleted.
+Prints records/s and MB/s of each and the ratios (a)/(c), (a)/(b), (a')/(c), (a')/(b) as JSON, the
 steady rates of (a') and (c), both watched the same way on the destination (first record seen to last), and
 their ratio, and the fixed costs: a catch-up of one record per partition on each engine (plan + engine +
 report), a no-op catch-up (nothing new), on spark-submit the first batch on a new host (it writes the driver's
@@ -31,6 +32,7 @@ import io
 import json
 import os
 import pstats
+import shutil
 import sys
 import tempfile
 import time
@@ -38,7 +40,7 @@ import uuid
 from pathlib import Path
 
 import yaml
-from _common import REPO, admin, end_offsets, rate, seed, settle, tb
+from _common import REPO, admin, drop_topics, end_offsets, rate, seed, settle, tb
 from raw_loop import raw_copy
 
 import mirrormaker
@@ -170,13 +172,14 @@ def fixed_costs(work: Path, name: str, partitions: int, connect: bool) -> dict:
         if engine == "spark_connect":  # the migration's next batch attaches to its kept session: warm workers
             seed(topic, partitions, partitions, 100)
             costs[f"batch_{engine}_next_s"] = round(catch_up_run(spec_path, conn), 2)
-    kept = os.environ["KFERRY_JVM_ARCHIVE_DIR"]
-    os.environ["KFERRY_JVM_ARCHIVE_DIR"] = tempfile.mkdtemp(prefix="kferry-new-host-jvm-")
+    kept, new_host = os.environ["KFERRY_JVM_ARCHIVE_DIR"], tempfile.mkdtemp(prefix="kferry-new-host-jvm-")
+    os.environ["KFERRY_JVM_ARCHIVE_DIR"] = new_host
     try:
         spec_path = write_spec(work, f"{name}-fx-newhost", topic, 1, prefix="fxnewhost.")
         costs["batch_spark_submit_new_host_s"] = round(catch_up_run(spec_path, SPARK_CONN), 2)
     finally:
         os.environ["KFERRY_JVM_ARCHIVE_DIR"] = kept
+        shutil.rmtree(new_host, ignore_errors=True)
     return costs
 
 
@@ -345,7 +348,6 @@ def main() -> int:
     parser.add_argument("--one-lane-too", action="store_true",
                         help="also copy with copy.lanes_per_task=1 on spark-submit (before lanes), side by side")
     args = parser.parse_args()
-    records, partitions, size = args.records, args.partitions, args.record_bytes
     name = f"tput-{uuid.uuid4().hex[:6]}"
     topic = f"{name}.data"
     work = Path(tempfile.mkdtemp(prefix="kferry-bench-"))
@@ -353,6 +355,15 @@ def main() -> int:
     os.environ.setdefault("KFERRY_JVM_ARCHIVE_DIR", str(REPO / ".testbed" / "jvm"))  # the host's, kept between runs
     setup_connections(args.master)
 
+    try:
+        return measure(args, name, topic, work)
+    finally:  # a run writes gigabytes: every topic named after it goes, on both clusters, and its work dir
+        drop_topics(name)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(args, name: str, topic: str, work: Path) -> int:
+    records, partitions, size = args.records, args.partitions, args.record_bytes
     create_topic(tb.SOURCE.bootstrap, topic, partitions)
     results: dict = {"topic": topic, "records": records, "partitions": partitions, "record_bytes": size,
                      "seed": rate(records, size, seed(topic, partitions, records, size))}

@@ -133,29 +133,29 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         if master.startswith("local") and "PYSPARK_PYTHON" not in env and "PYSPARK_PYTHON" not in os.environ:
             env["PYSPARK_PYTHON"] = sys.executable  # local executors: this worker's Python has confluent-kafka
         credentials_dir = Path(tempfile.mkdtemp(prefix="kferry-credentials-"))  # 0700, this run only
-        try:
-            delivery = delivery_for(master, spec.copy_settings.kubernetes_credentials_secret,
-                                    credentials_dir / CREDENTIALS_FILE_NAME, spec.copy_settings.credentials_file)
-        except ValueError as exc:
-            shutil.rmtree(credentials_dir, ignore_errors=True)
-            raise AirflowFailException(f"Spark connection '{self._conn_id}': {exc}") from None
-        secret_env = {}
-        if delivery.needs_secret_env or delivery.needs_file:
-            secret = encode_cluster_configs(kafka_cluster(spec.source.connection_id).client_config,
-                                            kafka_cluster(spec.destination.connection_id).client_config)
-            if delivery.needs_file:
-                _write_private(credentials_dir / CREDENTIALS_FILE_NAME, secret)
-            else:
-                secret_env = {CLUSTER_CONFIGS_ENV: secret}
-        self.env_vars = {**env, **delivery.env, **secret_env}
-        archive, driver = self._driver_start(spec, master)
-        self.conf = {**(self.conf or {}), **delivery.conf,
-                     **({DRIVER_OPTIONS_CONF: driver.java_options} if driver else {})}
-        self.files = ",".join(filter(None, [*delivery.files, self.files]))
-        _put_spark_submit_on_path()
-        Path(summary["report_path"]).unlink(missing_ok=True)  # the report task must never read a stale one
+        archive = driver = None
         succeeded = False
-        try:
+        try:  # from here on, whatever fails: the public attributes come back and the credentials dir goes
+            try:
+                delivery = delivery_for(master, spec.copy_settings.kubernetes_credentials_secret,
+                                        credentials_dir / CREDENTIALS_FILE_NAME, spec.copy_settings.credentials_file)
+            except ValueError as exc:
+                raise AirflowFailException(f"Spark connection '{self._conn_id}': {exc}") from None
+            secret_env = {}
+            if delivery.needs_secret_env or delivery.needs_file:
+                secret = encode_cluster_configs(kafka_cluster(spec.source.connection_id).client_config,
+                                                kafka_cluster(spec.destination.connection_id).client_config)
+                if delivery.needs_file:
+                    _write_private(credentials_dir / CREDENTIALS_FILE_NAME, secret)
+                else:
+                    secret_env = {CLUSTER_CONFIGS_ENV: secret}
+            self.env_vars = {**env, **delivery.env, **secret_env}
+            archive, driver = self._driver_start(spec, master)
+            self.conf = {**(self.conf or {}), **delivery.conf,
+                         **({DRIVER_OPTIONS_CONF: driver.java_options} if driver else {})}
+            self.files = ",".join(filter(None, [*delivery.files, self.files]))
+            _put_spark_submit_on_path()
+            Path(summary["report_path"]).unlink(missing_ok=True)  # the report task must never read a stale one
             super().execute(context)
             succeeded = True
         finally:

@@ -165,3 +165,24 @@ def test_spark_defaults_driver_options_are_kept_after_ours(submitted, tmp_path, 
 def test_a_driver_elsewhere_or_a_spec_that_says_no_gets_no_driver_options(submitted, tmp_path, master, settings):
     assert DRIVER_OPTIONS not in _conf(submitted(master, **settings)["command"])
     assert not (tmp_path / "jvm").exists()
+
+
+def test_a_failure_after_the_secret_was_built_leaves_no_credentials_dir_behind(
+        submitted, tmp_path, monkeypatch):
+    import tempfile
+
+    from kafka_ferry.copy.jvm_archive import DriverArchive
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+
+    def broken(self, *args):
+        raise RuntimeError("archive dir not writable")
+
+    monkeypatch.setattr(DriverArchive, "start", broken)
+    with pytest.raises(RuntimeError, match="not writable"):
+        submitted("local[2]")
+    with pytest.raises(Exception, match="copy.kubernetes_credentials_secret"):
+        submitted("k8s://https://k8s.example:6443")
+    assert list(scratch.iterdir()) == []  # both runs' credentials dirs are gone
