@@ -40,21 +40,13 @@ import uuid
 from pathlib import Path
 
 import yaml
-from _common import REPO, admin, drop_topics, end_offsets, rate, seed, settle, tb
+from _common import REPO, create_topic, drop_topics, end_offsets, rate, seed, settle, tb
 from raw_loop import raw_copy
 
 import mirrormaker
 
 SOURCE_CONN, DESTINATION_CONN, SPARK_CONN = "kf_bench_source", "kf_bench_destination", "kf_bench_spark"
 CONNECT_CONN = "kf_bench_spark_connect"
-
-
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    """Create with an AdminClient kept alive until the result is in (a collected client cancels it)."""
-    from confluent_kafka.admin import NewTopic
-
-    client = admin(bootstrap)
-    client.create_topics([NewTopic(name, partitions, 1)])[name].result(60)
 
 
 def setup_connections(master: str) -> None:
@@ -78,16 +70,16 @@ def write_spec(work: Path, name: str, topic: str, per_partition: int, prefix: st
     return path
 
 
-def kafka_ferry_copy(spec_path: Path) -> tuple[float, dict]:
-    """Plan, then the copy task on spark-submit, exactly as the DAG's plan_copy >> copy_batch; wall clock of both."""
+def kafka_ferry_copy(spec_path: Path, spark_conn: str = SPARK_CONN) -> tuple[float, dict]:
+    """Plan, then the copy task, exactly as the DAG's plan_copy >> copy_batch; wall clock of both. The Spark
+    connection's type picks the engine: spark-submit (``SPARK_CONN``) or a client of the running Connect server."""
     from kafka_ferry.operators.copy import CopyBatchSparkOperator, PlanCopyBatchOperator
     from kafka_ferry.operators.provision import ProvisionMirrorTopicsOperator
 
     ProvisionMirrorTopicsOperator(task_id="provision_topics", spec_path=str(spec_path)).execute({})
     started = time.monotonic()
     plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=str(spec_path)).execute({})
-    CopyBatchSparkOperator(task_id="copy_batch", spec_path=str(spec_path), conn_id=SPARK_CONN,
-                           env_vars={"PYSPARK_PYTHON": sys.executable}).execute(
+    CopyBatchSparkOperator(task_id="copy_batch", spec_path=str(spec_path), conn_id=spark_conn).execute(
         {"ti": _TaskInstance({"plan_copy": plan})})
     elapsed = time.monotonic() - started
     return elapsed, json.loads(Path(plan["report_path"]).read_text())
@@ -118,20 +110,6 @@ class _TaskInstance:
 
     def xcom_pull(self, task_ids: str):
         return self.xcom.get(task_ids)
-
-
-def kafka_ferry_connect_copy(spec_path: Path) -> tuple[float, dict]:
-    """Plan, then the copy task as a Spark Connect client (the server already runs); wall clock of both."""
-    from kafka_ferry.operators.copy import CopyBatchSparkOperator, PlanCopyBatchOperator
-    from kafka_ferry.operators.provision import ProvisionMirrorTopicsOperator
-
-    ProvisionMirrorTopicsOperator(task_id="provision_topics", spec_path=str(spec_path)).execute({})
-    started = time.monotonic()
-    plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=str(spec_path)).execute({})
-    CopyBatchSparkOperator(task_id="copy_batch", spec_path=str(spec_path), conn_id=CONNECT_CONN).execute(
-        {"ti": _TaskInstance({"plan_copy": plan})})
-    elapsed = time.monotonic() - started
-    return elapsed, json.loads(Path(plan["report_path"]).read_text())
 
 
 def catch_up_run(spec_path: Path, spark_conn: str) -> float:
@@ -204,25 +182,26 @@ def _warm_server(url: str) -> None:
     JVM's first-job costs (class loading, code generation, ~2 s here) are not a batch's."""
     from pyspark.sql import SparkSession
 
-    spark = SparkSession.builder.remote(url).create()
-    try:
-        spark.range(0, 2, 1, 2).mapInArrow(lambda batches: batches, "id long").collect()
-    finally:
-        spark.stop()
-        for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE"):  # see copy.connect_engine
-            os.environ.pop(name, None)
+    from kafka_ferry.copy.connect_engine import connect_mode_restored
+
+    with connect_mode_restored():
+        spark = SparkSession.builder.remote(url).create()
+        try:
+            spark.range(0, 2, 1, 2).mapInArrow(lambda batches: batches, "id long").collect()
+        finally:
+            spark.stop()
 
 
 def connect_next_batch(work: Path, name: str, topic: str, records: int, partitions: int) -> dict:
     """The same copy as a running migration's next batch: a first batch of one record per partition opens the
     migration's kept session (its Python workers start), then the rest is copied and timed like the first run."""
     first = write_spec(work, name, topic, 0, prefix="ferrysc2.", spark_conn=CONNECT_CONN)  # 1 record/partition
-    kafka_ferry_connect_copy(first)
+    kafka_ferry_copy(first, CONNECT_CONN)
     rest = records - partitions
     spec_path = write_spec(work, name, topic, records // partitions + 1, prefix="ferrysc2.", spark_conn=CONNECT_CONN)
     settle()
     with DestinationWatch(f"ferrysc2.{topic}", partitions, records, already=partitions) as watch:
-        elapsed, report = kafka_ferry_connect_copy(spec_path)
+        elapsed, report = kafka_ferry_copy(spec_path, CONNECT_CONN)
         watch.wait(60)
     if report["records_copied"] != rest:
         raise RuntimeError(f"kafka-ferry's next batch on Spark Connect copied {report['records_copied']} of {rest}")
@@ -395,7 +374,7 @@ def measure(args, name: str, topic: str, work: Path) -> int:
                                       spark_conn=CONNECT_CONN)
             settle()
             with DestinationWatch(f"ferrysc.{topic}", partitions, records) as watch:
-                connect_s, connect_report = kafka_ferry_connect_copy(connect_spec)
+                connect_s, connect_report = kafka_ferry_copy(connect_spec, CONNECT_CONN)
                 watch.wait(60)
             connect_steady_s, connect_steady_records = watch.steady()
             results["kafka_ferry_connect_next_batch"] = connect_next_batch(work, f"{name}-sc2", topic, records,

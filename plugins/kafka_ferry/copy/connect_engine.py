@@ -54,16 +54,25 @@ def run_on_spark_connect(url: str, plan: CopyPlan, configs: Mapping[str, Mapping
 @contextmanager
 def connect_session(url: str, package_zip: Path) -> Iterator[Any]:
     """The migration's kept session on the server at ``url``, the package added; detached (not released) after."""
-    before = {name: os.environ.get(name) for name in CONNECT_MODE_ENV}
-    spark = None
-    try:
+    with connect_mode_restored():
         spark = _attach(url, package_zip)
-        yield spark
-    finally:
-        if spark is not None:
+        try:
+            yield spark
+        finally:
             _detach(spark)
-        # Why: pyspark marks the whole process as a Connect client (SPARK_CONNECT_MODE_ENABLED) and does not
-        # unmark it on stop; any later SparkContext here or in a child (a spark-submit batch) would refuse to start.
+
+
+@contextmanager
+def connect_mode_restored() -> Iterator[None]:
+    """Any pyspark Connect client made inside leaves this process's environment as it found it.
+
+    Why: pyspark marks the whole process as a Connect client (SPARK_CONNECT_MODE_ENABLED) and does not unmark it
+    on stop; any later SparkContext here or in a child (a spark-submit batch) would refuse to start.
+    """
+    before = {name: os.environ.get(name) for name in CONNECT_MODE_ENV}
+    try:
+        yield
+    finally:
         for name, value in before.items():
             if value is None:
                 os.environ.pop(name, None)

@@ -87,9 +87,9 @@ class DriverArchive:
         except OSError:
             return {}
         settings = {}
-        for line in lines:  # Spark reads it as Java properties: "key value", "key=value", '#' comments
-            pair = PROPERTY.match(line.strip())
-            if pair and not line.strip().startswith(("#", "!")):
+        for line in map(str.strip, lines):  # Spark reads it as Java properties: "key value", "key=value", '#'
+            pair = None if line.startswith(("#", "!")) else PROPERTY.match(line)
+            if pair:
                 settings[pair["key"]] = pair["value"].strip()
         return settings
 

@@ -118,10 +118,11 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
             reason = "dry run" if summary and summary.get("dry_run") else "nothing to copy"
             raise AirflowSkipException(f"{reason}: batch {summary.get('batch_id') if summary else '?'}")
         spec = load_spec(self.spec_path)
-        if BaseHook.get_connection(self._conn_id).conn_type == SPARK_CONNECT_CONN_TYPE:
+        connection = BaseHook.get_connection(self._conn_id)
+        if connection.conn_type == SPARK_CONNECT_CONN_TYPE:
             self._copy_on_spark_connect(spec, summary)
             return
-        master = self._master()
+        master = (connection.host or "").strip()
         packages = work_dir(spec.name) / "packages"
         self.application = self.application or _application(packages)
         self.application_args = ["--plan", summary["plan_path"], "--report", summary["report_path"]]
@@ -150,7 +151,8 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
                 else:
                     secret_env = {CLUSTER_CONFIGS_ENV: secret}
             self.env_vars = {**env, **delivery.env, **secret_env}
-            archive, driver = self._driver_start(spec, master)
+            deploy_mode = self._deploy_mode or connection.extra_dejson.get("deploy-mode")
+            archive, driver = self._driver_start(spec, master, deploy_mode)
             self.conf = {**(self.conf or {}), **delivery.conf,
                          **({DRIVER_OPTIONS_CONF: driver.java_options} if driver else {})}
             self.files = ",".join(filter(None, [*delivery.files, self.files]))
@@ -191,15 +193,12 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         for line in report_lines(report):
             self.log.info("%s", line)
 
-    def _master(self) -> str:
-        return (BaseHook.get_connection(self._conn_id).host or "").strip()
-
-    def _driver_start(self, spec, master: str) -> tuple[DriverArchive | None, DriverStart | None]:
+    def _driver_start(self, spec, master: str, deploy_mode: str | None
+                      ) -> tuple[DriverArchive | None, DriverStart | None]:
         """The driver JVM's start options (``core.driver_jvm``), unless the spec turns them off."""
         if not spec.copy_settings.fast_driver_start:
             return None, None
         archive = DriverArchive(work_dir(spec.name).parent)
-        deploy_mode = self._deploy_mode or BaseHook.get_connection(self._conn_id).extra_dejson.get("deploy-mode")
         theirs = (self.conf or {}).get(DRIVER_OPTIONS_CONF) or archive.spark_defaults().get(DRIVER_OPTIONS_CONF)
         return archive, archive.start(master, deploy_mode, theirs)
 
