@@ -1,0 +1,147 @@
+"""Staged cutover on real brokers: a promoted group's consumer keeps reading on the destination while the scheduled
+catch-up runs (pre-flight to translation, on spark-submit and on Spark Connect) keep bringing it what producers still
+write to the source; a group not yet promoted with a member on the destination is still refused, by name."""
+
+from __future__ import annotations
+
+from collections import Counter
+from contextlib import ExitStack
+
+import pytest
+from airflow.sdk.exceptions import AirflowFailException
+from scenarios import catch_up_run, commit_source_group, one_group_migration, provision_groups, write_spec
+from staged_support import Processor, Writer, wait_until
+
+from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.staged_cutover import UnitPromotion
+from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
+from kafka_ferry.kafka.reads import read_ranges
+from kafka_ferry.operators.provision import MigrationPreflightOperator, ProvisionMirrorGroupsOperator
+from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator
+from kafka_ferry.promotion.staged_state import promoted_groups, save_promotion
+from kafka_ferry.state.store import MigrationStateStore
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 3
+BATCHES_WHILE_READING = 2
+
+
+@pytest.mark.spark
+def test_a_promoted_group_reads_on_the_destination_while_spark_submit_catch_up_runs_copy(
+        clusters, tmp_path, work_dir):
+    moved_group_reads_while_catch_up_runs_copy(clusters, tmp_path, "scu", clusters.SPARK_CONN)
+
+
+@pytest.mark.spark
+def test_a_promoted_group_reads_on_the_destination_while_spark_connect_catch_up_runs_copy(
+        clusters, tmp_path, work_dir, spark_connect):
+    moved_group_reads_while_catch_up_runs_copy(clusters, tmp_path, "scc", spark_connect)
+
+
+def moved_group_reads_while_catch_up_runs_copy(clusters, tmp_path, prefix: str, spark_conn: str) -> None:
+    """Group A stops on the source, is promoted, and its consumer stays subscribed on the destination across
+    catch-up runs while a producer writes to the source all along: every run succeeds, each batch's records reach
+    the consumer before the next batch, and A processes every source record exactly once across the move."""
+    p = clusters.unique(prefix)
+    topic = clusters.create_topic("source", f"{p}.t", PARTITIONS)
+    spec_path = write_spec(tmp_path, clusters, p, copy={"spark_connection_id": spark_conn})
+    spec = load_spec(spec_path)
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    group, mirror = f"{p}-a", spec.topics.rename.destination_topic(topic)
+
+    with ExitStack() as running:
+        writer = running.enter_context(Writer(clusters, topic, PARTITIONS, interval_s=0.05))
+        on_source = Processor(source, group, topic).start()
+        running.callback(on_source.stop)
+        wait_until(lambda: len(on_source.partitions_seen) == PARTITIONS,
+                   f"group {group} did not process a record of every source partition")
+        catch_up_run(spec_path, spark_conn)  # A still reads on the source: recorded, its topic copied
+        on_source.stop()  # its last commit is final
+        PromoteGroupsOperator(task_id="promote_groups", spec_path=spec_path).execute(
+            {"params": {"groups": [group]}, "run_id": f"promote-{group}"})
+        assert promoted_groups(store) == [group]
+        resume_at = destination.group_offsets(group)
+        assert set(resume_at) == {(mirror, q) for q in range(PARTITIONS)}, resume_at
+
+        on_destination = Processor(destination, group, mirror).start()
+        running.callback(on_destination.stop)
+        wait_until(lambda: _members(destination, group) > 0,
+                   f"group {group}'s consumer never joined on the destination")
+        promoted_copy = _records_since(destination, resume_at)  # what its promotion copied past its last commit
+        wait_until(lambda: len(on_destination.processed) >= promoted_copy,
+                   f"group {group} did not read the {promoted_copy} records its promotion copied")
+        copied_while_reading = []
+        for _ in range(BATCHES_WHILE_READING):
+            writer.wait_for_more(20)
+            before = len(on_destination.processed)
+            report = catch_up_run(spec_path, spark_conn)  # refused in pre-flight while A had a member, before #23
+            copied = report["records_copied"]
+            copied_while_reading.append(copied)
+            assert copied > 0, report
+            # still subscribed, the consumer gets this batch's records before the next batch starts
+            wait_until(lambda: len(on_destination.processed) >= before + copied,  # noqa: B023 - called at once
+                       f"group {group} did not receive the {copied} records of a catch-up batch")
+            assert len(on_destination.processed) == before + copied, "a record of the batch arrived twice"
+            assert _members(destination, group) > 0, f"group {group}'s consumer left during the catch-up runs"
+        writer.stop.set()
+        writer.thread.join(60)
+        assert not writer.thread.is_alive(), "the source writer did not stop"
+
+        catch_up_run(spec_path, spark_conn)  # producers stopped: the last records
+        stream = _source_stream(source, topic)
+        wait_until(lambda: len(on_source.processed) + len(on_destination.processed) >= sum(stream.values()),
+                   f"group {group} did not process all {sum(stream.values())} source records")
+        on_destination.stop()
+
+    assert not (on_source.errors or on_destination.errors), (on_source.errors, on_destination.errors)
+    assert on_source.processed and on_destination.processed  # it really read on both sides
+    assert Counter(on_source.processed + on_destination.processed) == stream, \
+        f"group {group}: processed records differ from the source stream"
+    assert len(copied_while_reading) == BATCHES_WHILE_READING and all(copied_while_reading), copied_while_reading
+
+
+def test_a_group_not_promoted_with_a_member_on_the_destination_is_still_refused_by_name(clusters, tmp_path):
+    p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "rfp", 1, 10, {0: 4})
+    early, moved = f"{p}-g", f"{p}-moved"
+    commit_source_group(clusters, moved, {(topic, 0): 6})
+    provision_groups(spec_path)
+    destination = clusters.cluster("destination")
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    save_promotion(store, GROUP_PROMOTION_KIND, UnitPromotion(moved, "run-x", started_at_ms=1)
+                   .with_step(GROUP_PROMOTION_KIND, "promoted", 2))
+    mirror = spec.topics.rename.destination_topic(topic)
+
+    with ExitStack() as members:
+        for group in (early, moved):  # both have a consumer on the destination; only `moved` is promoted
+            member = clusters.consumer("destination", group)
+            members.callback(member.close)
+            member.subscribe([mirror])
+            wait_until(lambda m=member: m.poll(0.2) is not None or bool(m.assignment()),
+                       f"group {group}'s consumer got no assignment on the destination")
+        for task in (MigrationPreflightOperator(task_id="preflight", spec_path=spec_path),
+                     ProvisionMirrorGroupsOperator(task_id="provision_groups", spec_path=spec_path)):
+            with pytest.raises(AirflowFailException, match=f"group {early}: has 1 active member") as refused:
+                task.execute({})
+            assert moved not in str(refused.value), str(refused.value)
+
+    diff = MigrationPreflightOperator(task_id="preflight", spec_path=spec_path).execute({})
+    assert diff["groups"]["promoted"] == {moved: [topic]} and early in diff["groups"]["migrated"]
+
+
+def _members(destination, group: str) -> int:
+    info = destination.describe_groups([group]).get(group)
+    return info.member_count if info else 0
+
+
+def _records_since(destination, starts: dict[tuple[str, int], int]) -> int:
+    """Records (markers not counted) on the destination from ``starts`` to the partitions' end."""
+    ends = destination.list_offsets(list(starts), "latest", read_committed=True)
+    return sum(1 for _ in read_ranges(destination, {tp: (starts[tp], ends[tp]) for tp in starts}))
+
+
+def _source_stream(source, topic: str) -> Counter:
+    parts = [(topic, q) for q in range(PARTITIONS)]
+    ends = source.list_offsets(parts, "latest", read_committed=True)
+    return Counter((msg.partition(), msg.value()) for msg in read_ranges(source, {tp: (0, ends[tp]) for tp in parts}))
