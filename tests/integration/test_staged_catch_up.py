@@ -10,14 +10,16 @@ from contextlib import ExitStack
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 from scenarios import catch_up_run, commit_source_group, one_group_migration, provision_groups, write_spec
-from staged_support import Processor, Writer, wait_until
+from staged_support import Processor, Writer, thread_copy, wait_until
 
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.core.staged_cutover import UnitPromotion
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
+from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, PROMOTION_KIND
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.operators.provision import MigrationPreflightOperator, ProvisionMirrorGroupsOperator
 from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator
+from kafka_ferry.promotion.group import promote_group
+from kafka_ferry.promotion.runner import PromotionRunner
 from kafka_ferry.promotion.staged_state import promoted_groups, save_promotion
 from kafka_ferry.state.store import MigrationStateStore
 
@@ -128,6 +130,39 @@ def test_a_group_not_promoted_with_a_member_on_the_destination_is_still_refused_
 
     diff = MigrationPreflightOperator(task_id="preflight", spec_path=spec_path).execute({})
     assert diff["groups"]["promoted"] == {moved: [topic]} and early in diff["groups"]["migrated"]
+
+
+def test_the_whole_promotion_leaves_a_promoted_group_reading_on_the_destination_to_its_consumer(
+        clusters, tmp_path, work_dir):
+    """Mode promote after a staged group promotion: the group's consumer already reads on the destination, so the
+    final translation and commit leave it alone (its commit was refused for those members, before #23)."""
+    p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "wpg", 1, 20, {0: 5})
+    moved, other = f"{p}-g", f"{p}-h"
+    commit_source_group(clusters, other, {(topic, 0): 9})
+    provision_groups(spec_path)
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    mirror = spec.topics.rename.destination_topic(topic)
+    assert promote_group(spec, source, destination, store, moved, "run-g", thread_copy).promoted
+
+    with ExitStack() as running:
+        reader = Processor(destination, moved, mirror).start()
+        running.callback(reader.stop)
+        wait_until(lambda: len(reader.processed) == 15 and _members(destination, moved) > 0,
+                   f"group {moved}'s consumer did not read the 15 records after its last source commit")
+        its_own = destination.group_offsets(moved)
+        promoted = PromotionRunner(spec, source, destination, store, work_dir=work_dir).run()
+        assert promoted["status"] == "promoted", promoted
+        assert _members(destination, moved) > 0, f"group {moved}'s consumer left during the promotion"
+    assert destination.group_offsets(moved) == its_own  # its consumer's commits, untouched
+    assert [(d["group"], d["upstream_offset"]) for d in stored_decisions_of(store)] == [(other, 9)]
+    assert len(destination.group_offsets(other)) == 1  # the group not promoted before is committed by the promotion
+
+
+def stored_decisions_of(store) -> list[dict]:
+    from kafka_ferry.promotion.decisions import stored_decisions
+
+    return [d.as_dict() for d in stored_decisions(store.read_kind(PROMOTION_KIND))]
 
 
 def _members(destination, group: str) -> int:
