@@ -9,7 +9,14 @@ from contextlib import ExitStack
 
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
-from scenarios import catch_up_run, commit_source_group, one_group_migration, provision_groups, write_spec
+from scenarios import (
+    catch_up_run,
+    commit_source_group,
+    one_group_migration,
+    provision,
+    provision_groups,
+    write_spec,
+)
 from staged_support import Processor, Writer, thread_copy, wait_until
 
 from kafka_ferry.core.spec import load_spec
@@ -21,6 +28,7 @@ from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator
 from kafka_ferry.promotion.group import promote_group
 from kafka_ferry.promotion.runner import PromotionRunner
 from kafka_ferry.promotion.staged_state import promoted_groups, save_promotion
+from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
@@ -157,6 +165,25 @@ def test_the_whole_promotion_leaves_a_promoted_group_reading_on_the_destination_
     assert destination.group_offsets(moved) == its_own  # its consumer's commits, untouched
     assert [(d["group"], d["upstream_offset"]) for d in stored_decisions_of(store)] == [(other, 9)]
     assert len(destination.group_offsets(other)) == 1  # the group not promoted before is committed by the promotion
+
+
+def test_a_promoted_topic_is_left_as_its_new_producers_have_it_by_catch_up_provisioning(clusters, tmp_path):
+    """After promote-topics the mirror is the tenant's: a config its owners changed stays, and neither pre-flight
+    nor provisioning plans it (before #23 the next catch-up run set the source's value back)."""
+    p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "ptl", 1, 10, {0: 4})
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    mirror = spec.topics.rename.destination_topic(topic)
+    promote_group(spec, source, destination, store, f"{p}-g", "run-g", thread_copy)
+    promote_topics(spec, source, destination, store, [topic], "run-t", thread_copy, quiet_window_s=0.5)
+    destination.set_topic_configs(mirror, {"retention.ms": "3600000"})  # its owners' choice now
+
+    diff = MigrationPreflightOperator(task_id="preflight", spec_path=spec_path).execute({})
+    applied = provision(spec_path)
+
+    assert destination.describe_topics([mirror])[mirror].configs["retention.ms"] == "3600000"
+    assert applied["applied"] == [] and diff["topics"]["changes"] == [], (applied, diff["topics"])
+    assert diff["promoted_topics"] == [topic]
 
 
 def stored_decisions_of(store) -> list[dict]:
