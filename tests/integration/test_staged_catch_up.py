@@ -26,6 +26,7 @@ from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.operators.provision import MigrationPreflightOperator, ProvisionMirrorGroupsOperator
 from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator
 from kafka_ferry.promotion.group import promote_group
+from kafka_ferry.promotion.readiness import check_group_offsets_synced
 from kafka_ferry.promotion.runner import PromotionRunner
 from kafka_ferry.promotion.staged_state import promoted_groups, save_promotion
 from kafka_ferry.promotion.topic import promote_topics
@@ -163,6 +164,7 @@ def test_the_whole_promotion_leaves_a_promoted_group_reading_on_the_destination_
         assert promoted["status"] == "promoted", promoted
         assert _members(destination, moved) > 0, f"group {moved}'s consumer left during the promotion"
     assert destination.group_offsets(moved) == its_own  # its consumer's commits, untouched
+    assert check_group_offsets_synced(destination, store)[0]  # the gate before the mark checks only `other`
     assert [(d["group"], d["upstream_offset"]) for d in stored_decisions_of(store)] == [(other, 9)]
     assert len(destination.group_offsets(other)) == 1  # the group not promoted before is committed by the promotion
 
