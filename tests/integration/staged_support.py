@@ -54,9 +54,9 @@ class Processor:
     right after, as an application that must not process a record twice does. Runs until stopped; `stop`
     closes the consumer, which leaves the group (its last commit is final)."""
 
-    def __init__(self, cluster, group: str, topic: str):
+    def __init__(self, cluster, group: str, topic: str, session_timeout_ms: int = 6000):
         self.consumer = cluster.consumer(**{"group.id": group, "enable.auto.commit": False,
-                                            "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
+                                            "auto.offset.reset": "earliest", "session.timeout.ms": session_timeout_ms})
         self.topic, self.processed, self.errors, self.partitions_seen = topic, [], [], set()
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
