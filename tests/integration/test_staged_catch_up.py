@@ -9,6 +9,7 @@ from contextlib import ExitStack
 
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
+from confluent_kafka import TopicPartition
 from scenarios import (
     catch_up_run,
     commit_source_group,
@@ -145,6 +146,53 @@ def test_a_group_not_promoted_with_a_member_on_the_destination_is_still_refused_
 
     diff = MigrationPreflightOperator(task_id="preflight", spec_path=spec_path).execute({})
     assert diff["groups"]["promoted"] == {moved: [topic]} and early in diff["groups"]["migrated"]
+
+
+def test_a_group_whose_promotion_ends_while_preflight_looks_at_the_destination_is_not_refused(
+        clusters, tmp_path, monkeypatch):
+    """The race of a promotion finishing during a catch-up run's pre-flight: the group's promotion is in flight
+    (committed on the destination, not yet marked) when pre-flight lists the destination groups; it ends and the
+    group's consumer starts just before pre-flight describes them. Pre-flight reads the promotions after that
+    description, so it sees the member *and* the mark, and leaves the group alone (reading them before would refuse
+    the group its own promotion just let in)."""
+    from kafka_ferry.kafka.cluster import KafkaCluster
+
+    p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "pfr", 1, 10, {0: 4})
+    group = f"{p}-g"
+    destination = clusters.cluster("destination")
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    mirror = spec.topics.rename.destination_topic(topic)
+    in_flight = UnitPromotion(group, "run-g", started_at_ms=1)
+    for step in ("source_quiet", "final_copy", "translated"):
+        in_flight = in_flight.with_step(GROUP_PROMOTION_KIND, step, 1)
+    save_promotion(store, GROUP_PROMOTION_KIND, in_flight)
+    destination_consumer = clusters.consumer("destination", group)
+    destination_consumer.commit(offsets=[TopicPartition(mirror, 0, 0)], asynchronous=False)  # its "committed" step
+
+    real_describe = KafkaCluster.describe_groups
+    started = []
+
+    def promotion_ends_first(cluster, group_ids):
+        group_ids = sorted(set(group_ids))
+        if group in group_ids and not started:
+            save_promotion(store, GROUP_PROMOTION_KIND, in_flight.with_step(GROUP_PROMOTION_KIND, "committed", 2)
+                           .with_step(GROUP_PROMOTION_KIND, "reconciled", 2)
+                           .with_step(GROUP_PROMOTION_KIND, "promoted", 2))
+            destination_consumer.subscribe([mirror])
+            started.append(group)
+            wait_until(lambda: destination_consumer.poll(0.2) is not None or bool(destination_consumer.assignment()),
+                       f"group {group}'s consumer got no assignment on the destination")
+        return real_describe(cluster, group_ids)
+
+    try:
+        monkeypatch.setattr(KafkaCluster, "describe_groups", promotion_ends_first)
+        diff = MigrationPreflightOperator(task_id="preflight", spec_path=spec_path).execute({})
+        monkeypatch.undo()
+        assert started == [group], "pre-flight never described the group on the destination"
+        assert _members(destination, group) == 1
+    finally:
+        destination_consumer.close()
+    assert diff["groups"]["promoted"] == {group: [topic]} and group not in diff["groups"]["migrated"], diff["groups"]
 
 
 def test_the_whole_promotion_leaves_a_promoted_group_reading_on_the_destination_to_its_consumer(
