@@ -53,7 +53,8 @@ class TranslateOffsetsOperator(MigrationOperator):
             # The promotions are read again here, right before committing, not taken from the translation's
             # snapshot: a group promoted since then is left to its consumers. One promoted between this read and
             # the commit is still safe: its promotion committed first, from the same final source commit, and a
-            # commit is refused while the group has members and never moves a destination offset backwards.
+            # commit is refused while the group has members and keeps a destination offset that is ahead
+            # (unless this run allows rewinding).
             committable = without_promoted_groups(self.state_store, result.decisions)
             outcomes = commit_translated_offsets(self.destination_cluster, committable,
                                                  allow_rewind=parse_bool(self.allow_rewind))
