@@ -6,7 +6,8 @@
   an abort), ``seed_compacted`` (holes punched by the real log cleaner, then frozen). ``seed_acceptance_topics``
   makes one of each.
 - **Running the migration** the way the DAG does: ``provision``, ``provision_groups``, ``run_batch`` (plan, Spark,
-  report), ``spark_submit`` / ``copy_in_process`` (the job itself, for its exit code), ``one_group_migration``.
+  report), ``catch_up_run`` (every task of a scheduled run, pre-flight to translation), ``spark_submit`` /
+  ``copy_in_process`` (the job itself, for its exit code), ``one_group_migration``.
 - **Reading back**: ``read_partition``, ``committed_offsets``, ``destination_provenance``, ``consume_as_group``,
   ``read_syncs``, and the checks ``assert_copied_exactly_once``, ``assert_syncs_exact``, ``check_all``.
 
@@ -259,6 +260,20 @@ def run_batch(spec_path: str, spark_conn: str, env: dict | None = None, conf: di
             raise
     summary = CopyReportOperator(task_id="report", spec_path=spec_path).execute(context)
     return json.loads(Path(summary["report_path"]).read_text())
+
+
+def catch_up_run(spec_path: str, spark_conn: str) -> dict:
+    """One scheduled catch-up run, task by task as the DAG runs them: preflight -> provision_topics ->
+    provision_groups -> plan_copy -> copy_batch -> report -> translate_offsets; returns the batch's report."""
+    from kafka_ferry.operators.provision import MigrationPreflightOperator
+    from kafka_ferry.operators.translation import TranslateOffsetsOperator
+
+    MigrationPreflightOperator(task_id="preflight", spec_path=spec_path).execute({})
+    provision(spec_path)
+    provision_groups(spec_path)
+    report = run_batch(spec_path, spark_conn)
+    TranslateOffsetsOperator(task_id="translate_offsets", spec_path=spec_path).execute({})
+    return report
 
 
 def spark_submit(plan_path: str, configs_env: str, master: str = "local[2]", fault: str | None = None,

@@ -18,18 +18,19 @@ def thread_copy(plan, configs) -> list[dict]:
 class Writer:
     """Writes to the source until stopped; counts what it wrote per partition."""
 
-    def __init__(self, clusters, topic: str):
+    def __init__(self, clusters, topic: str, partitions: int = PARTITIONS, interval_s: float = 0.01):
         self.producer = clusters.cluster("source").producer(**{"acks": "all", "enable.idempotence": True})
         self.topic, self.stop, self.written = topic, threading.Event(), 0
+        self.partitions, self.interval_s = partitions, interval_s
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def run(self):
         while not self.stop.is_set():
-            for p in range(PARTITIONS):
+            for p in range(self.partitions):
                 self.producer.produce(self.topic, value=f"live-{self.written}".encode(), partition=p)
             self.written += 1
             self.producer.poll(0)
-            self.stop.wait(0.01)
+            self.stop.wait(self.interval_s)
         assert self.producer.flush(30) == 0
 
     def wait_for_more(self, rounds: int, timeout_s: float = 30.0) -> None:
@@ -53,10 +54,10 @@ class Processor:
     right after, as an application that must not process a record twice does. Runs until stopped; `stop`
     closes the consumer, which leaves the group (its last commit is final)."""
 
-    def __init__(self, cluster, group: str, topic: str):
+    def __init__(self, cluster, group: str, topic: str, session_timeout_ms: int = 6000):
         self.consumer = cluster.consumer(**{"group.id": group, "enable.auto.commit": False,
-                                            "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
-        self.topic, self.processed, self.errors = topic, [], []
+                                            "auto.offset.reset": "earliest", "session.timeout.ms": session_timeout_ms})
+        self.topic, self.processed, self.errors, self.partitions_seen = topic, [], [], set()
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
 
@@ -71,6 +72,7 @@ class Processor:
                 continue
             self.processed.append((msg.partition(), msg.value()))
             self.consumer.commit(message=msg, asynchronous=False)
+            self.partitions_seen.add(msg.partition())
         self.consumer.close()
 
     def start(self) -> Processor:
@@ -81,6 +83,14 @@ class Processor:
         self._stop.set()
         self.thread.join(60)
         assert not self.thread.is_alive(), f"the consumer of {self.topic} did not stop"
+
+
+def wait_until(condition, what: str, timeout_s: float = 120.0) -> None:
+    """Return once ``condition()`` holds; fail naming ``what`` after ``timeout_s`` (a bound, not a timing check)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} (not within {timeout_s:.0f} s)"
+        time.sleep(0.2)
 
 
 def one_catch_up_batch(spec, source, destination, store) -> int:

@@ -7,7 +7,7 @@ topic is created: nothing is ever half-applied.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kafka_ferry.core.cluster_model import GroupInfo, TopicInfo
@@ -151,6 +151,7 @@ class GroupPlan:
     migrated: Mapping[str, tuple[str, ...]]  # group -> source topics it has committed offsets on
     skipped: Mapping[str, str]  # group -> reason
     refusals: tuple[str, ...] = ()
+    promoted: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # left alone: its consumers own it
 
     def raise_if_refused(self) -> None:
         if self.refusals:
@@ -158,18 +159,30 @@ class GroupPlan:
 
     def as_dict(self) -> dict:
         return {"migrated": {g: list(t) for g, t in self.migrated.items()}, "skipped": dict(self.skipped),
-                "refusals": list(self.refusals)}
+                "refusals": list(self.refusals), "promoted": {g: list(t) for g, t in self.promoted.items()}}
 
 
 def plan_groups(spec: MigrationSpec, source_group_topics: Mapping[str, set[str]], migrated_topics: set[str],
-                destination_groups: Mapping[str, GroupInfo]) -> GroupPlan:
-    """Groups the spec selects that have committed offsets on migrated topics; refuse active destination groups."""
-    migrated, skipped, refusals = {}, {}, []
+                destination_groups: Mapping[str, GroupInfo], promoted_groups: Iterable[str] = ()) -> GroupPlan:
+    """Groups the spec selects that have committed offsets on migrated topics; refuse active destination groups.
+
+    ``promoted_groups`` (staged cutover, ``core.staged_cutover``) are left alone: listed, neither recorded again nor
+    checked for destination members. The caller reads them *after* describing ``destination_groups``.
+    """
+    promoted_now = set(promoted_groups)
+    migrated, skipped, refusals, promoted = {}, {}, [], {}
     for group in sorted(source_group_topics):
         if not spec.groups.matches(group):
             skipped[group] = "not selected by groups.include/exclude"
             continue
         topics = tuple(sorted(source_group_topics[group] & migrated_topics))
+        if group in promoted_now:
+            # Why no member check: the check keeps a migration from committing offsets under live consumers, and a
+            # promoted group's offsets are never committed by the tool again (invariant A of core.staged_cutover);
+            # its consumers on the destination are the point of promoting it. Refusing them stalls every later
+            # catch-up run, and with it the very consumers that moved first.
+            promoted[group] = topics
+            continue
         if not topics:
             skipped[group] = "no committed offsets on migrated topics"
             continue
@@ -179,4 +192,4 @@ def plan_groups(spec: MigrationSpec, source_group_topics: Mapping[str, set[str]]
                             f"(state {dest.state}); stop those consumers before migrating its offsets")
             continue
         migrated[group] = topics
-    return GroupPlan(migrated, skipped, tuple(refusals))
+    return GroupPlan(migrated, skipped, tuple(refusals), promoted)

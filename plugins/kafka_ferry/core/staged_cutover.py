@@ -181,3 +181,10 @@ def topics_to_copy(topics: Iterable[str], promoted_topics: Iterable[str]) -> lis
 def promoted_names(records: Mapping[str, Mapping[str, object]], kind: StateKind) -> list[str]:
     """Names whose stored promotion record of ``kind`` says promoted."""
     return sorted(k for k, v in records.items() if UnitPromotion.from_record(kind, k, v).promoted)
+
+
+def fences_overtaken(fenced: Iterable[str], promoted: Iterable[str], still_recorded: Iterable[str]) -> list[str]:
+    """The fences a run just put that must go again: their unit is promoted by now, or a promotion lifted their
+    record while the run made the ACLs (fence keys; ``stages.fences.put_fences`` has the whole race)."""
+    gone, recorded = set(promoted), set(still_recorded)
+    return sorted(k for k in set(fenced) if k in gone or k not in recorded)

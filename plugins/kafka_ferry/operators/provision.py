@@ -19,6 +19,7 @@ from kafka_ferry.stages.provision import (
     record_groups,
     record_time_plans,
     record_topics,
+    recorded_promotions,
 )
 
 
@@ -51,6 +52,11 @@ class MigrationPreflightOperator(MigrationOperator):
             self.log.info("  topic %s", line)
         for group, topics in diff["groups"]["migrated"].items():
             self.log.info("  group %s on %s", group, ", ".join(topics))
+        diff["promoted_topics"] = recorded_promotions(self.spec, self.destination_cluster)[1]
+        for group in diff["groups"]["promoted"]:
+            self.log.info("  group %s promoted: left to its consumers (no member check, no offsets)", group)
+        for topic in diff["promoted_topics"]:
+            self.log.info("  topic %s promoted: its copy has ended, left as it is", topic)
         for line in diff["timestamps"]:
             self.log.info("  timestamps %s", line)
         if self.spec.acls.fence:

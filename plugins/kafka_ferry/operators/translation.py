@@ -50,7 +50,12 @@ class TranslateOffsetsOperator(MigrationOperator):
         json_path, csv_path = export_offset_map(self.spec, result.copies.values())
         summary["offset_map"] = {"json": str(json_path), "csv": str(csv_path)}
         if parse_bool(self.commit_offsets):
-            committable = without_promoted_groups(self.state_store, result.decisions)  # their consumers own them
+            # The promotions are read again here, right before committing, not taken from the translation's
+            # snapshot: a group promoted since then is left to its consumers. One promoted between this read and
+            # the commit is still safe: its promotion committed first, from the same final source commit, and a
+            # commit is refused while the group has members and keeps a destination offset that is ahead
+            # (unless this run allows rewinding).
+            committable = without_promoted_groups(self.state_store, result.decisions)
             outcomes = commit_translated_offsets(self.destination_cluster, committable,
                                                  allow_rewind=parse_bool(self.allow_rewind))
             summary["commits"] = [o.as_dict() for o in outcomes]

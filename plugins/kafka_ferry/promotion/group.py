@@ -25,7 +25,7 @@ from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.reconcile import reconcile_copies
 from kafka_ferry.promotion.staged_state import read_promotions, save_promotion
-from kafka_ferry.stages.fences import group_fence_key, lift_fence
+from kafka_ferry.stages.fences import group_fence_key, lift_after_promoted, lift_fence
 from kafka_ferry.stages.schemas import record_rewriter
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import load_partition_copies, migrated_groups, read_progress, translate_migration
@@ -71,6 +71,9 @@ def promote_group(spec: MigrationSpec, source, destination, store: MigrationStat
         record = record.with_step(GROUP_PROMOTION_KIND, step, _now_ms(), **({step: detail} if detail else {}))
         save_promotion(store, GROUP_PROMOTION_KIND, record)
         log.info("group promotion %s: %s done %s", group, step, detail or "")
+    # The promoted mark is stored: look at the fences once more (a catch-up run's provisioning may have put one
+    # after the "promoted" step lifted it; see stages.fences.put_fences for both sides of this race).
+    lift_after_promoted(destination, store, group_fence_key(group))
     return record
 
 

@@ -21,6 +21,7 @@ from dataclasses import asdict
 from kafka_ferry.core.acl_plan import AclEntry, group_read_fence, group_readers, topic_write_fence
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.staged_cutover import fences_overtaken
 from kafka_ferry.core.state_records import FENCE_KIND
 from kafka_ferry.kafka.acls import create_acls, delete_acls, describe_acls
 from kafka_ferry.kafka.cluster import KafkaCluster
@@ -81,12 +82,43 @@ def put_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClus
     wanted = wanted_fences(spec, source, destination, store)
     recorded = FENCE_KIND.records(store.read_all())
     # Record first: a crash after create leaves a fence its promotion still knows to lift.
-    store.put_many(FENCE_KIND, {key: {"entries": _merged(recorded.get(key), entries)}
-                                for key, entries in wanted.items()})
+    written = {key: _merged(recorded.get(key), entries) for key, entries in wanted.items()}
+    store.put_many(FENCE_KIND, {key: {"entries": entries} for key, entries in written.items()})
     create_acls(destination, [e for entries in wanted.values() for e in entries])
+    # A unit promoted while this run fenced it must not stay fenced: its consumers or producers would be denied on
+    # the destination for good. (One DAG's runs never overlap, max_active_runs=1, but the state may be changed by
+    # another deployment or a direct call.) Each side writes its own mark first and reads the other's after:
+    #   this run   fence record, ACLs, then reads the promotions and the fence records again (below)
+    #   promotion  lifts (reads the record, deletes ACLs and record), stores "promoted", lifts again
+    #              (``lift_after_promoted``)
+    # If the promotion's second lift read before our record was written, its "promoted" mark was stored before
+    # that too, so the read below sees it. If its first lift deleted our record before our ACLs existed, the
+    # read below finds the record gone. Either way the ACLs this run made for that unit are deleted here.
+    for key in overtaken_fences(spec, store, wanted):
+        wanted.pop(key)
+        delete_acls(destination, [AclEntry(**e) for e in written[key]])
+        store.put(FENCE_KIND, key, None)
+        log.warning("fence %s: its unit was promoted while this run fenced it: not kept", key)
     for key, entries in wanted.items():
         log.info("fence %s: %s", key, "; ".join(e.describe() for e in entries))
     return {key: [e.describe() for e in entries] for key, entries in wanted.items()}
+
+
+def overtaken_fences(spec: MigrationSpec, store: MigrationStateStore, fence_keys) -> list[str]:
+    """The fences among ``fence_keys`` a promotion overtook: the unit is promoted by now, or its record was lifted."""
+    state = store.read_all()
+    promoted = {group_fence_key(g) for g in promoted_groups(store, state)}
+    promoted |= {topic_fence_key(spec.topics.rename.destination_topic(t)) for t in promoted_topics(store, state)}
+    return fences_overtaken(fence_keys, promoted, FENCE_KIND.records(state))
+
+
+def lift_after_promoted(destination: KafkaCluster, store: MigrationStateStore, key: str) -> list[str]:
+    """The promotion's second look, once its promoted mark is stored: a fence a catch-up run recorded while the
+    promotion ran (after its first lift) goes too. Nothing recorded: nothing done (promoting again is a no-op)."""
+    lifted = lift_fence(destination, store, key)
+    if lifted:
+        log.warning("fence %s was put by a run that overlapped its promotion: lifted again", key)
+    return lifted
 
 
 def lift_fence(destination: KafkaCluster, store: MigrationStateStore, key: str) -> list[str]:

@@ -16,9 +16,11 @@ from kafka_ferry.core.mm2_wire import (
 )
 from kafka_ferry.core.provisioning_plan import GroupPlan, TopicPlan, plan_groups, plan_topics, select_topics
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.staged_cutover import topics_to_copy
 from kafka_ferry.core.state_records import GROUP_KIND, TIMESTAMPS_KIND, TOPIC_KIND
 from kafka_ferry.core.time_fidelity import TopicTimePlan
 from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.promotion.staged_state import promoted_groups, promoted_topics
 from kafka_ferry.state.store import MigrationStateStore
 
 log = logging.getLogger(__name__)
@@ -29,12 +31,26 @@ OFFSET_SYNCS_COMPACTION_LAG_MS = str(30 * 24 * 3600 * 1000)
 
 
 def compute_topic_plan(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster) -> TopicPlan:
+    """The plan for every selected topic whose copy has not ended: a promoted topic is left alone."""
     selected = select_topics(spec, source.list_topic_names())
     source_topics = source.describe_topics(selected)
     dest_names = [spec.topics.rename.destination_topic(t) for t in selected]
     destination_topics = destination.describe_topics(dest_names)
-    return plan_topics(spec, source_topics, destination_topics, destination.describe_cluster().broker_count,
-                       recorded_time_plans(spec, destination))
+    # Read after the describes: a topic promoted before them is left out. One promoted in between was planned
+    # from a mirror its new producers had not touched yet (they start after the promoted mark), so its plan
+    # is what any earlier run applied already ("unchanged" once provisioned).
+    copying = topics_to_copy(selected, recorded_promotions(spec, destination)[1])
+    return plan_topics(spec, {t: i for t, i in source_topics.items() if t in copying}, destination_topics,
+                       destination.describe_cluster().broker_count, recorded_time_plans(spec, destination))
+
+
+def recorded_promotions(spec: MigrationSpec, destination: KafkaCluster) -> tuple[list[str], list[str]]:
+    """(promoted groups, promoted topics) as the state topic says now; none before the first provisioning."""
+    if spec.state_topic_name not in destination.list_topic_names():
+        return [], []
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    state = store.read_all()
+    return promoted_groups(store, state), promoted_topics(store, state)
 
 
 def recorded_time_plans(spec: MigrationSpec, destination: KafkaCluster) -> dict[str, TopicTimePlan]:
@@ -95,7 +111,13 @@ def compute_group_plan(spec: MigrationSpec, source: KafkaCluster, destination: K
     candidates = [g for g in group_topics if spec.groups.matches(g)]
     existing = set(destination.list_group_ids())
     destination_groups = destination.describe_groups(g for g in candidates if g in existing)
-    return plan_groups(spec, group_topics, migrated_topics, destination_groups)
+    # The promotions are read after the members were seen, never before: a group's consumers start on the
+    # destination only once its promotion is recorded, so any member seen above belongs either to a group this
+    # read finds promoted (left alone) or to one not promoted at describe time either (refused, rightly: a
+    # consumer started before its promotion would skip or repeat records). Read first, a promotion finishing
+    # between the two reads would refuse the group it just moved.
+    promoted = recorded_promotions(spec, destination)[0]
+    return plan_groups(spec, group_topics, migrated_topics, destination_groups, promoted)
 
 
 def record_groups(spec: MigrationSpec, plan: GroupPlan, destination: KafkaCluster) -> None:

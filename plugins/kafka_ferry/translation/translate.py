@@ -18,7 +18,8 @@ from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.mm2_wire import Checkpoint
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import GROUP_KIND, PROGRESS_KIND
+from kafka_ferry.core.staged_cutover import groups_to_commit, promoted_names
+from kafka_ferry.core.state_records import GROUP_KIND, GROUP_PROMOTION_KIND, PROGRESS_KIND
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.decisions import OffsetDecision, PartitionCopy, partition_copy, translate_groups
@@ -122,6 +123,15 @@ def translate_migration(spec: MigrationSpec, source: KafkaCluster, destination: 
     wanted = migrated_groups(store, state)
     if groups is not None:
         wanted = {g: t for g, t in wanted.items() if g in set(groups)}
+    # A promoted group's offsets were translated once, by its promotion; from then on its consumers own them
+    # (invariant A of core.staged_cutover), so no later run translates, checkpoints or commits them again.
+    # Read from the snapshot above: a group promoted after it is translated once more from its final source
+    # commit (the same answer its promotion gave), and a caller that commits re-reads the promotions first.
+    translating = set(groups_to_commit(wanted, promoted_names(GROUP_PROMOTION_KIND.records(state),
+                                                               GROUP_PROMOTION_KIND)))
+    for group in sorted(set(wanted) - translating):
+        log.info("translate: group %s is promoted: its consumers own its offsets, not translated again", group)
+    wanted = {g: t for g, t in wanted.items() if g in translating}
     commits = source_commits(source, wanted)
     uncopied = {tp for offsets in commits.values() for tp in offsets if tp not in copies}
     copies.update(empty_partition_copies(spec, source, destination, uncopied))

@@ -88,3 +88,50 @@ def test_the_whole_migration_promotion_lifts_every_fence_before_it_marks_the_mig
     deny = [e for e in describe_acls(private.cluster("destination")) if e.permission == "DENY"
             and (e.resource_name in topics or e.resource_name == group)]
     assert deny == []  # nothing of the migration's left behind
+
+
+def test_a_fence_put_while_its_unit_is_promoted_does_not_outlive_the_promotion(private, tmp_path, work_dir,
+                                                                                monkeypatch):
+    """A catch-up run's provisioning fences while promotions run; in each interleaving one side sees the other and
+    the promoted unit ends unfenced (stages.fences.put_fences). Driven through the run's ACL creation (test seam):
+      group    the whole promotion runs between the run's fence record and its ACLs
+      topic 0  the promotion's lift runs there, its promoted mark after the run (the run finds its record gone)
+      topic 1  the promotion lifted before the run; its mark and second look come after the run
+    """
+    import kafka_ferry.stages.fences as fences
+    from kafka_ferry.core.staged_cutover import UnitPromotion
+    from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
+    from kafka_ferry.promotion.staged_state import save_promotion
+
+    m, config = fenced_migration(private, tmp_path, "fenrace")
+    spec, group, topics = m["spec"], m["group"], m["topics"]
+    source, destination = kafka_cluster(LP_SOURCE), kafka_cluster(LP_DESTINATION)
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    topic_key = [fences.topic_fence_key(spec.topics.rename.destination_topic(t)) for t in topics]
+
+    def mark_promoted(topic: str, key: str) -> None:  # what promote_topics does after its lift, in this order
+        save_promotion(store, TOPIC_PROMOTION_KIND,
+                       UnitPromotion(topic, "run-race", started_at_ms=1).with_step(TOPIC_PROMOTION_KIND, "promoted", 2))
+        fences.lift_after_promoted(destination, store, key)
+
+    fences.lift_fence(destination, store, topic_key[1])  # topic 1: the promotion's lift, before the run
+    real_create = fences.create_acls
+
+    def promotions_overtake(cluster, entries):
+        promote_group(spec, source, destination, store, group, "run-race", threads_engine(4))
+        fences.lift_fence(destination, store, topic_key[0])
+        real_create(cluster, entries)
+
+    monkeypatch.setattr(fences, "create_acls", promotions_overtake)
+    put = put_fences(spec, source, destination, store)
+    monkeypatch.undo()
+    assert f"GROUP:{group}" not in put and topic_key[0] not in put, put
+    assert _consume_error(config["reader"], group, topics[0]) is None  # the promoted group's consumer reads
+
+    mark_promoted(topics[0], topic_key[0])
+    mark_promoted(topics[1], topic_key[1])
+    assert store.read_kind(FENCE_KIND) == {}
+    assert _produce(config["app"], topics[0]) is None and _produce(config["app"], topics[1]) is None
+    deny = [e for e in describe_acls(private.cluster("destination")) if e.permission == "DENY"
+            and (e.resource_name in topics or e.resource_name == group)]
+    assert deny == []

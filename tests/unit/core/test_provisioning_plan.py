@@ -108,3 +108,28 @@ def test_groups_plan_selects_skips_and_refuses():
                             "h": "not selected by groups.include/exclude"}
     assert plan.refusals == ("group g-live: has 2 active member(s) on the destination (state STABLE); "
                              "stop those consumers before migrating its offsets",)
+
+
+def test_a_promoted_group_is_left_alone_and_an_unpromoted_one_with_members_is_still_refused():
+    """Staged cutover: a promoted group's consumers read on the destination; catch-up runs must not refuse them."""
+    plan = plan_groups(
+        SPEC, {"g-moved": {"orders"}, "g-early": {"orders"}, "g-quiet": {"pay"}},
+        migrated_topics={"orders", "pay"},
+        destination_groups={"g-moved": GroupInfo("g-moved", "STABLE", 1), "g-early": GroupInfo("g-early", "STABLE", 1)},
+        promoted_groups=["g-moved"],
+    )
+    assert plan.promoted == {"g-moved": ("orders",)}
+    assert plan.migrated == {"g-quiet": ("pay",)}  # the promoted group is not recorded again
+    assert plan.refusals == ("group g-early: has 1 active member(s) on the destination (state STABLE); "
+                             "stop those consumers before migrating its offsets",)
+    assert plan.as_dict()["promoted"] == {"g-moved": ["orders"]}
+    with pytest.raises(ProvisioningRefused, match="group g-early: has 1 active member") as refused:
+        plan.raise_if_refused()
+    assert "g-moved" not in str(refused.value)
+
+
+def test_a_promoted_group_needs_no_member_check_in_any_destination_state():
+    for state, members in (("STABLE", 3), ("PREPARINGREBALANCE", 0), ("EMPTY", 0)):
+        plan = plan_groups(SPEC, {"g-a": {"orders"}}, {"orders"}, {"g-a": GroupInfo("g-a", state, members)},
+                           promoted_groups={"g-a"})
+        assert (plan.refusals, dict(plan.migrated), dict(plan.promoted)) == ((), {}, {"g-a": ("orders",)})

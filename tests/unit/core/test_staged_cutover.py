@@ -13,6 +13,7 @@ from kafka_ferry.core.staged_cutover import (
     UnitPromotion,
     blocking_groups,
     check_topic_promotion,
+    fences_overtaken,
     group_readiness,
     groups_to_commit,
     next_step,
@@ -132,3 +133,17 @@ def test_ready_means_described_empty_quiet_and_not_promoted(members, commits, pr
         expected = (r.group not in promoted and members.get(r.group) == 0
                     and (last is None or 1000 - last >= quiet))
         assert r.ready == expected, r
+
+
+@given(name_sets, name_sets, name_sets)
+def test_a_fence_put_is_kept_only_while_its_unit_is_unpromoted_and_its_record_stands(fenced, promoted, recorded):
+    dropped = fences_overtaken(fenced, promoted, recorded)
+    assert dropped == sorted(dropped) and set(dropped) <= fenced
+    for key in fenced:
+        # kept iff neither side of the race saw the other: not promoted yet and the record still there
+        assert (key in dropped) == (key in promoted or key not in recorded), key
+
+
+def test_fences_overtaken_by_a_promotion():
+    assert fences_overtaken(["GROUP:a", "GROUP:b", "TOPIC:t"], promoted=["GROUP:a"],
+                            still_recorded=["GROUP:a", "GROUP:b"]) == ["GROUP:a", "TOPIC:t"]
