@@ -7,7 +7,11 @@ on the mirror would break the copy's exactly-once resume and the offset maps. So
   topic  every principal an ACL lets write the mirror (but the migration's) is denied WRITE on it
 DENY wins over ALLOW in Kafka's authorizer, and a literal DENY names one group or topic, so nothing else
 changes. Each unit's fence is recorded in the state topic (kind ``fence``) before it is created, so a
-promotion lifts exactly what was put, never a DENY the tenant made. Both directions are idempotent.
+promotion lifts exactly what was put, never a DENY the tenant made. The ACLs on a unit are described first:
+a fence entry identical to one already there (an admin's DENY) is left alone and never recorded, so it
+survives the lift. A unit any principal may use through an ALLOW for ``User:*`` is refused (FenceRefused)
+before any change: its only fence would be a DENY for ``User:*``, which denies the migration too. Both
+directions are idempotent.
 
 A destination without an authorizer has nothing to fence with: the fences are skipped with a warning
 (pre-flight says so too), and the migration runs as without ``acls.fence``.
@@ -18,7 +22,7 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict
 
-from kafka_ferry.core.acl_plan import AclEntry, group_read_fence, group_readers, topic_write_fence
+from kafka_ferry.core.acl_plan import AclEntry, fence_to_own, group_read_fence, group_readers, topic_write_fence
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import FENCE_KIND
@@ -56,6 +60,12 @@ def has_authorizer(destination: KafkaCluster) -> bool:
 def wanted_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
                   store: MigrationStateStore) -> dict[str, tuple[AclEntry, ...]]:
     """The fence of every unit not promoted yet, by fence key (a unit nobody else may read or write has none)."""
+    return {key: entries for key, (entries, _) in _fence_plans(spec, source, destination, store).items()}
+
+
+def _fence_plans(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore
+                 ) -> dict[str, tuple[tuple[AclEntry, ...], list[AclEntry]]]:
+    """Per fence key: the fence's entries and the ACLs on the unit now (FenceRefused for a wildcard ALLOW)."""
     migration = destination.principal
     state = store.read_all()
     groups = sorted(set(migrated_groups(store, state)) - set(promoted_groups(store, state)))
@@ -63,12 +73,12 @@ def wanted_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaC
     out = {}
     for group in groups:
         existing = describe_acls(destination, "GROUP", group, pattern_type="MATCH")
-        out[group_fence_key(group)] = group_read_fence(group, group_readers(group, migration, existing))
+        out[group_fence_key(group)] = (group_read_fence(group, group_readers(group, migration, existing)), existing)
     for topic in topics:
         mirror = spec.topics.rename.destination_topic(topic)
         existing = describe_acls(destination, "TOPIC", mirror, pattern_type="MATCH")
-        out[topic_fence_key(mirror)] = topic_write_fence(mirror, migration, existing)
-    return {key: entries for key, entries in out.items() if entries}
+        out[topic_fence_key(mirror)] = (topic_write_fence(mirror, migration, existing), existing)
+    return {key: plan for key, plan in out.items() if plan[0]}
 
 
 def put_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
@@ -78,15 +88,23 @@ def put_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClus
         log.warning("acls.fence is on but the destination has no authorizer: no fences (consumers and producers "
                     "are not kept off the destination before promotion)")
         return {}
-    wanted = wanted_fences(spec, source, destination, store)
+    plans = _fence_plans(spec, source, destination, store)  # every unit planned (or refused) before any change
     recorded = FENCE_KIND.records(store.read_all())
-    # Record first: a crash after create leaves a fence its promotion still knows to lift.
+    owned, lines = {}, {}
+    for key, (entries, existing) in plans.items():
+        before = [AclEntry(**e) for e in (recorded.get(key) or {}).get("entries", [])]
+        owned[key] = fence_to_own(entries, existing, before)
+        lines[key] = [e.describe() if e in owned[key] else f"{e.describe()} (put by someone else: left alone)"
+                      for e in entries]
+    # Record first: a crash after create leaves a fence its promotion still knows to lift. Only what the
+    # migration owns is recorded: a binding that was there before is never lifted.
     store.put_many(FENCE_KIND, {key: {"entries": _merged(recorded.get(key), entries)}
-                                for key, entries in wanted.items()})
-    create_acls(destination, [e for entries in wanted.values() for e in entries])
-    for key, entries in wanted.items():
-        log.info("fence %s: %s", key, "; ".join(e.describe() for e in entries))
-    return {key: [e.describe() for e in entries] for key, entries in wanted.items()}
+                                for key, entries in owned.items() if entries})
+    existing_now = {e for _, existing in plans.values() for e in existing}
+    create_acls(destination, [e for entries in owned.values() for e in entries if e not in existing_now])
+    for key, described in lines.items():
+        log.info("fence %s: %s", key, "; ".join(described))
+    return lines
 
 
 def lift_fence(destination: KafkaCluster, store: MigrationStateStore, key: str) -> list[str]:
