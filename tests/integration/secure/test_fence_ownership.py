@@ -1,0 +1,82 @@
+"""Fences own only what they put, on real authorizers (the SASL private pair).
+
+An admin had revoked a reader's access to a group with a literal DENY READ (a prefixed ALLOW remained). The
+fence a migration puts on that group is the same binding: it must not be recorded as the migration's, so the
+promotion's lift leaves it, and the reader stays revoked. A mirror any principal may write through an ALLOW
+for `User:*` cannot be fenced without denying the migration too: the fence is refused, naming that ALLOW.
+"""
+
+from __future__ import annotations
+
+import pytest
+from airflow.sdk.exceptions import AirflowFailException
+from confluent_kafka import KafkaError
+from scenarios import provision, provision_groups
+from test_fences import _consume_error
+from test_least_privilege import LP_DESTINATION, LP_SOURCE, secure_migration
+
+from kafka_ferry.core.acl_plan import AclEntry
+from kafka_ferry.core.state_records import FENCE_KIND
+from kafka_ferry.hooks.kafka_cluster import kafka_cluster
+from kafka_ferry.kafka.acls import create_acls, describe_acls
+from kafka_ferry.promotion.runner import PromotionRunner
+from kafka_ferry.state.store import MigrationStateStore
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_deny_that_existed_before_survives_fencing_and_the_promotions_lift(private, tmp_path, work_dir):
+    m = secure_migration(private, tmp_path, "fown", acls={"fence": True})
+    group, topics, p = m["group"], m["topics"], m["p"]
+    destination = private.cluster("destination")
+    users = {name: private.create_principal("destination", f"{p}-{name}") for name in ("revoked", "reader")}
+    config = {name: private.sasl_config("destination", *users[name]) for name in users}
+    revoked, reader = (f"User:{users[name][0]}" for name in ("revoked", "reader"))
+    admins_deny = AclEntry(revoked, "GROUP", group, "READ", permission="DENY")
+    create_acls(destination, [
+        *(AclEntry(who, "TOPIC", p, "READ", pattern_type="PREFIXED") for who in (revoked, reader)),
+        *(AclEntry(who, "GROUP", p, "READ", pattern_type="PREFIXED") for who in (revoked, reader)),
+        admins_deny,  # the admin revoked this principal on the group; its prefixed ALLOW remained
+    ])
+
+    provision(m["spec_path"])
+    assert _consume_error(config["revoked"], group, topics[0]).code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    fences = provision_groups(m["spec_path"])["fences"]
+    assert f"{admins_deny.describe()} (put by someone else: left alone)" in fences[f"GROUP:{group}"]
+    reader_fence = AclEntry(reader, "GROUP", group, "READ", permission="DENY")
+    assert reader_fence.describe() in fences[f"GROUP:{group}"]
+    store = MigrationStateStore(kafka_cluster(LP_DESTINATION), m["spec"].state_topic_name)
+    recorded = [AclEntry(**e) for e in store.read_kind(FENCE_KIND)[f"GROUP:{group}"]["entries"]]
+    assert recorded == [reader_fence]  # only what the fence put
+    assert _consume_error(config["reader"], group, topics[0]).code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    provision_groups(m["spec_path"])  # a rerun owns the same, and still not the admin's DENY
+    assert [AclEntry(**e) for e in store.read_kind(FENCE_KIND)[f"GROUP:{group}"]["entries"]] == [reader_fence]
+
+    promoted = PromotionRunner(m["spec"], kafka_cluster(LP_SOURCE), kafka_cluster(LP_DESTINATION), store,
+                               work_dir=work_dir).run()
+
+    assert promoted["status"] == "promoted"
+    assert store.read_kind(FENCE_KIND) == {}
+    assert admins_deny in describe_acls(destination, "GROUP", group, pattern_type="LITERAL")
+    assert reader_fence not in describe_acls(destination, "GROUP", group, pattern_type="LITERAL")
+    assert _consume_error(config["reader"], group, topics[0]) is None  # its fence was lifted
+    assert _consume_error(config["revoked"], group, topics[0]).code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+
+def test_a_fence_that_would_need_a_wildcard_deny_is_refused_naming_the_allow(private, tmp_path):
+    m = secure_migration(private, tmp_path, "fwild", acls={"fence": True})
+    destination = private.cluster("destination")
+    everyone = AclEntry("User:*", "TOPIC", m["p"], "WRITE", pattern_type="PREFIXED")
+    create_acls(destination, [everyone])
+    provision(m["spec_path"])
+    acls_before = describe_acls(destination)
+
+    with pytest.raises(AirflowFailException) as refused:
+        provision_groups(m["spec_path"])
+
+    message = str(refused.value)
+    assert everyone.describe() in message and "DENY WRITE for User:*" in message
+    assert "ALLOWs naming each principal" in message and "acls.fence: false" in message
+    assert describe_acls(destination) == acls_before  # no DENY for anyone, the migration's principal included
+    store = MigrationStateStore(kafka_cluster(LP_DESTINATION), m["spec"].state_topic_name)
+    assert store.read_kind(FENCE_KIND) == {}
