@@ -25,6 +25,7 @@ from schema_support import BY_TOPIC, registry
 import schema_registries as srtb
 from kafka_ferry.core.schema_wire import schema_id_of
 from kafka_ferry.core.spec import load_spec
+from kafka_ferry.operators.provision import MigrationPreflightOperator
 from kafka_ferry.operators.schemas import MigrateSchemasOperator
 from kafka_ferry.promotion.reconcile import reconcile
 from kafka_ferry.stages.decode_check import check_decoding
@@ -99,6 +100,9 @@ def test_remap_rewrites_avro_values_and_leaves_long_keys_and_overridden_fields_b
         "source_connection_id": "kf_sf_src", "destination_connection_id": "kf_sf_dst", "mode": "remap",
         "unknown_id_policy": "fail", "serialized_fields": [{"topics": f"{prefix}\\.raw", "fields": "none"}]}}))
 
+    preflight = MigrationPreflightOperator(task_id="pf", spec_path=str(spec_path)).execute({})
+    assert f"{accounts}: value (source registry subject(s) {accounts}-value)" in preflight["serialized_fields"]
+    assert any(line.startswith(f"{raw}: none (spec: serialized_fields[0]") for line in preflight["serialized_fields"])
     migrated = MigrateSchemasOperator(task_id="migrate_schemas", spec_path=str(spec_path)).execute({"run_id": "r1"})
     assert migrated["serialized_fields"][accounts]["fields"] == "value"
     assert f"{accounts}-value" in migrated["serialized_fields"][accounts]["reason"]

@@ -66,10 +66,17 @@ def wanted_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaC
 def _fence_plans(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore
                  ) -> dict[str, tuple[tuple[AclEntry, ...], list[AclEntry]]]:
     """Per fence key: the fence's entries and the ACLs on the unit now (FenceRefused for a wildcard ALLOW)."""
-    migration = destination.principal
     state = store.read_all()
     groups = sorted(set(migrated_groups(store, state)) - set(promoted_groups(store, state)))
     topics = sorted(set(select_topics(spec, source.list_topic_names())) - set(promoted_topics(store, state)))
+    return fence_plans_of(spec, destination, topics, groups)
+
+
+def fence_plans_of(spec: MigrationSpec, destination: KafkaCluster, topics: list[str], groups: list[str]
+                   ) -> dict[str, tuple[tuple[AclEntry, ...], list[AclEntry]]]:
+    """The fences of these source topics' mirrors and these groups, read-only (pre-flight asks this too: a
+    fence that would need a DENY for `User:*` is refused there, before anything changes)."""
+    migration = destination.principal
     out = {}
     for group in groups:
         existing = describe_acls(destination, "GROUP", group, pattern_type="MATCH")

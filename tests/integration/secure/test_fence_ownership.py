@@ -19,6 +19,7 @@ from kafka_ferry.core.acl_plan import AclEntry
 from kafka_ferry.core.state_records import FENCE_KIND
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.acls import create_acls, describe_acls
+from kafka_ferry.operators.provision import MigrationPreflightOperator
 from kafka_ferry.promotion.runner import PromotionRunner
 from kafka_ferry.state.store import MigrationStateStore
 
@@ -68,15 +69,17 @@ def test_a_fence_that_would_need_a_wildcard_deny_is_refused_naming_the_allow(pri
     destination = private.cluster("destination")
     everyone = AclEntry("User:*", "TOPIC", m["p"], "WRITE", pattern_type="PREFIXED")
     create_acls(destination, [everyone])
-    provision(m["spec_path"])
     acls_before = describe_acls(destination)
 
+    with pytest.raises(AirflowFailException) as at_preflight:  # refused before anything changes
+        MigrationPreflightOperator(task_id="pf", spec_path=m["spec_path"]).execute({})
+    provision(m["spec_path"])  # (a run past pre-flight: the fencing task refuses as well)
     with pytest.raises(AirflowFailException) as refused:
         provision_groups(m["spec_path"])
 
-    message = str(refused.value)
-    assert everyone.describe() in message and "DENY WRITE for User:*" in message
-    assert "ALLOWs naming each principal" in message and "acls.fence: false" in message
+    for message in (str(at_preflight.value), str(refused.value)):
+        assert everyone.describe() in message and "DENY WRITE for User:*" in message
+        assert "ALLOWs naming each principal" in message and "acls.fence: false" in message
     assert describe_acls(destination) == acls_before  # no DENY for anyone, the migration's principal included
     store = MigrationStateStore(kafka_cluster(LP_DESTINATION), m["spec"].state_topic_name)
     assert store.read_kind(FENCE_KIND) == {}
