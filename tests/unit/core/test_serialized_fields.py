@@ -83,7 +83,7 @@ LONGS = st.integers(min_value=0, max_value=2**56 - 1)  # < 2^56: the first byte 
 def test_a_value_only_topic_never_touches_or_fails_on_its_long_keys(n, policy):
     key = long_key(n)
     mapped_id = schema_id_of(key)  # the map holds exactly the id the key's bytes 1-4 look like
-    rewriter = RecordRewriter(SchemaIdRewriter({mapped_id: mapped_id + 7, 1: 42}, policy),
+    rewriter = RecordRewriter(SchemaIdRewriter({1: 42, mapped_id: mapped_id + 7}, policy),
                               {"orders": FieldDecision("orders", False, True, "orders-value")})
     out_key, out_value = rewriter.rewrite("orders", key, AVRO_VALUE)
     assert out_key is key
