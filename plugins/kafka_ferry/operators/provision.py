@@ -10,7 +10,7 @@ from kafka_ferry.core.trigger_form import check_trigger
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
-from kafka_ferry.stages.fences import fence_plans_of, has_authorizer, put_fences
+from kafka_ferry.stages.fences import check_fenceable, has_authorizer, put_fences
 from kafka_ferry.stages.provision import (
     apply_topic_plan,
     compute_group_plan,
@@ -60,9 +60,8 @@ class MigrationPreflightOperator(MigrationOperator):
             (self.log.info if diff["fencing"] == "on" else self.log.warning)(
                 "  fencing %s (acls.fence)", diff["fencing"])
             if diff["fencing"] == "on":  # FenceRefused (a DENY for User:* needed) stops the run here
-                fence_plans_of(self.spec, self.destination_cluster,
-                               select_topics(self.spec, self.source_cluster.list_topic_names()),
-                               sorted(diff["groups"]["migrated"]))
+                check_fenceable(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
+                                sorted(diff["groups"]["migrated"]))
         if self.spec.schema_registry is not None:
             diff["serialized_fields"] = self.serialized_fields()
             for line in diff["serialized_fields"]:

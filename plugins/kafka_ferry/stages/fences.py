@@ -72,6 +72,17 @@ def _fence_plans(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCl
     return fence_plans_of(spec, destination, topics, groups)
 
 
+def check_fenceable(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
+                    store: MigrationStateStore, groups: list[str]) -> None:
+    """Pre-flight: FenceRefused when a unit not promoted yet would need a DENY for `User:*`. Reads only (the
+    state topic too, and only when it exists: a migration that never ran has promoted nothing)."""
+    exists = spec.state_topic_name in destination.describe_topics([spec.state_topic_name])
+    state = store.read_all() if exists else {}
+    fence_plans_of(spec, destination,
+                   sorted(set(select_topics(spec, source.list_topic_names())) - set(promoted_topics(store, state))),
+                   sorted(set(groups) - set(promoted_groups(store, state))))
+
+
 def fence_plans_of(spec: MigrationSpec, destination: KafkaCluster, topics: list[str], groups: list[str]
                    ) -> dict[str, tuple[tuple[AclEntry, ...], list[AclEntry]]]:
     """The fences of these source topics' mirrors and these groups, read-only (pre-flight asks this too: a

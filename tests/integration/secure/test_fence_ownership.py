@@ -40,6 +40,7 @@ def test_a_deny_that_existed_before_survives_fencing_and_the_promotions_lift(pri
         admins_deny,  # the admin revoked this principal on the group; its prefixed ALLOW remained
     ])
 
+    assert MigrationPreflightOperator(task_id="pf", spec_path=m["spec_path"]).execute({})["fencing"] == "on"
     provision(m["spec_path"])
     assert _consume_error(config["revoked"], group, topics[0]).code() == KafkaError.GROUP_AUTHORIZATION_FAILED
     fences = provision_groups(m["spec_path"])["fences"]
