@@ -137,6 +137,22 @@ def lift_fence(destination: KafkaCluster, store: MigrationStateStore, key: str) 
     return [e.describe() for e in entries]
 
 
+def release_from_fences(store: MigrationStateStore, kept: list[AclEntry]) -> list[str]:
+    """ACL migration wants these bindings on the destination for good: a fence that recorded one of them no
+    longer owns it, so no lift deletes a DENY the source holds. Returns the released entries, described."""
+    kept_set, released, updates = set(kept), [], {}
+    for key, record in sorted(store.read_kind(FENCE_KIND).items()):
+        entries = [AclEntry(**e) for e in record.get("entries", [])]
+        remaining = [e for e in entries if e not in kept_set]
+        if len(remaining) < len(entries):
+            released += [f"{key}: {e.describe()}" for e in entries if e in kept_set]
+            updates[key] = {"entries": [asdict(e) for e in remaining]} if remaining else None
+    if updates:
+        store.put_many(FENCE_KIND, updates)
+        log.info("fence entries now the tenant's (ACL migration keeps them): %s", "; ".join(released))
+    return released
+
+
 def lift_all_fences(destination: KafkaCluster, store: MigrationStateStore) -> list[str]:
     """The whole migration is promoted: every recorded fence goes."""
     return [line for key in sorted(store.read_kind(FENCE_KIND)) for line in lift_fence(destination, store, key)]

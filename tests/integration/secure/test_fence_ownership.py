@@ -2,8 +2,9 @@
 
 An admin had revoked a reader's access to a group with a literal DENY READ (a prefixed ALLOW remained). The
 fence a migration puts on that group is the same binding: it must not be recorded as the migration's, so the
-promotion's lift leaves it, and the reader stays revoked. A mirror any principal may write through an ALLOW
-for `User:*` cannot be fenced without denying the migration too: the fence is refused, naming that ALLOW.
+promotion's lift leaves it, and the reader stays revoked. A source DENY the ACL migration brings over after the
+fence put the same binding becomes the tenant's. A mirror any principal may write through an ALLOW for `User:*`
+cannot be fenced without denying the migration too: the fence is refused, naming that ALLOW.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.acls import create_acls, describe_acls
 from kafka_ferry.operators.provision import MigrationPreflightOperator
 from kafka_ferry.promotion.runner import PromotionRunner
+from kafka_ferry.stages.acls import migrate_acls
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
@@ -84,3 +86,33 @@ def test_a_fence_that_would_need_a_wildcard_deny_is_refused_naming_the_allow(pri
     assert describe_acls(destination) == acls_before  # no DENY for anyone, the migration's principal included
     store = MigrationStateStore(kafka_cluster(LP_DESTINATION), m["spec"].state_topic_name)
     assert store.read_kind(FENCE_KIND) == {}
+
+
+def test_a_source_deny_the_acl_migration_keeps_is_no_longer_the_fences_and_survives_the_lift(
+        private, tmp_path, work_dir):
+    """Fenced first, ACLs migrated after: the source's DENY is the very binding the fence put. The ACL migration
+    takes it over (the fence record lets go of it), so the promotion's lift leaves it."""
+    m = secure_migration(private, tmp_path, "facl", acls={"fence": True})
+    group, topics, p = m["group"], m["topics"], m["p"]
+    user = private.create_principal("destination", f"{p}-denied")
+    denied = f"User:{user[0]}"
+    create_acls(private.cluster("destination"), [AclEntry(denied, "TOPIC", p, "READ", pattern_type="PREFIXED"),
+                                                 AclEntry(denied, "GROUP", p, "READ", pattern_type="PREFIXED")])
+    source_deny = AclEntry(denied, "GROUP", group, "READ", permission="DENY")
+    create_acls(private.cluster("source"), [source_deny])
+    provision(m["spec_path"])
+    provision_groups(m["spec_path"])
+    store = MigrationStateStore(kafka_cluster(LP_DESTINATION), m["spec"].state_topic_name)
+    assert source_deny in [AclEntry(**e) for e in store.read_kind(FENCE_KIND)[f"GROUP:{group}"]["entries"]]
+
+    plan = migrate_acls(m["spec"], private.cluster("source"), private.cluster("destination"), store)
+
+    assert source_deny in plan.present  # the fence put it; the migration of ACLs wants it for good
+    assert source_deny not in [AclEntry(**e) for record in store.read_kind(FENCE_KIND).values()
+                               for e in record["entries"]]
+    promoted = PromotionRunner(m["spec"], kafka_cluster(LP_SOURCE), kafka_cluster(LP_DESTINATION), store,
+                               work_dir=work_dir).run()
+    assert promoted["status"] == "promoted"
+    assert source_deny in describe_acls(private.cluster("destination"), "GROUP", group, pattern_type="LITERAL")
+    config = private.sasl_config("destination", *user)
+    assert _consume_error(config, group, topics[0]).code() == KafkaError.GROUP_AUTHORIZATION_FAILED
