@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from airflow.sdk.exceptions import AirflowFailException
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -25,6 +26,7 @@ from schema_support import BY_TOPIC, registry
 import schema_registries as srtb
 from kafka_ferry.core.schema_wire import schema_id_of
 from kafka_ferry.core.spec import load_spec
+from kafka_ferry.operators.copy import PlanCopyBatchOperator
 from kafka_ferry.operators.provision import MigrationPreflightOperator
 from kafka_ferry.operators.schemas import MigrateSchemasOperator
 from kafka_ferry.promotion.reconcile import reconcile
@@ -153,3 +155,17 @@ def test_remap_rewrites_avro_values_and_leaves_long_keys_and_overridden_fields_b
     assert (tally.values_decoded, tally.keys_decoded, tally.serialized) == (RECORDS, 0, "value")
     assert (check.topics[raw].values_decoded, check.topics[raw].serialized) == (0, "none")
     assert reconcile(spec, source_cluster, destination_cluster, store).ok
+
+    # A topic that appears after the schema migration ran has no decision: the plan refuses it, never guesses;
+    # the next migrate_schemas decides it (no subject: byte for byte) and the copy goes on.
+    late = clusters.create_topic("source", f"{prefix}.late", partitions=1)
+    producer.produce(late, key=long_key(source_id << 24), value=long_key(source_id << 24))
+    assert producer.flush(30) == 0
+    provision(str(spec_path))
+    with pytest.raises(AirflowFailException, match=f"'{late}'.*migrate_schemas"):
+        PlanCopyBatchOperator(task_id="plan_copy", spec_path=str(spec_path)).execute({})
+    again = MigrateSchemasOperator(task_id="migrate_schemas", spec_path=str(spec_path)).execute({"run_id": "r2"})
+    assert again["serialized_fields"][late]["fields"] == "none"
+    assert run_batch(str(spec_path), clusters.SPARK_CONN)["status"] == "succeeded"
+    [copied_late] = read_partition(clusters, "destination", late, 0)
+    assert (copied_late.key, copied_late.value) == (long_key(source_id << 24), long_key(source_id << 24))
