@@ -14,6 +14,7 @@ guard holds either way: a record whose provenance names the destination cluster 
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 
@@ -119,7 +120,7 @@ class PartitionCopier:
         rewrite_key, rewrite_value = fields in ("key", "both"), fields in ("value", "both")
         if not (rewrite_key or rewrite_value):
             return None  # not registry-serialized: byte for byte, no id ever looked at
-        return lambda task, offset, key, value: self._remapped(task, offset, key, value, rewrite_key, rewrite_value)
+        return functools.partial(self._remapped, rewrite_key=rewrite_key, rewrite_value=rewrite_value)
 
     def _remapped(self, task: PartitionTask, offset: int, key, value, rewrite_key: bool = True,
                   rewrite_value: bool = True):
