@@ -11,8 +11,8 @@ The decision for topic T, first rule that applies (each decision carries its rea
   1. the spec: the first `schema_registry.serialized_fields` rule whose `topics` regex full-matches T;
   2. TopicNameStrategy: the source registry holds `T-key` (key) and/or `T-value` (value); a value also counts
      when rule 3 finds subjects for T;
-  3. TopicRecordNameStrategy: subjects the spec selects with `subjects_include` named `T-<record name>`
-     (longest migrated topic prefix wins): the value is serialized; a key needs rule 1;
+  3. TopicRecordNameStrategy: subjects the spec selects with `subjects_include` named `T-<record name>` (split
+     at the last '-'): the value is serialized; a key needs rule 1;
   4. RecordNameStrategy: subjects selected by `subjects_include` that name no migrated topic: such a subject
      says nothing about which topic uses it, so the values of topics with no evidence of their own count as
      serialized (the spec listed record-name subjects for this migration); a key needs rule 1;
@@ -71,20 +71,23 @@ class FieldDecision:
 
 def _record_subjects(subjects: Iterable[str], topics: Sequence[str], include: Sequence[str],
                      exclude: Sequence[str]) -> tuple[dict[str, list[str]], list[str]]:
-    """Selected record-name subjects: per topic (`<topic>-<record>`, longest topic prefix) and unattributed."""
+    """Selected record-name subjects: per topic (`<topic>-<record>`) and unattributed.
+
+    Split at the last '-', as `select_subjects` does: a record's full name holds no '-' (Avro and Protobuf names
+    cannot), so `orders-eu-acme.Created` is topic `orders-eu`'s, never `orders`'s."""
     by_topic: dict[str, list[str]] = {}
     loose: list[str] = []
-    longest_first = sorted(topics, key=len, reverse=True)
+    migrated = set(topics)
     for subject in sorted(set(subjects)):
         if not any(re.fullmatch(p, subject) for p in include) or any(re.fullmatch(p, subject) for p in exclude):
             continue
-        owner = next((t for t in longest_first if subject.startswith(f"{t}-")), None)
-        if owner is not None and subject[len(owner) + 1:] in ("key", "value"):
-            continue  # a TopicNameStrategy subject (rule 2), whether or not an include also names it
-        if owner is None:
-            loose.append(subject)
-        else:
+        owner, _, rest = subject.rpartition("-")
+        if rest in ("key", "value"):
+            continue  # a TopicNameStrategy subject (rule 2, its own topic's), whether or not an include names it
+        if owner in migrated:
             by_topic.setdefault(owner, []).append(subject)
+        else:
+            loose.append(subject)
     return by_topic, loose
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import struct
 
 import pytest
@@ -66,6 +67,30 @@ def test_record_name_subjects_that_name_no_topic_make_values_serialized_where_no
 def test_a_subject_only_included_by_regex_is_still_a_topic_name_subject():
     decided = decide_fields(["orders"], ["orders-key"], include=(".*",))
     assert decided["orders"].fields == "key"
+
+
+NAMES = st.sampled_from(["a", "a-b", "b", "orders", "orders-eu"])
+SUBJECTS = st.sets(st.one_of(st.builds(lambda t, f: f"{t}-{f}", NAMES, st.sampled_from(["key", "value", "acme.R"])),
+                             st.sampled_from(["acme.R", "other.S"])), max_size=8)
+RULES = st.lists(st.tuples(st.sampled_from(["a", "a.*", "orders.*", "x"]), st.sampled_from(
+    ["key", "value", "both", "none"])), max_size=3)
+
+
+@given(st.sets(NAMES, min_size=1), SUBJECTS, RULES, st.sampled_from([(), (r"acme\..*",), (r".*acme.*",)]))
+def test_every_decision_follows_the_first_applicable_rule(topics, subjects, rules, include):
+    decided = decide_fields(topics, subjects, rules, include)
+    assert set(decided) == topics
+    for topic, d in decided.items():
+        rule = next(((p, f) for p, f in rules if re.fullmatch(p, topic)), None)
+        if rule is not None:  # the spec wins, whatever the registry holds
+            assert d.fields == rule[1] and d.reason.startswith("spec: serialized_fields[")
+            continue
+        assert d.key == (f"{topic}-key" in subjects)  # only a <topic>-key subject makes a key serialized
+        if f"{topic}-value" in subjects:
+            assert d.value
+        if not include:  # without record-name subjects listed, the value needs its own subject
+            assert d.value == (f"{topic}-value" in subjects)
+        assert d.reason
 
 
 @given(st.booleans(), st.booleans())
