@@ -14,6 +14,7 @@ guard holds either way: a record whose provenance names the destination cluster 
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 
@@ -45,7 +46,7 @@ from kafka_ferry.core.provenance import (
     is_loop,
     user_headers,
 )
-from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownSchemaId, schema_id_of
+from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownSchemaId
 from kafka_ferry.core.state_records import PROGRESS_KIND
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.state.store import MigrationStateStore
@@ -70,6 +71,8 @@ class PartitionCopier:
         self._known_topics: set[str] = set()
         self.schema_ids = None if plan.schema_id_map is None else SchemaIdRewriter(
             {int(k): v for k, v in plan.schema_id_map.items()}, plan.unknown_schema_id_policy)
+        # per source topic the fields the id map applies to; a plan without the decision (older) rewrites both
+        self.serialized_fields = plan.serialized_fields
 
     def close(self) -> None:
         self.consumer.close()
@@ -107,16 +110,37 @@ class PartitionCopier:
         log.info("copied %s-%s: %s", task.source_topic, task.partition, result.as_dict())
         return result
 
-    def _remapped(self, task: PartitionTask, offset: int, key, value):
-        """Key and value with destination schema ids: the 4 id bytes change, nothing else (`core.schema_wire`)."""
+    def _remapper(self, task: PartitionTask):
+        """What the hot loop calls per record of this task's topic, or None when nothing of it is rewritten."""
+        if self.schema_ids is None:
+            return None
+        fields = "both" if self.serialized_fields is None else self.serialized_fields.get(task.source_topic)
+        if fields is None:  # the planner decides every topic it plans; a hand-made plan must too
+            raise CopyError(f"{task.source_topic}: the plan does not say which fields carry schema ids")
+        rewrite_key, rewrite_value = fields in ("key", "both"), fields in ("value", "both")
+        if not (rewrite_key or rewrite_value):
+            return None  # not registry-serialized: byte for byte, no id ever looked at
+        return functools.partial(self._remapped, rewrite_key=rewrite_key, rewrite_value=rewrite_value)
+
+    def _remapped(self, task: PartitionTask, offset: int, key, value, rewrite_key: bool = True,
+                  rewrite_value: bool = True):
+        """Key and value with destination schema ids: the 4 id bytes change, nothing else (`core.schema_wire`);
+        only in the fields the topic's decision names (`core.serialized_fields`)."""
         rewrite = self.schema_ids.rewrite
+        field = "key"
         try:
-            return rewrite(key), rewrite(value)
+            if rewrite_key:
+                key = rewrite(key)
+            field = "value"
+            if rewrite_value:
+                value = rewrite(value)
+            return key, value
         except UnknownSchemaId as exc:
-            field = "key" if key is not None and schema_id_of(key) == exc.schema_id else "value"
             raise CopyError(f"{task.source_topic}-{task.partition} offset {offset}: the {field} carries schema id "
                             f"{exc.schema_id}, which the schema migration did not map (unknown_id_policy: fail); "
-                            "run migrate_schemas again or choose unknown_id_policy: pass-through") from None
+                            "run migrate_schemas again, choose unknown_id_policy: pass-through, or, if this "
+                            f"{field} is not written by a registry serializer, say so in "
+                            "schema_registry.serialized_fields") from None
 
     def _resume_from_tail(self, task, progress, tracker, emit, result, start: int) -> int:
         after = progress.last_downstream_offset if progress is not None else None
@@ -153,7 +177,7 @@ class PartitionCopier:
         cluster_header = (SOURCE_CLUSTER_HEADER, self.plan.source_cluster_id.encode())
         destination_cluster = self.plan.destination_cluster_id
         per_record = not stamp  # without provenance a chunk could not be read back: a report per record
-        remap = self._remapped if self.schema_ids is not None else None  # remap-mode schema migration only
+        remap = self._remapper(task)  # remap-mode schema migration, on the topic's serialized fields only
         end, next_offset, last_activity, last_position = task.end_offset, start, time.monotonic(), start
         max_records, max_bytes = self.plan.max_records_per_partition, self.plan.max_bytes_per_partition
         copied = copied_bytes = skipped = 0

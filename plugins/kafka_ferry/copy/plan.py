@@ -57,6 +57,10 @@ class CopyPlan:
     # (JSON object keys are strings); None copies keys and values byte for byte
     schema_id_map: dict[str, int] | None = None
     unknown_schema_id_policy: str = "fail"
+    # remap mode: per source topic the fields the id map applies to ("key", "value", "both", "none";
+    # core.serialized_fields); the others are copied byte for byte. None (a plan written before the decision
+    # existed) rewrites both, as such a plan always did.
+    serialized_fields: dict[str, str] | None = None
     lanes_per_task: int = 1  # partitions a Spark task copies at once (copy.lanes_per_task; see runner.copy_group)
 
     @property

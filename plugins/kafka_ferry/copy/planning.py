@@ -54,7 +54,8 @@ def plan_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClust
         for t, p in partitions
     ]
     return build_plan(spec, positions, source.describe_cluster().cluster_id,
-                      destination.describe_cluster().cluster_id, schema_ids=_schema_ids(spec, store), now_ms=now_ms)
+                      destination.describe_cluster().cluster_id, schema_ids=_schema_ids(spec, store, topics),
+                      now_ms=now_ms)
 
 
 def build_plan(spec: MigrationSpec, positions: Sequence[PartitionPosition], source_cluster_id: str,
@@ -88,12 +89,15 @@ def build_plan(spec: MigrationSpec, positions: Sequence[PartitionPosition], sour
     )
 
 
-def _schema_ids(spec: MigrationSpec, store: MigrationStateStore) -> dict[str, Any]:
+def _schema_ids(spec: MigrationSpec, store: MigrationStateStore, topics: Sequence[str]) -> dict[str, Any]:
+    """Remap mode: the id map, its policy, and per copied topic the fields it applies to (decided by the
+    schema migration; a topic it has not decided stops the plan: FieldsUndecided names it)."""
     rewriter = record_rewriter(spec, store)
     if rewriter is None:
         return {}
     return {"schema_id_map": {str(k): v for k, v in sorted(rewriter.id_map.items())},
-            "unknown_schema_id_policy": rewriter.policy}
+            "unknown_schema_id_policy": rewriter.policy,
+            "serialized_fields": rewriter.fields_by_topic(topics)}
 
 
 def _check_destination(destination: KafkaCluster, partitions: list[tuple[str, int]], rename) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from kafka_ferry.core.acl_plan import AclEntry
+from kafka_ferry.core.acl_plan import WILDCARD_PRINCIPAL, AclEntry
 
 # Kafka's implications: an ALLOW of the key also allows these (AclAuthorizer/StandardAuthorizer rules).
 IMPLIED_BY = {
@@ -54,7 +54,9 @@ class AclMigrationPlan:
 
 
 def _matches_principal(entry: AclEntry, principal: str) -> bool:
-    return entry.principal == principal or entry.principal.endswith(":*")
+    """Kafka's authorizer matches an entry by its exact principal or by `User:*`, its only wildcard (a `Group:*`
+    entry is a principal named `*` of type Group, which no `User:` principal is)."""
+    return entry.principal in (principal, WILDCARD_PRINCIPAL)
 
 
 def effectively_allowed(acls: Iterable[AclEntry], principal: str, resource_type: str, name: str,

@@ -154,12 +154,32 @@ def minimum_acls(spec: MigrationSpec, source_principal: str, destination_princip
 
 # --- fences: keep others off a mirror topic or group until it is promoted -------------------------------
 
+WILDCARD_PRINCIPAL = "User:*"  # Kafka's only wildcard principal (the authorizer matches no other `Type:*`)
+
+
+class FenceRefused(ValueError):
+    """A fence cannot be put without denying everyone, the migration included: the message names the ALLOW."""
+
+
+def _refuse_wildcard(allows: list[AclEntry], operation: str, resource_type: str, name: str) -> None:
+    """A DENY for `User:*` would deny every principal, the migration's own too (DENY wins over ALLOW): refuse."""
+    wild = sorted(e for e in allows if e.principal == WILDCARD_PRINCIPAL)
+    if wild:
+        raise FenceRefused(
+            f"cannot fence {resource_type} '{name}': {wild[0].describe()} lets every principal {operation} it, "
+            f"and the only fence for that is a DENY {operation} for {WILDCARD_PRINCIPAL}, which would also deny "
+            "the migration's own principal. Replace that ALLOW with ALLOWs naming each principal that needs it "
+            "(the fence then denies each of them until promotion), or set acls.fence: false. Nothing was changed.")
+
+
 def group_readers(group: str, migration_principal: str | None, existing: Iterable[AclEntry]) -> list[str]:
     """The principals an existing ACL lets read (join, commit) the group, but the migration's own (it commits
-    the translated offsets, which needs READ on the group)."""
-    return sorted({e.principal for e in existing
-                   if e.permission == "ALLOW" and e.operation in ("READ", "ALL") and e.covers("GROUP", group)
-                   and e.principal != migration_principal})
+    the translated offsets, which needs READ on the group). An ALLOW for `User:*` raises FenceRefused."""
+    allows = [e for e in existing
+              if e.permission == "ALLOW" and e.operation in ("READ", "ALL") and e.covers("GROUP", group)
+              and e.principal != migration_principal]
+    _refuse_wildcard(allows, "READ", "GROUP", group)
+    return sorted({e.principal for e in allows})
 
 
 def group_read_fence(group: str, consumer_principals: Iterable[str]) -> tuple[AclEntry, ...]:
@@ -171,9 +191,24 @@ def topic_write_fence(topic: str, migration_principal: str, existing: Iterable[A
     """DENY WRITE on the topic for every other principal an existing ACL lets write it.
 
     A DENY for `User:*` would also stop the migration (DENY wins over ALLOW), so the fence names each
-    principal that could write: ALLOW WRITE or ALL on a pattern covering the topic.
+    principal that could write: ALLOW WRITE or ALL on a pattern covering the topic; an ALLOW for `User:*`
+    raises FenceRefused (it cannot be fenced by naming principals).
     """
-    writers = {e.principal for e in existing
-               if e.permission == "ALLOW" and e.operation in ("WRITE", "ALL") and e.covers("TOPIC", topic)
-               and e.principal != migration_principal}
-    return tuple(AclEntry(p, "TOPIC", topic, "WRITE", permission="DENY") for p in sorted(writers))
+    allows = [e for e in existing
+              if e.permission == "ALLOW" and e.operation in ("WRITE", "ALL") and e.covers("TOPIC", topic)
+              and e.principal != migration_principal]
+    _refuse_wildcard(allows, "WRITE", "TOPIC", topic)
+    return tuple(AclEntry(p, "TOPIC", topic, "WRITE", permission="DENY") for p in sorted({e.principal
+                                                                                          for e in allows}))
+
+
+def fence_to_own(wanted: Iterable[AclEntry], existing: Iterable[AclEntry], recorded: Iterable[AclEntry]
+                 ) -> tuple[AclEntry, ...]:
+    """The fence entries the migration owns: those it recorded before, and those that do not exist yet.
+
+    An identical binding that exists and was not recorded was put by someone else (an admin's DENY): it
+    already does the fence's work, and it is never recorded, so no lift deletes it. A recorded one that
+    exists is the migration's own, put by an earlier run (record first, then create).
+    """
+    existing, recorded = set(existing), set(recorded)
+    return tuple(sorted(e for e in set(wanted) if e in recorded or e not in existing))

@@ -74,6 +74,14 @@ def _regex(pattern: str) -> str:
 Regex = Annotated[str, AfterValidator(_regex)]
 
 
+class SerializedFieldsRule(_Frozen):
+    """Which fields of the topics matching `topics` (full-match regex) a registry serializer wrote: `key`,
+    `value`, `both` or `none`. Overrides what the source registry's subjects say (core.serialized_fields)."""
+
+    topics: Regex
+    fields: Literal["key", "value", "both", "none"]
+
+
 class SchemaRegistryRef(_Frozen):
     """Schema migration between two registries (connections of type `schema_registry`).
 
@@ -81,6 +89,8 @@ class SchemaRegistryRef(_Frozen):
     destination assign ids and the copy rewrites them in records. Subjects follow the migrated topics
     (`<topic>-key`/`-value`, renamed like the topics); `subjects_include`/`subjects_exclude` (full-match
     regexes) add RecordNameStrategy-style subjects; referenced subjects come automatically.
+    `serialized_fields`: rules (first match wins) saying which fields of a topic carry the registry wire
+    format, where the subjects do not say it right; only those fields are rewritten and decode-checked.
     """
 
     source_connection_id: ConnectionId
@@ -95,6 +105,10 @@ class SchemaRegistryRef(_Frozen):
     # `enforce` also fails the run (before translation) when one does not decode, `off` skips the check.
     # Not `enforce` by default: a source record that never decoded is copied faithfully and fails here too.
     decode_check: Literal["off", "report", "enforce"] = "report"
+    serialized_fields: tuple[SerializedFieldsRule, ...] = Field(default=(), max_length=1000)
+
+    def field_overrides(self) -> tuple[tuple[str, str], ...]:
+        return tuple((r.topics, r.fields) for r in self.serialized_fields)
 
 
 class Selection(_Frozen):

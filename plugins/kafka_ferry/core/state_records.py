@@ -140,6 +140,10 @@ GROUP_ACTIVITY_KIND = StateKind(
 SCHEMA_ID_KIND = StateKind(
     "schema_id", "<source schema id>", ("destination_id", "mode", "run_id"),
     "schema migration: the id map the copy rewrites wire-format records with (remap mode)")
+SERIALIZED_FIELDS_KIND = StateKind(
+    "serialized-fields", "<source topic>", ("key", "value", "reason", "run_id"),
+    "schema migration: whether the topic's key and value carry the registry wire format "
+    "(core.serialized_fields), so copy, decode check and reconciliation rewrite and check only those")
 FENCE_KIND = StateKind(
     "fence", "GROUP:<group id> | TOPIC:<mirror topic>", ("entries",),
     "fencing (acls.fence): the DENY ACLs put on the destination for a unit, so its promotion lifts exactly those")
@@ -156,4 +160,4 @@ LEASE_KIND = StateKind(
 KINDS: dict[str, StateKind] = {k.name: k for k in (
     PROGRESS_KIND, GAP_KIND, BATCH_KIND, TOPIC_KIND, GROUP_KIND, TIMESTAMPS_KIND, PROMOTION_KIND,
     GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, FENCE_KIND, DECODE_CHECK_KIND,
-    LEASE_KIND)}
+    LEASE_KIND, SERIALIZED_FIELDS_KIND)}

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_ferry.core.flags import parse_bool
+from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.trigger_form import check_trigger
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
-from kafka_ferry.stages.fences import has_authorizer, put_fences
+from kafka_ferry.stages.fences import check_fenceable, has_authorizer, put_fences
 from kafka_ferry.stages.provision import (
     apply_topic_plan,
     compute_group_plan,
@@ -21,6 +22,7 @@ from kafka_ferry.stages.provision import (
     record_topics,
     recorded_promotions,
 )
+from kafka_ferry.stages.serialized_fields import decide_from_registry
 
 
 class MigrationPreflightOperator(MigrationOperator):
@@ -63,9 +65,28 @@ class MigrationPreflightOperator(MigrationOperator):
             diff["fencing"] = "on" if has_authorizer(self.destination_cluster) else "off: no authorizer"
             (self.log.info if diff["fencing"] == "on" else self.log.warning)(
                 "  fencing %s (acls.fence)", diff["fencing"])
+            if diff["fencing"] == "on":  # FenceRefused (a DENY for User:* needed) stops the run here
+                check_fenceable(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
+                                sorted(diff["groups"]["migrated"]))
+        if self.spec.schema_registry is not None:
+            diff["serialized_fields"] = self.serialized_fields()
+            for line in diff["serialized_fields"]:
+                self.log.info("  registry-serialized %s", line)
         topic_plan.raise_if_refused()
         group_plan.raise_if_refused()
         return {**diff, "mode": mode}
+
+    def serialized_fields(self) -> list[str]:
+        """Per topic, the fields a remap rewrites and the decode check decodes, and why (read-only)."""
+        from kafka_ferry.operators.schemas import registry  # the registry client only when the spec has one
+
+        settings = self.spec.schema_registry
+        source = registry(settings.source_connection_id)
+        try:
+            topics = select_topics(self.spec, self.source_cluster.list_topic_names())
+            return [d.describe() for d in decide_from_registry(source, settings, topics).values()]
+        finally:
+            source.close()
 
     def check_trigger(self, context: Any) -> str:
         """The run's mode; refuses (before anything changes) a bad mode, an unconfirmed promote, unknown fields."""

@@ -27,6 +27,7 @@ from kafka_ferry.promotion.guard import assert_not_promoted, promotion_status
 from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryRefused
 from kafka_ferry.stages.decode_check import check_decoding
 from kafka_ferry.stages.schemas import SchemaMigrationError, id_map_storer, migrate_schemas
+from kafka_ferry.stages.serialized_fields import decide_from_registry, fields_by_destination, store_decisions
 
 
 class MigrateSchemasOperator(MigrationOperator):
@@ -63,14 +64,20 @@ class MigrateSchemasOperator(MigrationOperator):
         try:
             storer = None if dry_run else id_map_storer(self.state_store, self.settings.mode,
                                                         str(context.get("run_id", "")))
-            result = migrate_schemas(source, destination, self.settings, self.migrated_topics(), dry_run=dry_run,
+            topics = self.migrated_topics()
+            result = migrate_schemas(source, destination, self.settings, topics, dry_run=dry_run,
                                      store_id_map=storer)
+            # Which fields of each topic carry the wire format: what the copy rewrites and the check decodes.
+            fields = decide_from_registry(source, self.settings, topics)
+            if not dry_run:
+                store_decisions(self.state_store, fields, str(context.get("run_id", "")))
         except (SchemaMigrationError, SchemaRegistryRefused) as exc:  # the same answer on every try
             raise AirflowFailException(str(exc)) from exc
         finally:
             source.close()
             destination.close()
-        return result.as_dict()  # the stage logged the plan, line by line
+        return {**result.as_dict(),  # the stage logged the plan, line by line
+                "serialized_fields": {t: {"fields": d.fields, "reason": d.reason} for t, d in sorted(fields.items())}}
 
 
 def registry(conn_id: str) -> SchemaRegistry:
@@ -112,7 +119,8 @@ class DecodeCheckOperator(MigrationOperator):
         destination = registry(settings.destination_connection_id)
         try:
             report = check_decoding(self.destination_cluster, destination, self.state_store,
-                                    str(plan.get("batch_id") or context.get("run_id") or ""))
+                                    str(plan.get("batch_id") or context.get("run_id") or ""),
+                                    fields=fields_by_destination(self.spec, self.state_store))
         except SchemaRegistryRefused as exc:
             raise AirflowFailException(str(exc)) from exc
         finally:

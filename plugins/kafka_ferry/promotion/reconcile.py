@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
-from kafka_ferry.core.schema_wire import SchemaIdRewriter
+from kafka_ferry.core.serialized_fields import RecordRewriter
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.reads import read_ranges
@@ -96,14 +96,14 @@ class _Side:
         self.digest = PartitionDigest()
         self.records: list[tuple[int, bytes]] = []
 
-    def add(self, msg, schema_ids: SchemaIdRewriter | None = None) -> None:
+    def add(self, msg, schema_ids: RecordRewriter | None = None) -> None:
         # Every timestamp must survive the copy: the mirror is CreateTime while copying, so a LogAppendTime
         # source record's append time is stored as it is (its destination copy reads as CreateTime).
         kind, ts = msg.timestamp()
         ts = None if kind == TIMESTAMP_NOT_AVAILABLE else ts
         key, value = msg.key(), msg.value()
-        if schema_ids is not None:  # remap mode: the copy changed exactly the 4 schema-id bytes, so does this
-            key, value = schema_ids.rewrite(key), schema_ids.rewrite(value)
+        if schema_ids is not None:  # remap mode: the copy changed exactly the 4 schema-id bytes of the topic's
+            key, value = schema_ids.rewrite(msg.topic(), key, value)  # serialized fields, so does this
         self.digest.add(key, value, msg.headers(), ts)
         self.records.append((msg.offset(), hashlib.blake2b(encode_record(key, value, msg.headers(), ts),
                                                            digest_size=8).digest()))
@@ -122,12 +122,13 @@ def _first_difference(source: _Side, destination: _Side) -> dict | None:
 
 
 def reconcile_copies(source: KafkaCluster, destination: KafkaCluster,
-                     copies: Iterable[PartitionCopy], schema_ids: SchemaIdRewriter | None = None
+                     copies: Iterable[PartitionCopy], schema_ids: RecordRewriter | None = None
                      ) -> ReconciliationReport:
     """Source and destination ranges compared record by record; `schema_ids` maps source records' schema ids
-    first (remap mode), with unknown ids passed through: the copy stops on those, so none is on both sides."""
+    first (remap mode), in the fields the copy rewrote (the same per-topic decision) and with unknown ids
+    passed through: the copy stops on those, so none is on both sides."""
     if schema_ids is not None:
-        schema_ids = SchemaIdRewriter(schema_ids.id_map, "pass-through")
+        schema_ids = schema_ids.passing_through()
     copies = sorted(copies, key=lambda c: c.key)
     source_ranges, dest_ranges = {}, {}
     for c in copies:

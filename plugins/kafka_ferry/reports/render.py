@@ -75,7 +75,8 @@ GAP_COLUMNS = (("topic", "topic"), ("partition", "partition"), ("lost_start", "l
                ("lost_end", "lost to"), ("lost_count", "offsets lost"))
 
 
-DECODE_COLUMNS = (("topic", "destination topic"), ("records", "records"), ("values_decoded", "values decoded"),
+DECODE_COLUMNS = (("topic", "destination topic"), ("serialized", "registry-serialized fields"),
+                  ("records", "records"), ("values_decoded", "values decoded"),
                   ("keys_decoded", "keys decoded"), ("plain", "keys/values without schema"), ("failed", "failed"),
                   ("types", "schema types"))
 DECODE_FAILURE_COLUMNS = (("topic", "topic"), ("partition", "partition"), ("offset", "offset"), ("field", "field"),
@@ -92,7 +93,7 @@ def _decode_section(check: Mapping[str, Any]) -> str:
     checks = "; ".join(f"{k}: {v}" for k, v in sorted(check.get("checks", {}).items()))
     out = [f"<h2>Schemas: copied records decoded on the destination: {verdict}</h2>",
            f'<p class="muted">against the destination registry; {escape(checks)}</p>',
-           table(DECODE_COLUMNS, rows, left=("topic", "types"))]
+           table(DECODE_COLUMNS, rows, left=("topic", "serialized", "types"))]
     if check.get("failures"):
         out += ['<h3 class="warn">First records that do not decode</h3>',
                 table(DECODE_FAILURE_COLUMNS, check["failures"], left=("topic", "field", "reason"))]

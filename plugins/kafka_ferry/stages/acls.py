@@ -12,6 +12,7 @@ from kafka_ferry.core.acl_migration import AclMigrationPlan, plan_acl_migration
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.kafka.acls import create_acls, describe_acls
+from kafka_ferry.stages.fences import release_from_fences
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import migrated_groups
 
@@ -32,5 +33,8 @@ def migrate_acls(spec: MigrationSpec, source, destination, store: MigrationState
     for line in plan.diff_lines():
         (log.warning if line.startswith("!") else log.info)("ACL %s", line)
     if not dry_run:
+        # A DENY the source holds may be the very binding a fence put: from now on it is the tenant's, not
+        # the fence's, so the promotion's lift leaves it.
+        release_from_fences(store, [*plan.present, *plan.create])
         create_acls(destination, plan.create)
     return plan

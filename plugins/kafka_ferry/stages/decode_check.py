@@ -24,6 +24,7 @@ from typing import Any
 
 from kafka_ferry.copy.state import stored_progress
 from kafka_ferry.core.schema_decode import CHECKS, PLAIN, PayloadChecker
+from kafka_ferry.core.serialized_fields import FieldDecision
 from kafka_ferry.core.state_records import DECODE_CHECK_KIND, partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.reads import read_ranges
@@ -39,9 +40,10 @@ class TopicTally:
     records: int = 0
     values_decoded: int = 0
     keys_decoded: int = 0
-    plain: int = 0  # keys and values without the wire-format header
+    plain: int = 0  # keys and values without the wire-format header, or in a field not registry-serialized
     failed: int = 0  # records with a key or value that did not decode
     schema_types: dict[str, int] = field(default_factory=dict)
+    serialized: str = "both"  # the fields checked (core.serialized_fields); the others are counted plain
 
 
 @dataclass
@@ -82,9 +84,15 @@ def ranges_to_check(destination: KafkaCluster, store) -> dict[tuple[str, int], t
 
 
 def check_decoding(destination: KafkaCluster, registry: SchemaRegistry, store, batch_id: str,
-                   ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None) -> DecodeCheckReport:
-    """Decode the records in `ranges` (default: `ranges_to_check`), move the marks, return the run's report."""
+                   ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None,
+                   fields: Mapping[str, FieldDecision] | None = None) -> DecodeCheckReport:
+    """Decode the records in `ranges` (default: `ranges_to_check`), move the marks, return the run's report.
+
+    `fields` (by destination topic) says which fields carry the registry wire format: only those are decoded;
+    a long key that happens to start with 0x00 is not a schema id. A topic without a decision has both checked.
+    """
     ranges = ranges_to_check(destination, store) if ranges is None else dict(ranges)
+    fields = fields or {}
     check = PayloadChecker(registry.registered_schema).check
     report = DecodeCheckReport(batch_id, ranges={partition_key(*tp): list(r) for tp, r in sorted(ranges.items())})
     # per partition: records, keys decoded, values decoded, keys/values without a header, failed records
@@ -95,8 +103,9 @@ def check_decoding(destination: KafkaCluster, registry: SchemaRegistry, store, b
         c = counts[tp]
         c[0] += 1
         record_failed = False
+        decision = fields.get(tp[0])
         for index, field_name, payload in ((1, "key", msg.key()), (2, "value", msg.value())):
-            verdict = check(payload)
+            verdict = check(payload) if decision is None or getattr(decision, field_name) else PLAIN
             if verdict is PLAIN:
                 c[3] += 1
             elif verdict.outcome == "decoded":
@@ -119,6 +128,7 @@ def check_decoding(destination: KafkaCluster, registry: SchemaRegistry, store, b
         tally.plain += plain
         tally.failed += failed
         tally.schema_types = dict(sorted(types[tp[0]].items()))
+        tally.serialized = fields[tp[0]].fields if tp[0] in fields else "both"
         per_partition[tp] = {"records": records, "decoded": keys + values, "plain": plain, "failed": failed}
     _move_marks(store, ranges, per_partition, batch_id)
     for topic, tally in sorted(report.topics.items()):

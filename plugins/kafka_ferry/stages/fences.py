@@ -7,7 +7,11 @@ on the mirror would break the copy's exactly-once resume and the offset maps. So
   topic  every principal an ACL lets write the mirror (but the migration's) is denied WRITE on it
 DENY wins over ALLOW in Kafka's authorizer, and a literal DENY names one group or topic, so nothing else
 changes. Each unit's fence is recorded in the state topic (kind ``fence``) before it is created, so a
-promotion lifts exactly what was put, never a DENY the tenant made. Both directions are idempotent.
+promotion lifts exactly what was put, never a DENY the tenant made. The ACLs on a unit are described first:
+a fence entry identical to one already there (an admin's DENY) is left alone and never recorded, so it
+survives the lift. A unit any principal may use through an ALLOW for ``User:*`` is refused (FenceRefused)
+before any change: its only fence would be a DENY for ``User:*``, which denies the migration too. Both
+directions are idempotent.
 
 A destination without an authorizer has nothing to fence with: the fences are skipped with a warning
 (pre-flight says so too), and the migration runs as without ``acls.fence``.
@@ -18,7 +22,7 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict
 
-from kafka_ferry.core.acl_plan import AclEntry, group_read_fence, group_readers, topic_write_fence
+from kafka_ferry.core.acl_plan import AclEntry, fence_to_own, group_read_fence, group_readers, topic_write_fence
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import fences_overtaken
@@ -57,19 +61,43 @@ def has_authorizer(destination: KafkaCluster) -> bool:
 def wanted_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
                   store: MigrationStateStore) -> dict[str, tuple[AclEntry, ...]]:
     """The fence of every unit not promoted yet, by fence key (a unit nobody else may read or write has none)."""
-    migration = destination.principal
+    return {key: entries for key, (entries, _) in _fence_plans(spec, source, destination, store).items()}
+
+
+def _fence_plans(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore
+                 ) -> dict[str, tuple[tuple[AclEntry, ...], list[AclEntry]]]:
+    """Per fence key: the fence's entries and the ACLs on the unit now (FenceRefused for a wildcard ALLOW)."""
     state = store.read_all()
     groups = sorted(set(migrated_groups(store, state)) - set(promoted_groups(store, state)))
     topics = sorted(set(select_topics(spec, source.list_topic_names())) - set(promoted_topics(store, state)))
+    return fence_plans_of(spec, destination, topics, groups)
+
+
+def check_fenceable(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
+                    store: MigrationStateStore, groups: list[str]) -> None:
+    """Pre-flight: FenceRefused when a unit not promoted yet would need a DENY for `User:*`. Reads only (the
+    state topic too, and only when it exists: a migration that never ran has promoted nothing)."""
+    exists = spec.state_topic_name in destination.describe_topics([spec.state_topic_name])
+    state = store.read_all() if exists else {}
+    fence_plans_of(spec, destination,
+                   sorted(set(select_topics(spec, source.list_topic_names())) - set(promoted_topics(store, state))),
+                   sorted(set(groups) - set(promoted_groups(store, state))))
+
+
+def fence_plans_of(spec: MigrationSpec, destination: KafkaCluster, topics: list[str], groups: list[str]
+                   ) -> dict[str, tuple[tuple[AclEntry, ...], list[AclEntry]]]:
+    """The fences of these source topics' mirrors and these groups, read-only (pre-flight asks this too: a
+    fence that would need a DENY for `User:*` is refused there, before anything changes)."""
+    migration = destination.principal
     out = {}
     for group in groups:
         existing = describe_acls(destination, "GROUP", group, pattern_type="MATCH")
-        out[group_fence_key(group)] = group_read_fence(group, group_readers(group, migration, existing))
+        out[group_fence_key(group)] = (group_read_fence(group, group_readers(group, migration, existing)), existing)
     for topic in topics:
         mirror = spec.topics.rename.destination_topic(topic)
         existing = describe_acls(destination, "TOPIC", mirror, pattern_type="MATCH")
-        out[topic_fence_key(mirror)] = topic_write_fence(mirror, migration, existing)
-    return {key: entries for key, entries in out.items() if entries}
+        out[topic_fence_key(mirror)] = (topic_write_fence(mirror, migration, existing), existing)
+    return {key: plan for key, plan in out.items() if plan[0]}
 
 
 def put_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
@@ -79,12 +107,20 @@ def put_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClus
         log.warning("acls.fence is on but the destination has no authorizer: no fences (consumers and producers "
                     "are not kept off the destination before promotion)")
         return {}
-    wanted = wanted_fences(spec, source, destination, store)
+    plans = _fence_plans(spec, source, destination, store)  # every unit planned (or refused) before any change
     recorded = FENCE_KIND.records(store.read_all())
-    # Record first: a crash after create leaves a fence its promotion still knows to lift.
-    written = {key: _merged(recorded.get(key), entries) for key, entries in wanted.items()}
+    owned, lines = {}, {}
+    for key, (entries, existing) in plans.items():
+        before = [AclEntry(**e) for e in (recorded.get(key) or {}).get("entries", [])]
+        owned[key] = fence_to_own(entries, existing, before)
+        lines[key] = [e.describe() if e in owned[key] else f"{e.describe()} (put by someone else: left alone)"
+                      for e in entries]
+    # Record first: a crash after create leaves a fence its promotion still knows to lift. Only what the
+    # migration owns is recorded: a binding that was there before is never lifted.
+    written = {key: _merged(recorded.get(key), entries) for key, entries in owned.items() if entries}
     store.put_many(FENCE_KIND, {key: {"entries": entries} for key, entries in written.items()})
-    create_acls(destination, [e for entries in wanted.values() for e in entries])
+    existing_now = {e for _, existing in plans.values() for e in existing}
+    create_acls(destination, [e for entries in owned.values() for e in entries if e not in existing_now])
     # A unit promoted while this run fenced it must not stay fenced: its consumers or producers would be denied on
     # the destination for good. (One DAG's runs never overlap, max_active_runs=1, but the state may be changed by
     # another deployment or a direct call.) Each side writes its own mark first and reads the other's after:
@@ -93,15 +129,16 @@ def put_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClus
     #              (``lift_after_promoted``)
     # If the promotion's second lift read before our record was written, its "promoted" mark was stored before
     # that too, so the read below sees it. If its first lift deleted our record before our ACLs existed, the
-    # read below finds the record gone. Either way the ACLs this run made for that unit are deleted here.
-    for key in overtaken_fences(spec, store, wanted):
-        wanted.pop(key)
+    # read below finds the record gone. Either way the ACLs this run made for that unit (only owned ones: the
+    # record holds nothing else) are deleted here.
+    for key in overtaken_fences(spec, store, written):
+        lines.pop(key, None)
         delete_acls(destination, [AclEntry(**e) for e in written[key]])
         store.put(FENCE_KIND, key, None)
         log.warning("fence %s: its unit was promoted while this run fenced it: not kept", key)
-    for key, entries in wanted.items():
-        log.info("fence %s: %s", key, "; ".join(e.describe() for e in entries))
-    return {key: [e.describe() for e in entries] for key, entries in wanted.items()}
+    for key, described in lines.items():
+        log.info("fence %s: %s", key, "; ".join(described))
+    return lines
 
 
 def overtaken_fences(spec: MigrationSpec, store: MigrationStateStore, fence_keys) -> list[str]:
@@ -131,6 +168,22 @@ def lift_fence(destination: KafkaCluster, store: MigrationStateStore, key: str) 
     store.put(FENCE_KIND, key, None)
     log.info("fence %s lifted: %s", key, "; ".join(e.describe() for e in entries))
     return [e.describe() for e in entries]
+
+
+def release_from_fences(store: MigrationStateStore, kept: list[AclEntry]) -> list[str]:
+    """ACL migration wants these bindings on the destination for good: a fence that recorded one of them no
+    longer owns it, so no lift deletes a DENY the source holds. Returns the released entries, described."""
+    kept_set, released, updates = set(kept), [], {}
+    for key, record in sorted(store.read_kind(FENCE_KIND).items()):
+        entries = [AclEntry(**e) for e in record.get("entries", [])]
+        remaining = [e for e in entries if e not in kept_set]
+        if len(remaining) < len(entries):
+            released += [f"{key}: {e.describe()}" for e in entries if e in kept_set]
+            updates[key] = {"entries": [asdict(e) for e in remaining]} if remaining else None
+    if updates:
+        store.put_many(FENCE_KIND, updates)
+        log.info("fence entries now the tenant's (ACL migration keeps them): %s", "; ".join(released))
+    return released
 
 
 def lift_all_fences(destination: KafkaCluster, store: MigrationStateStore) -> list[str]:

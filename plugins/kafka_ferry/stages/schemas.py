@@ -24,9 +24,11 @@ from kafka_ferry.core.schema_plan import (
     select_subjects,
 )
 from kafka_ferry.core.schema_wire import SchemaIdRewriter
+from kafka_ferry.core.serialized_fields import RecordRewriter
 from kafka_ferry.core.spec import MigrationSpec, SchemaRegistryRef
 from kafka_ferry.core.state_records import SCHEMA_ID_KIND
 from kafka_ferry.registry.client import SchemaRegistry
+from kafka_ferry.stages.serialized_fields import rewriter_from_store
 
 log = logging.getLogger(__name__)
 
@@ -54,17 +56,19 @@ def id_map_storer(store, mode: str, run_id: str) -> Callable[[dict[int, int]], N
     return store_ids
 
 
-def record_rewriter(spec: MigrationSpec, store) -> SchemaIdRewriter | None:
-    """How copied keys and values get their destination schema ids: only in remap mode (preserve keeps ids).
+def record_rewriter(spec: MigrationSpec, store) -> RecordRewriter | None:
+    """How copied keys and values get their destination schema ids: only in remap mode (preserve keeps ids),
+    and only in the fields decided registry-serialized per topic (`stages.serialized_fields`).
 
     None means records are copied byte for byte. In remap mode the stored map is used as it is, even empty
-    (a source registry with no schemas): with `unknown_id_policy: fail` a record that carries an id the map
-    lacks stops the copy naming it, rather than reaching the destination with an id that means nothing there.
+    (a source registry with no schemas): with `unknown_id_policy: fail` a record whose serialized field
+    carries an id the map lacks stops the copy naming it, rather than reaching the destination with an id
+    that means nothing there.
     """
     settings = spec.schema_registry
     if settings is None or settings.mode != "remap":
         return None
-    return SchemaIdRewriter(stored_id_map(store), settings.unknown_id_policy)
+    return rewriter_from_store(SchemaIdRewriter(stored_id_map(store), settings.unknown_id_policy), store)
 
 
 class SchemaMigrationError(RuntimeError):

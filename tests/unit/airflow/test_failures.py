@@ -6,7 +6,9 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 from confluent_kafka import KafkaError
 
+from kafka_ferry.core.acl_plan import FenceRefused
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
+from kafka_ferry.core.serialized_fields import FieldsUndecided
 from kafka_ferry.core.spec_source import SpecError, SpecProblem
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
@@ -45,6 +47,10 @@ DETERMINISTIC = [
     ("authentication", kafka_error(KafkaError.SASL_AUTHENTICATION_FAILED, "Authentication failed"),
      "Kafka connection 'kafka_source' (bootstrap servers broker-1:9092,broker-2:9092): describe cluster failed: "
      "Authentication failed (authentication failed: check the SASL settings of the connection)"),
+    ("fence needs a wildcard DENY", FenceRefused("cannot fence TOPIC 't': ALLOW WRITE ... for User:*"),
+     "cannot fence TOPIC 't': ALLOW WRITE ... for User:*"),
+    ("topic without a serialized-fields decision", FieldsUndecided("topic 't' has no decision"),
+     "topic 't' has no decision"),
 ]
 
 

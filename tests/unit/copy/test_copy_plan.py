@@ -74,3 +74,12 @@ def test_the_spec_copy_settings_reach_the_plan_the_copier_reads():
     assert plan.batch_id == compute_batch_id([t.as_range() for t in plan.tasks], (), 5, 1 << 20)
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.batch_id = "other"  # type: ignore[misc]
+
+
+def test_a_remap_plan_carries_the_per_topic_fields_through_its_file(tmp_path):
+    plan = dataclasses.replace(sample_plan(), schema_id_map={"1": 7}, unknown_schema_id_policy="fail",
+                               serialized_fields={"orders": "value"})
+    assert CopyPlan.read(plan.write(tmp_path)).serialized_fields == {"orders": "value"}
+    older = json.loads(sample_plan().to_json())
+    older.pop("serialized_fields")  # a plan file written before the decision existed still reads (both fields)
+    assert CopyPlan.from_json(json.dumps(older)).serialized_fields is None

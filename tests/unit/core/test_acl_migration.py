@@ -63,3 +63,18 @@ def test_a_merged_principal_gets_only_what_all_its_sources_hold():
     assert [(r.entry.operation, r.reason.split()[0]) for r in plan.refused] == [("READ", "User:a"),
                                                                                 ("WRITE", "User:b")]
     assert all(r.entry.resource_name == "dst.ord-eu" for r in plan.refused)
+
+
+def test_only_user_star_is_a_wildcard_principal():
+    """Kafka's authorizer matches `User:*` against every principal; `Group:*` names one principal, no wildcard."""
+    user_star = [AclEntry("User:*", "TOPIC", "orders", "READ")]
+    group_star = [AclEntry("Group:*", "TOPIC", "orders", "READ")]
+    assert effectively_allowed(user_star, "User:a", "TOPIC", "orders", "READ")
+    assert not effectively_allowed(group_star, "User:a", "TOPIC", "orders", "READ")
+    # A source principal merged into User:merged is not allowed by a `Group:*` ALLOW: the plan refuses.
+    source = [AclEntry("User:a", "TOPIC", "orders", "READ"), AclEntry("Group:*", "TOPIC", "orders", "READ")]
+    plan = plan_acl_migration(source, ["orders"], [], rename, MAP, [])
+    assert [r.entry for r in plan.refused] == [AclEntry("User:merged", "TOPIC", "dst.orders", "READ")]
+    assert "User:b" in plan.refused[0].reason
+    denied = [AclEntry("User:b", "TOPIC", "orders", "READ"), AclEntry("Group:*", "TOPIC", "orders", "READ", "DENY")]
+    assert effectively_allowed(denied, "User:b", "TOPIC", "orders", "READ")  # that DENY is not for User:b

@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_ferry.core.acl_plan import (
     READER_GROUPS,
     AclEntry,
+    FenceRefused,
+    fence_to_own,
     grant_hint_for_code,
     group_read_fence,
     group_readers,
@@ -93,20 +96,30 @@ ENTRIES = st.builds(AclEntry, PRINCIPALS, st.sampled_from(["TOPIC", "GROUP"]),
 
 @given(st.lists(ENTRIES, max_size=12))
 def test_write_fence_denies_every_other_writer_and_never_the_migration(existing):
-    fence = topic_write_fence("orders", "User:mig", existing)
-    denied = {e.principal for e in fence}
     writers = {e.principal for e in existing if e.permission == "ALLOW" and e.operation in ("WRITE", "ALL")
                and e.covers("TOPIC", "orders")}
+    if "User:*" in writers:  # its only fence would deny everyone, the migration too: refused, naming the ALLOW
+        with pytest.raises(FenceRefused, match=r"cannot fence TOPIC 'orders': ALLOW (WRITE|ALL) on TOPIC .* User:\*"):
+            topic_write_fence("orders", "User:mig", existing)
+        return
+    fence = topic_write_fence("orders", "User:mig", existing)
+    denied = {e.principal for e in fence}
     assert denied == writers - {"User:mig"}
+    assert "User:*" not in denied
     assert all((e.resource_type, e.resource_name, e.operation, e.permission, e.pattern_type)
                == ("TOPIC", "orders", "WRITE", "DENY", "LITERAL") for e in fence)
 
 
 @given(st.lists(ENTRIES, max_size=12))
 def test_group_readers_are_every_other_principal_allowed_to_read_the_group(existing):
+    allowed = {e.principal for e in existing if e.permission == "ALLOW"
+               and e.operation in ("READ", "ALL") and e.covers("GROUP", "orders")}
+    if "User:*" in allowed:
+        with pytest.raises(FenceRefused, match=r"cannot fence GROUP 'orders'"):
+            group_readers("orders", "User:mig", existing)
+        return
     readers = group_readers("orders", "User:mig", existing)
-    assert readers == sorted({e.principal for e in existing if e.permission == "ALLOW"
-                              and e.operation in ("READ", "ALL") and e.covers("GROUP", "orders")} - {"User:mig"})
+    assert readers == sorted(allowed - {"User:mig"})
     assert all(e.operation == "READ" and e.permission == "DENY"
                for e in group_read_fence("orders", readers))
 
@@ -118,3 +131,44 @@ def test_fencing_adds_exactly_the_cluster_grants_that_list_create_and_delete_acl
     assert set(fenced.destination) - set(plain.destination) == {
         AclEntry("User:d", "CLUSTER", "kafka-cluster", "DESCRIBE"),
         AclEntry("User:d", "CLUSTER", "kafka-cluster", "ALTER")}
+
+
+def test_a_fence_that_would_need_a_wildcard_deny_is_refused_naming_the_allow_and_what_to_do():
+    wildcard = AclEntry("User:*", "GROUP", "ord", "READ", pattern_type="PREFIXED")
+    with pytest.raises(FenceRefused) as refused:
+        group_readers("orders", "User:mig", [wildcard, AclEntry("User:app", "GROUP", "orders", "READ")])
+    message = str(refused.value)
+    assert wildcard.describe() in message  # the ALLOW that would need it
+    assert "DENY READ for User:*" in message and "migration's own principal" in message
+    assert "ALLOWs naming each principal" in message and "acls.fence: false" in message
+    with pytest.raises(FenceRefused, match=re.escape("ALLOW ALL on TOPIC '*' for User:*")):
+        topic_write_fence("orders", "User:mig", [AclEntry("User:*", "TOPIC", "*", "ALL")])
+
+
+def test_only_user_star_is_the_wildcard_a_fence_refuses():
+    other_type = AclEntry("Group:*", "TOPIC", "orders", "WRITE")  # a principal named '*' of type Group
+    assert topic_write_fence("orders", "User:mig", [other_type]) == (
+        AclEntry("Group:*", "TOPIC", "orders", "WRITE", permission="DENY"),)
+
+
+FENCE_ENTRIES = st.builds(AclEntry, st.sampled_from(["User:a", "User:b", "User:c"]), st.just("GROUP"),
+                          st.just("orders"), st.just("READ"), st.just("DENY"))
+
+
+@given(st.sets(FENCE_ENTRIES), st.sets(FENCE_ENTRIES), st.sets(FENCE_ENTRIES))
+def test_a_fence_owns_what_it_recorded_and_what_did_not_exist_never_a_binding_someone_else_put(
+        wanted, existing, recorded):
+    owned = set(fence_to_own(wanted, existing, recorded))
+    assert owned <= wanted
+    for e in wanted:
+        assert (e in owned) == (e in recorded or e not in existing)
+    foreign = existing - recorded
+    assert not owned & foreign  # an identical binding that was there before is never the migration's
+
+
+def test_an_admins_identical_deny_is_not_owned_while_a_recorded_one_stays_owned_on_a_rerun():
+    admin = AclEntry("User:x", "GROUP", "g", "READ", permission="DENY")
+    ours = AclEntry("User:y", "GROUP", "g", "READ", permission="DENY")
+    assert fence_to_own([admin, ours], existing=[admin], recorded=[]) == (ours,)
+    assert fence_to_own([admin, ours], existing=[admin, ours], recorded=[ours]) == (ours,)  # second run
+    assert fence_to_own([ours], existing=[], recorded=[ours]) == (ours,)  # recorded, then a crash before create

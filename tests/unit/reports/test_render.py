@@ -56,6 +56,16 @@ def test_a_batch_page_shows_the_decode_check_per_topic_and_its_failures():
     assert "Schemas: copied records" not in batch_page(REPORT, GROUPS, HISTORY)  # a migration without schemas
 
 
+def test_the_decode_check_table_shows_which_fields_of_each_topic_are_registry_serialized():
+    tally = {"records": 5, "values_decoded": 5, "keys_decoded": 0, "plain": 5, "failed": 0, "schema_types": {}}
+    check = {"batch_id": "b", "failed": 0, "checks": {}, "failures": [],
+             "topics": {"accounts": {**tally, "serialized": "value"}, "raw": {**tally, "serialized": "none"}}}
+    html = batch_page({**REPORT, "decode_check": check}, GROUPS, HISTORY)
+    assert "registry-serialized fields" in html
+    assert '<td class="l">accounts</td><td class="l">value</td>' in html
+    assert '<td class="l">raw</td><td class="l">none</td>' in html
+
+
 def test_the_lag_chart_is_inline_svg_with_one_point_per_batch_and_a_note_without_batches():
     svg = lag_chart_svg(HISTORY)
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
