@@ -19,6 +19,7 @@ from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import GROUP_KIND, TIMESTAMPS_KIND, TOPIC_KIND
 from kafka_ferry.core.time_fidelity import TopicTimePlan
 from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.stages.topic_ownership import check_ownership
 from kafka_ferry.state.store import MigrationStateStore
 
 log = logging.getLogger(__name__)
@@ -33,8 +34,9 @@ def compute_topic_plan(spec: MigrationSpec, source: KafkaCluster, destination: K
     source_topics = source.describe_topics(selected)
     dest_names = [spec.topics.rename.destination_topic(t) for t in selected]
     destination_topics = destination.describe_topics(dest_names)
-    return plan_topics(spec, source_topics, destination_topics, destination.describe_cluster().broker_count,
+    plan = plan_topics(spec, source_topics, destination_topics, destination.describe_cluster().broker_count,
                        recorded_time_plans(spec, destination))
+    return check_ownership(spec, plan, source, destination, destination_topics)  # only what it owns or adopts
 
 
 def recorded_time_plans(spec: MigrationSpec, destination: KafkaCluster) -> dict[str, TopicTimePlan]:
