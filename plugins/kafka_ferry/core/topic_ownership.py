@@ -63,6 +63,7 @@ class OwnershipDecision:
 class OwnershipPlan:
     decisions: tuple[OwnershipDecision, ...]
     refusals: tuple[str, ...]
+    unmatched_adopt: tuple[str, ...] = ()  # topics.adopt names that are no mirror of this migration (a typo?)
 
     def with_status(self, status: str) -> list[str]:
         return [d.destination_topic for d in self.decisions if d.status == status]
@@ -70,7 +71,8 @@ class OwnershipPlan:
     def as_dict(self) -> dict:
         return {"create": self.with_status(CREATE), "owned": self.with_status(OWNED),
                 "adopt": {d.destination_topic: list(d.changes) for d in self.decisions if d.status == ADOPT},
-                "refusals": list(self.refusals)}
+                "refusals": list(self.refusals),
+                **({"adopt_unmatched": list(self.unmatched_adopt)} if self.unmatched_adopt else {})}
 
 
 def config_differences(action: TopicAction, destination: TopicInfo) -> list[str]:
@@ -153,7 +155,8 @@ def decide_ownership(migration: str, actions: Iterable[TopicAction], destination
             if destructive:
                 refusals.append(f"{name}: may hold records migration {migration} did not write; provisioning "
                                 f"would delete or compact them ({', '.join(destructive)}); nothing was changed")
-    return OwnershipPlan(tuple(decisions), tuple(refusals))
+    unmatched = tuple(sorted(adopt - {d.destination_topic for d in decisions}))
+    return OwnershipPlan(tuple(decisions), tuple(refusals), unmatched)
 
 
 def _refusal(migration: str, name: str, held: TopicContents, differing: list[str], adopt_listed: bool) -> str:

@@ -54,6 +54,8 @@ class MigrationPreflightOperator(MigrationOperator):
             self.log.info("  topic %s", line)
         for topic, changes in topic_plan.ownership.get("adopt", {}).items():
             self.log.info("  adopt %s (topics.adopt): %s", topic, ", ".join(changes) or "no config change")
+        for topic in topic_plan.ownership.get("adopt_unmatched", []):
+            self.log.warning("  topics.adopt names %s, which is no mirror of this migration: ignored", topic)
         for group, topics in diff["groups"]["migrated"].items():
             self.log.info("  group %s on %s", group, ", ".join(topics))
         for line in diff["timestamps"]:

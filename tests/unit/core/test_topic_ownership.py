@@ -51,7 +51,7 @@ def test_a_foreign_topic_is_refused_naming_records_and_differing_configs():
     plan = decide(foreign_topic(), contents={"x.orders": TopicContents(5)})
     (refusal,) = plan.refusals
     assert refusal.startswith("x.orders: exists on the destination and was not created by migration m (5 records; "
-                              f"configs that differ: ")
+                              "configs that differ: ")
     assert f"retention.ms: '{MONTH}' -> '{HOUR}'" in refusal
     assert "topics.adopt" in refusal
     assert plan.decisions[0].status == REFUSED
@@ -143,3 +143,9 @@ def test_spec_adopt_names_are_checked():
         parse_spec({**DOC, "topics": {"include": ["x"], "adopt": ["bad name"]}})
     with pytest.raises(SpecError, match="listed twice"):
         parse_spec({**DOC, "topics": {"include": ["x"], "adopt": ["a", "a"]}})
+
+
+def test_an_adopt_name_that_is_no_mirror_is_reported_not_applied():
+    plan = decide(None, adopt={"x.orders", "x.ordres"})
+    assert plan.unmatched_adopt == ("x.ordres",)
+    assert plan.as_dict()["adopt_unmatched"] == ["x.ordres"] and plan.refusals == ()
