@@ -62,7 +62,8 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
         preflight = MigrationPreflightOperator(task_id="preflight", spec_path=str(spec_path))
         topics = ProvisionMirrorTopicsOperator(task_id="provision_topics", spec_path=str(spec_path),
                                                dry_run=DRY_RUN_TEMPLATE)
-        groups = ProvisionMirrorGroupsOperator(task_id="provision_groups", spec_path=str(spec_path))
+        groups = ProvisionMirrorGroupsOperator(task_id="provision_groups", spec_path=str(spec_path),
+                                               dry_run=DRY_RUN_TEMPLATE)
         if spec.schema_registry:  # subjects exist on the destination before any mirror topic or record does
             schemas = MigrateSchemasOperator(task_id="migrate_schemas", spec_path=str(spec_path),
                                              dry_run=DRY_RUN_TEMPLATE)

@@ -26,6 +26,7 @@ from kafka_ferry.core.trigger_form import (
     CATCH_UP,
     CONFIRM_FIELD,
     DRY_RUN,
+    DRY_RUN_TEMPLATE,
     GROUPS_FIELD,
     MODES,
     PROMOTE,
@@ -124,7 +125,8 @@ def add_translation_tasks(dag: DAG, spec_path: str | Path, upstream_task: BaseOp
                           commit_offsets: bool = False) -> BaseOperator:
     """Catch-up: translate + checkpoint + offset map after the batch (runs also when the copy skipped)."""
     translate = TranslateOffsetsOperator(task_id="translate_offsets", spec_path=str(spec_path), dag=dag,
-                                         commit_offsets=commit_offsets, allow_rewind="{{ params.allow_rewind }}")
+                                         commit_offsets=commit_offsets, allow_rewind="{{ params.allow_rewind }}",
+                                         dry_run=DRY_RUN_TEMPLATE)
     upstream_task >> translate
     return translate
 

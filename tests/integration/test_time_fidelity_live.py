@@ -151,7 +151,8 @@ def test_timestamp_limits_are_lifted_for_the_copy_and_restored_at_promotion(clus
     assert producer.flush(30) == 0
     # the destination team's topic accepts records up to a day old and an hour ahead (Kafka 4's default)
     clusters.create_topic("destination", topic, 1, {BEFORE_MAX_MS: str(DAY_MS)})
-    spec_path = write_spec(tmp_path, clusters, p)
+    # empty, so the migration may take it over when the spec says so (topics.adopt)
+    spec_path = write_spec(tmp_path, clusters, p, topics={"include": [f"{p}\\..*"], "adopt": [topic]})
     spec = load_spec(spec_path)
     provision(spec_path)
     assert destination_config(clusters, topic, BEFORE_MAX_MS, AFTER_MAX_MS) == {

@@ -142,7 +142,8 @@ class CopyLease:
         """Produce the claim (or a tombstone) and wait for its offset."""
         delivered: list = []
         self._producer.produce(self.topic, key=self.claim.key.encode(), value=None if claim is None else
-                               claim.to_json(), on_delivery=lambda err, msg: delivered.append((err, msg)))
+                               claim.to_json(), partition=0,  # the state topic's one partition, which readers read
+                               on_delivery=lambda err, msg: delivered.append((err, msg)))
         self._producer.flush(TIMEOUT_S)
         if not delivered or delivered[0][0] is not None:
             error = delivered[0][0] if delivered else KafkaError(KafkaError._TIMED_OUT, "copy lease claim unsent")

@@ -38,13 +38,17 @@ class DestinationNotProvisioned(RuntimeError):
 
 
 def plan_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
-              now_ms: int | None = None) -> CopyPlan:
-    """The next batch: ``[stored next offset, last stable offset)`` per partition, capped by the spec."""
+              now_ms: int | None = None, dry_run: bool = False) -> CopyPlan:
+    """The next batch: ``[stored next offset, last stable offset)`` per partition, capped by the spec.
+
+    ``dry_run``: the batch a run would copy once provisioned, so mirrors that provisioning would still create or
+    grow are no refusal (a dry run of a migration that never ran answers with its first batch)."""
     promoted = promoted_names(store.read_kind(TOPIC_PROMOTION_KIND), TOPIC_PROMOTION_KIND)
     topics = topics_to_copy(select_topics(spec, source.list_topic_names()), promoted)  # producers moved off those
     partitions = source.partitions_of(topics)
     rename = spec.topics.rename.destination_topic
-    _check_destination(destination, partitions, rename)
+    if not dry_run:
+        _check_destination(destination, partitions, rename)
     log_start = source.list_offsets(partitions, "earliest")
     stable_end = source.list_offsets(partitions, "latest", read_committed=True)
     progress = stored_progress(store)

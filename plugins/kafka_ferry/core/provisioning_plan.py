@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka_ferry.core.cluster_model import GroupInfo, TopicInfo
 from kafka_ferry.core.spec import MigrationSpec
@@ -64,6 +65,8 @@ class TopicAction:
 class TopicPlan:
     actions: tuple[TopicAction, ...]
     refusals: tuple[str, ...] = ()
+    # core.topic_ownership's decisions (OwnershipPlan.as_dict), once the stage checked who owns each mirror
+    ownership: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def changes(self) -> tuple[TopicAction, ...]:
@@ -81,6 +84,7 @@ class TopicPlan:
             "changes": [a.describe() for a in self.changes],
             "unchanged": [a.destination_topic for a in self.actions if a.action == "none"],
             "refusals": list(self.refusals),
+            **({"ownership": dict(self.ownership)} if self.ownership else {}),
         }
 
 

@@ -9,6 +9,7 @@ of each. `python -m kafka_ferry.core.spec_check check FILE...` runs the same che
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -147,6 +148,20 @@ class PrefixRename(_Frozen):
 
 class TopicSelection(Selection):
     rename: IdentityRename | PrefixRename = Field(default_factory=IdentityRename, discriminator="policy")
+    # Existing destination topics (by their destination name) the migration may take over as mirrors: only
+    # when empty or holding only records it copied (core.topic_ownership); any other existing name is refused.
+    adopt: tuple[str, ...] = Field(default=(), max_length=10_000)
+
+    @field_validator("adopt")
+    @classmethod
+    def _adopt(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            if not TOPIC_CHARS.match(name) or len(name) > 249 or name in (".", ".."):
+                raise ValueError(f"{name!r} is not a legal Kafka topic name")
+        duplicates = sorted(n for n, count in Counter(v).items() if count > 1)
+        if duplicates:
+            raise ValueError(f"{duplicates[0]!r} is listed twice")
+        return v
 
 
 class CopySettings(_Frozen):

@@ -72,6 +72,17 @@ def decode(raw_key: bytes, raw_value: bytes | None) -> tuple[str, str, dict[str,
     return kind, key, None if raw_value is None else json.loads(raw_value)
 
 
+def state_topic_problem(topic: str, partitions: int, cleanup_policy: str | None) -> str | None:
+    """Why an existing topic cannot be a migration's state topic (one partition, compacted only), or None."""
+    policies = sorted(p.strip() for p in (cleanup_policy or "delete").split(",") if p.strip())
+    if partitions == 1 and policies == ["compact"]:
+        return None
+    return (f"state topic {topic} has {partitions} partition(s) and cleanup.policy {','.join(policies)}; a "
+            "migration's state topic needs 1 partition and cleanup.policy compact (reads look at partition 0, "
+            "compaction keeps each record's newest value). Delete it or name another one in the spec's "
+            "state_topic; nothing was changed")
+
+
 # --- keys -------------------------------------------------------------------------------------------------
 def partition_key(topic: str, partition: int) -> str:
     """``<source topic>:<partition>``; parsed from the right, as Kafka topic names cannot hold a colon."""
@@ -118,6 +129,10 @@ BATCH_KIND = StateKind(
     "the copy job's driver when a batch ends (totals; per-partition rows stay in the report file)")
 TOPIC_KIND = StateKind(
     "topic", "<source topic>", ("destination_topic", "partitions"), "provisioning, per mirrored topic")
+OWNED_TOPIC_KIND = StateKind(
+    "owned-topic", "<destination topic>", ("destination_topic", "source_topic", "how"),
+    "provisioning, before it creates (how: created) or adopts (how: adopted, topics.adopt) a destination topic: "
+    "the topics the migration may write to and reconfigure (core.topic_ownership)")
 GROUP_KIND = StateKind(
     "group", "<group id>", ("source_topics",), "provisioning, per migrated consumer group")
 TIMESTAMPS_KIND = StateKind(
@@ -158,6 +173,6 @@ LEASE_KIND = StateKind(
     "which needs each claim's offset)")
 
 KINDS: dict[str, StateKind] = {k.name: k for k in (
-    PROGRESS_KIND, GAP_KIND, BATCH_KIND, TOPIC_KIND, GROUP_KIND, TIMESTAMPS_KIND, PROMOTION_KIND,
+    PROGRESS_KIND, GAP_KIND, BATCH_KIND, TOPIC_KIND, OWNED_TOPIC_KIND, GROUP_KIND, TIMESTAMPS_KIND, PROMOTION_KIND,
     GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, FENCE_KIND, DECODE_CHECK_KIND,
     LEASE_KIND, SERIALIZED_FIELDS_KIND)}

@@ -69,16 +69,20 @@ class PlanCopyBatchOperator(MigrationOperator):
             assert_not_promoted(self.state_store)
         except MigrationPromotedError as exc:
             raise AirflowFailException(str(exc)) from exc
+        dry_run = parse_bool(self.dry_run)
         try:
-            plan = plan_copy(self.spec, self.source_cluster, self.destination_cluster, self.state_store)
+            plan = plan_copy(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
+                             dry_run=dry_run)
         except RetentionGapError as exc:
             raise AirflowFailException(str(exc)) from exc  # a retry cannot bring deleted records back
-        dry_run = parse_bool(self.dry_run)
         if plan.gaps and not dry_run:
             record_accepted_gaps(plan, self.state_store, self.spec.topics.rename.destination_topic)
         path = plan.write(work_dir(self.spec.name))
         summary = {**plan.summary(), "dry_run": dry_run, "plan_path": str(path),
                    "report_path": str(report_path_for(path, plan))}
+        if dry_run:  # the batch a real run would copy, range by range
+            summary["ranges"] = [f"{t.source_topic}-{t.partition} [{t.start_offset}, {t.end_offset}) -> "
+                                 f"{t.destination_topic}" for t in plan.tasks]
         self.log.info("batch %s: %d partitions, up to %d offsets%s; plan %s", plan.batch_id, summary["partitions"],
                       summary["offsets"], " (dry run: nothing will be copied)" if dry_run else "", path)
         for task in plan.tasks:

@@ -6,11 +6,12 @@ from typing import Any
 
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
+from kafka_ferry.core.state_records import GROUP_KIND
 from kafka_ferry.core.trigger_form import check_trigger
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
-from kafka_ferry.stages.fences import check_fenceable, has_authorizer, put_fences
+from kafka_ferry.stages.fences import check_fenceable, has_authorizer, put_fences, wanted_fences
 from kafka_ferry.stages.provision import (
     apply_topic_plan,
     compute_group_plan,
@@ -23,6 +24,7 @@ from kafka_ferry.stages.provision import (
     recorded_promotions,
 )
 from kafka_ferry.stages.serialized_fields import decide_from_registry
+from kafka_ferry.stages.topic_ownership import record_ownership
 
 
 class MigrationPreflightOperator(MigrationOperator):
@@ -38,6 +40,7 @@ class MigrationPreflightOperator(MigrationOperator):
         self.check_connections_exist()
         source_info = self.source_cluster.describe_cluster()
         destination_info = self.destination_cluster.describe_cluster()
+        self.state_store.check_topic()  # an existing state topic of another shape is refused before any change
         topic_plan = compute_topic_plan(self.spec, self.source_cluster, self.destination_cluster)
         group_plan = compute_group_plan(self.spec, self.source_cluster, self.destination_cluster)
         diff = {
@@ -52,6 +55,10 @@ class MigrationPreflightOperator(MigrationOperator):
         self.log.info("pre-flight diff for %s:", self.spec.name)
         for line in diff["topics"]["changes"]:
             self.log.info("  topic %s", line)
+        for topic, changes in topic_plan.ownership.get("adopt", {}).items():
+            self.log.info("  adopt %s (topics.adopt): %s", topic, ", ".join(changes) or "no config change")
+        for topic in topic_plan.ownership.get("adopt_unmatched", []):
+            self.log.warning("  topics.adopt names %s, which is no mirror of this migration: ignored", topic)
         for group, topics in diff["groups"]["migrated"].items():
             self.log.info("  group %s on %s", group, ", ".join(topics))
         diff["promoted_topics"] = recorded_promotions(self.spec, self.destination_cluster)[1]
@@ -117,6 +124,7 @@ class ProvisionMirrorTopicsOperator(MigrationOperator):
             return {"dry_run": True, **plan.as_dict()}
         created_internal = ensure_internal_topics(self.spec, self.destination_cluster)
         assert_not_promoted(self.state_store)  # a promoted mirror keeps the timestamp configs promotion set
+        record_ownership(self.spec, plan, self.state_store)  # before creating or adopting: a crash keeps it owned
         record_time_plans(self.spec, plan, self.destination_cluster)
         done = apply_topic_plan(plan, self.destination_cluster)
         record_topics(self.spec, plan, self.destination_cluster)
@@ -124,15 +132,56 @@ class ProvisionMirrorTopicsOperator(MigrationOperator):
 
 
 class ProvisionMirrorGroupsOperator(MigrationOperator):
-    """Resolves the groups to migrate and records them in the migration's state topic."""
+    """Resolves the groups to migrate and records them in the migration's state topic; `dry_run` only plans
+    (the groups, and the fences it would put)."""
+
+    template_fields = (*MigrationOperator.template_fields, "dry_run")
+
+    def __init__(self, *, dry_run: bool | str = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.dry_run = dry_run
 
     @fail_fast
     def execute(self, context: Any) -> dict:
         plan = compute_group_plan(self.spec, self.source_cluster, self.destination_cluster)
         plan.raise_if_refused()
+        if parse_bool(self.dry_run):
+            return {"dry_run": True, **plan.as_dict(), **self.planned_fences(plan)}
         ensure_internal_topics(self.spec, self.destination_cluster)
         record_groups(self.spec, plan, self.destination_cluster)
         if not self.spec.acls.fence:
             return plan.as_dict()
         fences = put_fences(self.spec, self.source_cluster, self.destination_cluster, self.state_store)
         return {**plan.as_dict(), "fences": fences}
+
+    def planned_fences(self, plan) -> dict:
+        """The fences provisioning would put, read only (the state as it would be once the groups are recorded)."""
+        if not self.spec.acls.fence:
+            return {}
+        if not has_authorizer(self.destination_cluster):
+            return {"fences": "off: no authorizer"}
+        wanted = wanted_fences(self.spec, self.source_cluster, self.destination_cluster,
+                               PlannedGroups(self.state_store, plan.migrated))
+        for key, entries in wanted.items():
+            self.log.info("dry run: would fence %s: %s", key, "; ".join(e.describe() for e in entries))
+        return {"fences": {key: [e.describe() for e in entries] for key, entries in wanted.items()}}
+
+
+class PlannedGroups:
+    """The migration's state as reads would see it once ``migrated`` groups are recorded; writes are refused."""
+
+    def __init__(self, store, migrated) -> None:
+        self.topic = store.topic
+        self._store, self._migrated = store, migrated
+
+    def read_all(self) -> dict:
+        state = dict(self._store.read_all())
+        state[GROUP_KIND] = {**state.get(GROUP_KIND, {}),
+                             **{g: {"source_topics": list(t)} for g, t in self._migrated.items()}}
+        return state
+
+    def read_kind(self, kind) -> dict:
+        return dict(self.read_all().get(kind, {}))
+
+    def put_many(self, *_args, **_kwargs) -> None:
+        raise RuntimeError("a dry run writes no state")

@@ -27,16 +27,17 @@ from kafka_ferry.translation.translate import checkpoint_translations, export_of
 class TranslateOffsetsOperator(MigrationOperator):
     """Translates every migrated group's source offsets; writes MM2 checkpoints and the offset map."""
 
-    template_fields = (*MigrationOperator.template_fields, "commit_offsets", "allow_rewind")
+    template_fields = (*MigrationOperator.template_fields, "commit_offsets", "allow_rewind", "dry_run")
 
     def __init__(self, *, commit_offsets: bool | str = False, allow_rewind: bool | str = False,
-                 plan_task_id: str = "plan_copy", **kwargs) -> None:
+                 plan_task_id: str = "plan_copy", dry_run: bool | str = False, **kwargs) -> None:
         # after the copy report, also when the copy skipped for lack of work; not when the branch skipped it all
         kwargs.setdefault("trigger_rule", "none_failed_min_one_success")
         super().__init__(**kwargs)
         self.commit_offsets = commit_offsets
         self.allow_rewind = allow_rewind
         self.plan_task_id = plan_task_id
+        self.dry_run = dry_run
 
     @fail_fast
     def execute(self, context: Any) -> dict:
@@ -46,6 +47,10 @@ class TranslateOffsetsOperator(MigrationOperator):
             return {"skipped": "promoted"}
         result = translate_migration(self.spec, self.source_cluster, self.destination_cluster, self.state_store)
         summary = result.summary()
+        if parse_bool(self.dry_run):  # the translations as they stand; no checkpoint, commit, file or state
+            summary["dry_run"] = True
+            self.log.info("dry run of %s: translation %s; nothing written", self.spec.name, summary)
+            return summary
         summary["checkpoints"] = checkpoint_translations(self.spec, self.destination_cluster, result.decisions)
         json_path, csv_path = export_offset_map(self.spec, result.copies.values())
         summary["offset_map"] = {"json": str(json_path), "csv": str(csv_path)}

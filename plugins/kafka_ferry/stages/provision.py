@@ -21,6 +21,7 @@ from kafka_ferry.core.state_records import GROUP_KIND, TIMESTAMPS_KIND, TOPIC_KI
 from kafka_ferry.core.time_fidelity import TopicTimePlan
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.staged_state import promoted_groups, promoted_topics
+from kafka_ferry.stages.topic_ownership import check_ownership
 from kafka_ferry.state.store import MigrationStateStore
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,9 @@ def compute_topic_plan(spec: MigrationSpec, source: KafkaCluster, destination: K
     # from a mirror its new producers had not touched yet (they start after the promoted mark), so its plan
     # is what any earlier run applied already ("unchanged" once provisioned).
     copying = topics_to_copy(selected, recorded_promotions(spec, destination)[1])
-    return plan_topics(spec, {t: i for t, i in source_topics.items() if t in copying}, destination_topics,
+    plan = plan_topics(spec, {t: i for t, i in source_topics.items() if t in copying}, destination_topics,
                        destination.describe_cluster().broker_count, recorded_time_plans(spec, destination))
+    return check_ownership(spec, plan, source, destination, destination_topics)  # only what it owns or adopts
 
 
 def recorded_promotions(spec: MigrationSpec, destination: KafkaCluster) -> tuple[list[str], list[str]]:

@@ -15,7 +15,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from kafka_ferry.core.state_records import KINDS, StateKind, decode
+from kafka_ferry.core.provisioning_plan import ProvisioningRefused
+from kafka_ferry.core.state_records import KINDS, StateKind, decode, state_topic_problem
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.kafka.reads import start_reader
@@ -33,11 +34,29 @@ class MigrationStateStore:
         self.topic = topic
 
     def ensure_topic(self) -> bool:
-        """Create the state topic if missing (idempotent); returns True when it was created."""
+        """Create the state topic if missing (idempotent); returns True when it was created.
+
+        An existing one must have the shape the store relies on (``check_topic``), else nothing is written."""
         brokers = self.cluster.describe_cluster().broker_count
         rf = min(3, brokers)
         configs = dict(STATE_TOPIC_CONFIGS, **({"min.insync.replicas": str(min(2, rf))} if rf > 1 else {}))
-        return self.cluster.create_topic(self.topic, 1, rf, configs)
+        created = self.cluster.create_topic(self.topic, 1, rf, configs)
+        if not created:
+            self.check_topic()
+        return created
+
+    def check_topic(self) -> bool:
+        """Refuse (``ProvisioningRefused``) an existing state topic of another shape; False when it does not exist.
+
+        Why: reads look at partition 0 only and rely on compaction keeping the newest value per key; on a topic
+        with more partitions or another policy, progress, promotion marks and fence records would get lost."""
+        info = self.cluster.describe_topics([self.topic]).get(self.topic)
+        if info is None:
+            return False
+        problem = state_topic_problem(self.topic, info.partitions, info.configs.get("cleanup.policy"))
+        if problem:
+            raise ProvisioningRefused([problem])
+        return True
 
     def put(self, kind: StateKind, key: str, value: Mapping[str, Any] | None) -> None:
         self.put_many(kind, {key: value})
@@ -48,7 +67,8 @@ class MigrationStateStore:
         Every record is checked against its kind's declaration before the first is sent."""
         now_ms = int(time.time() * 1000)
         records = [_declared(kind).encode(key, value, now_ms) for key, value in values.items()]
-        self.cluster.produce_and_wait(self.topic, records, timeout_s=30, what="state records")
+        # partition 0 explicitly: the one partition every reader reads, whatever the producer's partitioner
+        self.cluster.produce_and_wait(self.topic, records, partition=0, timeout_s=30, what="state records")
 
     def read_all(self) -> dict[StateKind, dict[str, dict[str, Any]]]:
         """Every live record, as {kind: {key: value}}; reads the topic from the start to its end.
@@ -73,7 +93,12 @@ class MigrationStateStore:
         return _declared(kind).records(self.read_all())
 
     def _records(self) -> Iterable[tuple[bytes, bytes | None]]:
-        end = self.cluster.list_offsets([(self.topic, 0)], "latest", read_committed=False).get((self.topic, 0), 0)
+        try:
+            end = self.cluster.list_offsets([(self.topic, 0)], "latest", read_committed=False).get((self.topic, 0), 0)
+        except KafkaClusterError:
+            if self.topic in self.cluster.list_topic_names():
+                raise
+            return  # a migration that never ran (or a dry run of one): no state yet, and reading creates none
         if end <= 0:
             return
         consumer = start_reader(self.cluster, self.topic, "kafka-ferry-state-reader", enable_eof=True)

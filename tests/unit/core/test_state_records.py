@@ -89,3 +89,43 @@ def test_the_store_refuses_an_undeclared_kind_before_writing():
     lookalike = StateKind("progress", "<topic>:<partition>", (), "a test")
     with pytest.raises(TypeError, match="is not declared"):
         store.put_many(lookalike, {"t:0": None})
+
+
+class _FakeDestination(KafkaCluster):
+    """Test seam: records writes and answers topic descriptions without a broker."""
+
+    def __init__(self, topics: dict | None = None):
+        super().__init__("destination", {"bootstrap.servers": "127.0.0.1:1"})
+        self.topics, self.writes = topics or {}, []
+
+    def produce_and_wait(self, topic, records, **kwargs):
+        self.writes.append((topic, list(records), kwargs))
+        return len(self.writes[-1][1])
+
+    def describe_topics(self, names):
+        return {n: self.topics[n] for n in names if n in self.topics}
+
+
+def test_every_state_write_goes_to_partition_zero():
+    from kafka_ferry.core.state_records import GROUP_KIND
+
+    cluster = _FakeDestination()
+    MigrationStateStore(cluster, "t").put_many(GROUP_KIND, {"g1": {"source_topics": []}, "g2": None})
+    ((topic, records, kwargs),) = cluster.writes
+    assert (topic, len(records), kwargs["partition"]) == ("t", 2, 0)
+
+
+@pytest.mark.parametrize(("partitions", "policy", "refused"), [(1, "compact", False), (4, "compact", True),
+                                                               (1, "delete", True), (1, "compact,delete", True)])
+def test_an_existing_state_topic_of_another_shape_is_refused(partitions, policy, refused):
+    from kafka_ferry.core.cluster_model import TopicInfo
+    from kafka_ferry.core.provisioning_plan import ProvisioningRefused
+
+    store = MigrationStateStore(_FakeDestination({"t": TopicInfo("t", partitions, 1, {"cleanup.policy": policy})}),
+                                "t")
+    if refused:
+        with pytest.raises(ProvisioningRefused, match=f"state topic t has {partitions} partition"):
+            store.check_topic()
+    else:
+        assert store.check_topic() is True
+    assert MigrationStateStore(_FakeDestination(), "missing").check_topic() is False
