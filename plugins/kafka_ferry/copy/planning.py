@@ -23,6 +23,7 @@ from kafka_ferry.core.batch_planning import PartitionPosition, plan_ranges
 from kafka_ferry.core.mm2_wire import offset_syncs_topic
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.provisioning_plan import select_topics
+from kafka_ferry.core.serialized_fields import FieldsUndecided
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import promoted_names, topics_to_copy
 from kafka_ferry.core.state_records import GAP_KIND, PROGRESS_KIND, TOPIC_PROMOTION_KIND, gap_key, partition_key
@@ -58,7 +59,7 @@ def plan_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClust
         for t, p in partitions
     ]
     return build_plan(spec, positions, source.describe_cluster().cluster_id,
-                      destination.describe_cluster().cluster_id, schema_ids=_schema_ids(spec, store, topics),
+                      destination.describe_cluster().cluster_id, schema_ids=_schema_ids(spec, store, topics, dry_run),
                       now_ms=now_ms)
 
 
@@ -93,15 +94,23 @@ def build_plan(spec: MigrationSpec, positions: Sequence[PartitionPosition], sour
     )
 
 
-def _schema_ids(spec: MigrationSpec, store: MigrationStateStore, topics: Sequence[str]) -> dict[str, Any]:
+def _schema_ids(spec: MigrationSpec, store: MigrationStateStore, topics: Sequence[str],
+                dry_run: bool = False) -> dict[str, Any]:
     """Remap mode: the id map, its policy, and per copied topic the fields it applies to (decided by the
     schema migration; a topic it has not decided stops the plan: FieldsUndecided names it)."""
     rewriter = record_rewriter(spec, store)
     if rewriter is None:
         return {}
+    try:
+        fields = rewriter.fields_by_topic(topics)
+    except FieldsUndecided:
+        if not dry_run:
+            raise
+        # A dry run stores no decision (its schema stage writes nothing), so a topic new since the last real run
+        # has none yet: the plan still answers, with the fields of the topics decided so far.
+        fields = rewriter.fields_by_topic(t for t in topics if t in rewriter.decisions)
     return {"schema_id_map": {str(k): v for k, v in sorted(rewriter.id_map.items())},
-            "unknown_schema_id_policy": rewriter.policy,
-            "serialized_fields": rewriter.fields_by_topic(topics)}
+            "unknown_schema_id_policy": rewriter.policy, "serialized_fields": fields}
 
 
 def _check_destination(destination: KafkaCluster, partitions: list[tuple[str, int]], rename) -> None:
