@@ -10,14 +10,14 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kafka_ferry.core.patterns import SECRET_REF  # <Secret name>:<key>
 
 CONFIGS_ENV = "KFERRY_CLUSTER_CONFIGS"
 CONFIGS_FILE_ENV = "KFERRY_CLUSTER_CONFIGS_FILE"
 CREDENTIALS_FILE_NAME = "kferry-credentials.json"
-SECRET_REF = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?:[-._a-zA-Z0-9]+$")  # <Secret name>:<key>
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def delivery_for(master: str, kubernetes_secret: str | None = None, credentials_
     """The delivery for this master; ``credentials_file`` is where the task will write the file (file mode)."""
     master = master.strip()
     if master.startswith("k8s://"):
-        if not kubernetes_secret or not SECRET_REF.match(kubernetes_secret):
+        if not kubernetes_secret or not SECRET_REF.fullmatch(kubernetes_secret):
             raise ValueError(f"master {master!r}: set copy.kubernetes_credentials_secret to '<secret>:<key>' of a "
                              f"Kubernetes Secret holding the {CONFIGS_ENV} JSON (got {kubernetes_secret!r})")
         return CredentialDelivery("kubernetes-secret", conf={

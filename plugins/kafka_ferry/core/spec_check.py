@@ -10,8 +10,20 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from kafka_ferry.core.patterns import SPEC_FILE_NAME
 from kafka_ferry.core.spec import MigrationSpec, parse_spec
-from kafka_ferry.core.spec_source import Location, SpecError, located, read_yaml
+from kafka_ferry.core.spec_source import Location, SpecError, SpecProblem, located, read_yaml
+
+SPEC_FILE_NAME_RULE = ("a spec's file name must be 1-200 letters, digits, '.', '_' or '-' ending in .yaml "
+                       "(it names the generated DAG file)")
+
+
+def file_name_problems(path: str | Path) -> list[SpecProblem]:
+    """The spec file's own name, which `make dags` turns into a DAG file name (and quotes inside it)."""
+    name = Path(path).name
+    if SPEC_FILE_NAME.fullmatch(name):
+        return []
+    return [SpecProblem(None, None, f"file name {name!r} refused: {SPEC_FILE_NAME_RULE}")]
 
 
 def connection_refs(spec: MigrationSpec) -> list[tuple[Location, str, tuple[str, ...] | None]]:
@@ -62,11 +74,15 @@ def check_files(paths: Sequence[str | Path]) -> tuple[list[str], list[SpecError]
     errors: list[SpecError] = []
     first_by_name: dict[str, str] = {}
     for path in paths:
+        named = file_name_problems(path)
         try:
             data, positions = read_yaml(Path(path))
             spec = parse_spec(data, path, positions)
         except SpecError as exc:
-            errors.append(exc)
+            errors.append(SpecError(path, named + exc.problems))
+            continue
+        if named:
+            errors.append(SpecError(path, named))
             continue
         if spec.name in first_by_name:
             errors.append(SpecError(path, [located(("name",), spec.name, f"{first_by_name[spec.name]} has this "

@@ -14,7 +14,8 @@ from kafka_ferry.task_support import MigrationContext
 class MigrationOperator(MigrationContext, BaseOperator):
     """Base for operators that act for one migration spec."""
 
-    template_fields: Sequence[str] = ("spec_path",)
+    # spec_path is no template field: a file name is data, never rendered (issue 24: `{{ 7*7 }}` in a name)
+    template_fields: Sequence[str] = ()
     ui_color = "#d8e8f8"
 
     def __init__(self, *, spec_path: str, **kwargs) -> None:

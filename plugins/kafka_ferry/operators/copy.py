@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,7 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
     to executors as a zip built from the code this worker runs.
     """
 
-    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "spec_path")
+    template_fields: Sequence[str] = SparkSubmitOperator.template_fields  # spec_path is data, never rendered
     ui_color = "#f8e0c8"
 
     def __init__(self, *, spec_path: str, plan_task_id: str = "plan_copy", application: str | None = None,
@@ -263,7 +264,8 @@ def copy_batch_tasks(spec, spec_path: str) -> tuple[PlanCopyBatchOperator, CopyB
     """The catch-up copy of a migration DAG: ``plan_copy >> copy_batch >> copy_report`` (call inside a DAG)."""
     plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path, dry_run=DRY_RUN_TEMPLATE)
     copy = CopyBatchSparkOperator(task_id="copy_batch", spec_path=spec_path,
-                                  conn_id=spec.copy_settings.spark_connection_id)
+                                  conn_id=spec.copy_settings.spark_connection_id,
+                                  execution_timeout=timedelta(seconds=spec.timeouts.copy_seconds))
     report = CopyReportOperator(task_id="copy_report", spec_path=spec_path)
     plan >> copy >> report
     plan >> report  # so an empty batch (copy skipped) still reports
