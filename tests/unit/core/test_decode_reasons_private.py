@@ -52,7 +52,8 @@ def test_an_avro_failure_names_the_error_type_not_its_message():
 
 
 @settings(max_examples=200)
-@given(st.text(min_size=6, alphabet=st.characters(min_codepoint=0x30, max_codepoint=0x7a)))
+# characters no fixed part of a reason holds in a run of six, so a hit can only be the value quoted
+@given(st.text(min_size=6, alphabet="0123456789#@!%"))
 def test_no_json_failure_quotes_a_string_value(value):
     for record in ({"ssn": value}, {"ssn": 1, "name": value}, {"ssn": 1, "tags": [value]}):
         verdict = checker().check(wire(1, json.dumps(record).encode()))
