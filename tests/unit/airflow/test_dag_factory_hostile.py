@@ -82,3 +82,36 @@ def test_no_task_renders_the_spec_path_and_every_task_has_a_timeout(hostile_dags
     assert dag.get_task("copy_batch").execution_timeout == timedelta(seconds=900)
     assert dag.get_task("promote_final_copy").execution_timeout == timedelta(seconds=900)
     assert dag.get_task("preflight").execution_timeout == timedelta(hours=1)
+
+
+def test_a_hostile_spec_directory_is_reported_whole_and_yields_no_executable_dag_content(tmp_path):
+    """The issue's acceptance: names, aliases and regexes together; the spec check names every problem (bounded
+    by the subprocess timeout, not timed), and `make dags` writes nothing but the literal call."""
+    folder = tmp_path / "dags"
+    migrations = folder / "migrations"
+    migrations.mkdir(parents=True)
+    good = (REPO / "dags" / "migrations" / "demo-tenant.yaml").read_text()
+    for index, name in enumerate(HOSTILE):
+        (migrations / name).write_text(good.replace("name: demo-tenant", f"name: hostile-{index}"))
+    levels = ["l0: &l0 [x, x, x, x, x, x, x, x, x]"] + [
+        f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    (migrations / "bomb.yaml").write_text(good.replace("name: demo-tenant", "name: bomb") + "\n".join(levels) + "\n")
+    (migrations / "regex.yaml").write_text(good.replace("name: demo-tenant", 'name: "regex\\n"')
+                                           .replace("include:", 'include: ["(a+)+b", "(x)\\\\1"]\n  old_include:', 1))
+    specs = sorted(migrations.iterdir())
+    done = subprocess.run([sys.executable, "-m", "kafka_ferry.core.spec_check", "check", *map(str, specs)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert f"{len(specs)} spec(s) checked: 0 valid, {len(specs)} with" in done.stdout
+    for name in HOSTILE:
+        assert f"file name {name!r} refused" in done.stdout
+    assert "YAML alias '*l0' refused" in done.stdout and "field 'name' = 'regex\\n'" in done.stdout
+    assert "field 'topics.include[1]' = '(x)\\\\1': not a regex RE2 accepts" in done.stdout
+
+    made = subprocess.run([sys.executable, "-m", "kafka_ferry.dag_factory", str(folder)], capture_output=True,
+                          text=True, timeout=300)
+    assert made.returncode == 1 and made.stderr.count("refused: ") == len(HOSTILE)
+    stubs = sorted(folder.glob("*.py"))
+    assert [s.name for s in stubs] == ["migration_bomb.py", "migration_regex.py"]  # safe names: an import error each
+    for stub in stubs:
+        assert stub_calls(stub.read_text()) == ["dag_from_yaml(__file__, SPEC)"], stub.name
