@@ -15,8 +15,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-import re2
-
 # A spec regex longer than this is a mistake or an attack; RE2 bounds its memory, this bounds the text.
 MAX_PATTERN_LENGTH = 1000
 # RE2's memory budget per compiled pattern: a large counted repetition fails to compile instead of using more.
@@ -27,7 +25,9 @@ class PatternError(ValueError):
     """A spec regex RE2 cannot compile; the message says why (e.g. a backreference or lookaround)."""
 
 
-def _options() -> re2.Options:
+def _options():
+    import re2
+
     options = re2.Options()
     options.log_errors = False  # the error goes into the spec report, not onto stderr
     options.max_mem = _MAX_MEM
@@ -43,6 +43,8 @@ def compiled(pattern: str):
         re.compile(pattern)
     except re.error as exc:
         raise PatternError(f"not a valid regex: {exc}") from None
+    import re2  # here, not at the top: the name rules below reach the Spark job, which needs no RE2 on executors
+
     try:
         return re2.compile(pattern, _options())
     except re2.error as exc:
