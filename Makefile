@@ -61,9 +61,11 @@ dags: install
 	$(PY) -m kafka_ferry.dag_factory dags
 
 ## Every problem of every migration spec (or SPECS="a.yaml b.yaml"), no Airflow needed; exit 1 on any.
+## TENANTS=platform/tenants.yaml also checks what each spec's tenant may use (README: Security).
 SPECS ?= dags/migrations/*.yaml
+TENANTS ?=
 check-spec: install
-	$(PY) -m kafka_ferry.core.spec_check check $(SPECS)
+	$(PY) -m kafka_ferry.core.spec_check check $(if $(TENANTS),--tenants $(TENANTS)) $(SPECS)
 
 ## Re-pin constraints.txt from the current venv (after changing pyproject.toml).
 lock:

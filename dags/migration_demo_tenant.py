@@ -1,4 +1,5 @@
-"""Airflow DAG of the kafka-ferry migration demo-tenant.yaml (written by `make dags`)."""
+"""Airflow DAG of one kafka-ferry migration spec (written by `make dags`)."""
 from kafka_ferry.dag_factory import dag_from_yaml
 
-dag = dag_from_yaml(__file__, "migrations/demo-tenant.yaml")
+SPEC = 'migrations/demo-tenant.yaml'
+dag = dag_from_yaml(__file__, SPEC)

@@ -7,13 +7,17 @@ writes the missing stubs.
 
 from __future__ import annotations
 
+import ast
+import sys
 from datetime import timedelta
 from pathlib import Path
 
 from airflow.sdk import DAG
 
 from kafka_ferry.copy.plan import work_dir
+from kafka_ferry.core.patterns import SPEC_FILE_NAME
 from kafka_ferry.core.spec import MigrationSpec, load_spec
+from kafka_ferry.core.spec_check import SPEC_FILE_NAME_RULE
 from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
 from kafka_ferry.dag_promotion import (
     add_mode_branch,
@@ -32,11 +36,28 @@ from kafka_ferry.operators.schemas import DecodeCheckOperator, MigrateSchemasOpe
 from kafka_ferry.promotion.group_readiness import read_ready_file
 
 # Airflow's safe mode only parses files that mention both "airflow" and "dag": the docstring does.
-STUB_TEMPLATE = '''"""Airflow DAG of the kafka-ferry migration {yaml_name} (written by `make dags`)."""
+# The spec's file name is data: it reaches the stub only as a Python literal (repr of a name that passed
+# SPEC_FILE_NAME), never formatted into code or into the docstring.
+STUB_TEMPLATE = '''"""Airflow DAG of one kafka-ferry migration spec (written by `make dags`)."""
 from kafka_ferry.dag_factory import dag_from_yaml
 
-dag = dag_from_yaml(__file__, "migrations/{yaml_name}")
+SPEC = {spec_literal}
+dag = dag_from_yaml(__file__, SPEC)
 '''
+
+
+class UnsafeSpecFileName(ValueError):
+    """A spec file whose name could not be a DAG file's name; no stub is written for it."""
+
+
+def stub_text(yaml_name: str) -> str:
+    """The DAG file of ``migrations/<yaml_name>``; refuses a name outside SPEC_FILE_NAME."""
+    if not SPEC_FILE_NAME.fullmatch(yaml_name):
+        raise UnsafeSpecFileName(f"migrations/{yaml_name!r}: {SPEC_FILE_NAME_RULE}; no DAG file written")
+    literal = repr(f"migrations/{yaml_name}")
+    if ast.literal_eval(literal) != f"migrations/{yaml_name}":  # the literal is the name and nothing more
+        raise UnsafeSpecFileName(f"migrations/{yaml_name!r}: cannot be written as a literal")
+    return STUB_TEMPLATE.format(spec_literal=literal)
 
 
 def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
@@ -54,7 +75,9 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
         catchup=False,
         max_active_runs=1,  # two copy batches of one migration must never overlap
         tags=["kafka-ferry", f"tenant:{spec.tenant}"],
-        default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
+        # every task is bounded (the copy tasks by copy_seconds, the sensors by their own timeout too)
+        default_args={"retries": 2, "retry_delay": timedelta(seconds=30),
+                      "execution_timeout": timedelta(seconds=spec.timeouts.task_seconds)},
         params=trigger_params(spec.name, *read_ready_file(work_dir(spec.name))),
         doc_md=f"Migration **{spec.name}** (tenant `{spec.tenant}`) from `{spec.source.alias}` to "
                f"`{spec.destination.alias}`. Spec: `{spec_path.name}`.",
@@ -90,19 +113,34 @@ def dag_from_yaml(dag_file: str, relative_yaml: str) -> DAG:
     return build_migration_dag(load_spec(spec_path), spec_path)
 
 
-def write_stubs(dags_folder: Path) -> list[Path]:
-    """Create `migration_<stem>.py` for every `migrations/*.yaml` that lacks one; returns the new files."""
+def write_stubs(dags_folder: Path, refused: list[str] | None = None) -> list[Path]:
+    """Create `migration_<stem>.py` for every `migrations/*.yaml` that lacks one; returns the new files.
+
+    A YAML whose name is not a safe file name gets no DAG file: its reason goes to ``refused``.
+    """
     created = []
     for yaml_file in sorted((dags_folder / "migrations").glob("*.yaml")):
-        stub = dags_folder / f"migration_{yaml_file.stem.replace('-', '_')}.py"
+        try:
+            text = stub_text(yaml_file.name)
+        except UnsafeSpecFileName as exc:
+            if refused is not None:
+                refused.append(str(exc))
+            continue
+        stub = dags_folder / f"migration_{yaml_file.stem.replace('-', '_').replace('.', '_')}.py"
         if not stub.exists():
-            stub.write_text(STUB_TEMPLATE.format(yaml_name=yaml_file.name))
+            stub.write_text(text)
             created.append(stub)
     return created
 
 
-if __name__ == "__main__":
-    import sys
-
-    for path in write_stubs(Path(sys.argv[1] if len(sys.argv) > 1 else "dags")):
+def main(argv: list[str]) -> int:
+    refused: list[str] = []
+    for path in write_stubs(Path(argv[0] if argv else "dags"), refused):
         print(f"wrote {path}")
+    for reason in refused:
+        print(f"refused: {reason}", file=sys.stderr)
+    return 1 if refused else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

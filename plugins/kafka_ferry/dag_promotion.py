@@ -145,13 +145,16 @@ def add_promotion_tasks(dag: DAG, spec: MigrationSpec, spec_path: str | Path, br
                         deferrable: bool = True) -> BaseOperator:
     """Promote: quiesced + groups inactive -> final copy -> lag gate -> translate/commit -> synced gate -> finish."""
     path, p = str(spec_path), spec.promotion
+    # a sensor's try is bounded like any task, and never cut shorter than its own gate timeout
     gate = {"spec_path": path, "dag": dag, "deferrable": deferrable, "mode": "reschedule",
-            "poke_interval": p.poke_interval_seconds, "timeout": p.sensor_timeout_seconds}
+            "poke_interval": p.poke_interval_seconds, "timeout": p.sensor_timeout_seconds,
+            "execution_timeout": timedelta(seconds=max(spec.timeouts.task_seconds, p.sensor_timeout_seconds))}
     quiesced = SourceQuiescedSensor(task_id=PROMOTE_ENTRY[0], **gate)
     inactive = SourceGroupsInactiveSensor(task_id=PROMOTE_ENTRY[1], **gate)
     rewind = "{{ params.allow_rewind }}"
     final_copy = PromoteMigrationOperator(task_id="promote_final_copy", spec_path=path, dag=dag,
-                                          steps=("final_copy",), execution_timeout=timedelta(hours=1))
+                                          steps=("final_copy",),
+                                          execution_timeout=timedelta(seconds=spec.timeouts.copy_seconds))
     lag = ReplicationLagSensor(task_id="replication_lag", **gate)
     translate_commit = PromoteMigrationOperator(task_id="promote_translate_commit", spec_path=path, dag=dag,
                                                 steps=("final_translation", "commit_offsets"), allow_rewind=rewind)

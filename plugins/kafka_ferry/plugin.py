@@ -18,10 +18,11 @@ from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
 from airflow.plugins_manager import AirflowPlugin
-from fastapi import Depends, FastAPI
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse
 
 from kafka_ferry.copy.plan import work_dir
+from kafka_ferry.core.patterns import MIGRATION_NAME
 from kafka_ferry.reports.publish import overview_rows, run_page_path
 from kafka_ferry.reports.render import overview_page, page
 
@@ -29,7 +30,26 @@ URL_PREFIX = "/kafka-ferry"
 DAG_ID_PREFIX = "kafka_ferry__"
 RUN_REPORT_HREF = URL_PREFIX + "/runs/{dag_id}/{run_id}"
 
+# The pages are static HTML with inline CSS and inline SVG charts: they need no script, no fetch, no form and no
+# frame of their own. They are served on the Airflow API's origin, so the policy forbids all of that (a page that
+# ever quoted hostile text unescaped still could not run it), and only Airflow's own UI may frame them.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+                               "base-uri 'none'; form-action 'none'; frame-ancestors 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "SAMEORIGIN",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
 app = FastAPI(title="kafka-ferry reports", docs_url=None, redoc_url=None, openapi_url=None)
+
+
+@app.middleware("http")
+async def _security_headers(request: Request, call_next):
+    response = await call_next(request)
+    response.headers.update(SECURITY_HEADERS)  # every response: pages, 404s and the auth layer's 401/403
+    return response
 
 
 def _work_base() -> Path:
@@ -46,7 +66,7 @@ def migrations_overview(user: GetUserDep) -> HTMLResponse:
 @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse,
          dependencies=[Depends(requires_access_dag("GET", DagAccessEntity.RUN))])
 def run_report(dag_id: str, run_id: str) -> HTMLResponse:
-    if dag_id.startswith(DAG_ID_PREFIX):
+    if dag_id.startswith(DAG_ID_PREFIX) and MIGRATION_NAME.fullmatch(dag_id[len(DAG_ID_PREFIX):]):
         path = run_page_path(_work_base() / dag_id[len(DAG_ID_PREFIX):], run_id)
         if path.is_file():
             return HTMLResponse(path.read_text())

@@ -21,6 +21,7 @@ from kafka_ferry.core.acl_plan import FenceRefused
 from kafka_ferry.core.batch_planning import RetentionGapError
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
 from kafka_ferry.core.serialized_fields import FieldsUndecided
+from kafka_ferry.core.spark_credentials import InsecureChannelRefused
 from kafka_ferry.core.spec import MigrationSpec, SpecError, load_spec
 from kafka_ferry.core.trigger_form import TriggerRefused
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
@@ -57,7 +58,7 @@ class MigrationContext:
 
 # AirflowNotFoundException: a connection the task looks up is not defined (hooks raise it on first use).
 DETERMINISTIC = (SpecError, ProvisioningRefused, RetentionGapError, MigrationPromotedError, AirflowNotFoundException,
-                 TriggerRefused, FieldsUndecided, FenceRefused)
+                 TriggerRefused, FieldsUndecided, FenceRefused, InsecureChannelRefused)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

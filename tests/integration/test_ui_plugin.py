@@ -29,6 +29,13 @@ PROBE = textwrap.dedent("""
     views = client.get("/api/v2/plugins", headers=auth)
     out.update(run=[run.status_code, run.text], missing=[missing.status_code, missing.text],
                overview=[overview.status_code, overview.text], views=views.text)
+    # the issue's two run ids: each its own page
+    colon = client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__2026-11-25T07:00:00%2B00:00", headers=auth)
+    out.update(colon=[colon.status_code, colon.text],
+               headers={name: {k.lower(): v for k, v in r.headers.items()}
+                        for name, r in (("run", run), ("missing", missing), ("overview", overview))})
+    out["headers"]["anonymous"] = {k.lower(): v for k, v in
+                                   client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__1").headers.items()}
     print("RESULT " + json.dumps(out))
 """)
 
@@ -42,6 +49,8 @@ def test_reports_need_a_login_and_are_served_to_a_user_with_dag_access(tmp_path)
     runs = work / "orders" / "runs"
     runs.mkdir(parents=True)
     (runs / "manual__1.html").write_text("<html><body>batch report of orders</body></html>")
+    (runs / "manual__2026-11-25T07_00_00_00_00.html").write_text("<html><body>the underscore run</body></html>")
+    (runs / "manual__2026-11-25T07~3A00~3A00~2B00~3A00.html").write_text("<html><body>the colon run</body></html>")
     (work / "orders" / "overview.json").write_text(json.dumps(
         {"migration": "orders", "tenant": "acme", "dag_id": "kafka_ferry__orders", "last_run_id": "manual__1",
          "lag": 0, "promoted": False}))
@@ -63,6 +72,11 @@ def test_reports_need_a_login_and_are_served_to_a_user_with_dag_access(tmp_path)
     out = json.loads(lines[0][7:])
     assert out["anonymous_overview"] == out["anonymous_run"] == 401
     assert out["run"] == [200, "<html><body>batch report of orders</body></html>"]
+    assert out["colon"] == [200, "<html><body>the colon run</body></html>"]
+    for name, headers in out["headers"].items():  # pages, 404s and the 401 alike
+        csp = headers.get("content-security-policy", "")
+        assert "default-src 'none'" in csp and "frame-ancestors 'self'" in csp and "script-src" not in csp, name
+        assert headers.get("x-content-type-options") == "nosniff", name
     assert out["missing"][0] == 404 and "No kafka-ferry report for run <code>manual__2</code>" in out["missing"][1]
     # the viewer may read every DAG, but none is parsed here: the overview lists no DAG the user cannot see
     assert out["overview"][0] == 200 and "no migration has reported yet" in out["overview"][1]

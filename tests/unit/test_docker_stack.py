@@ -157,6 +157,14 @@ def _ours(service: dict) -> bool:
     return service.get("image") == OUR_IMAGE
 
 
+BIND = "${KFERRY_BIND_ADDRESS:-127.0.0.1}"
+
+
+def _ports(service: dict) -> list[str]:
+    """'host:container' of every published port, the bind address (checked separately) stripped."""
+    return [p.removeprefix(BIND + ":") for p in service.get("ports", [])]
+
+
 def _host_port(url: str) -> tuple[str, int]:
     m = re.match(r"^(?:[a-z+]+://)?(?:[^@/]*@)?([A-Za-z0-9_.-]+):(\d+)", url)
     assert m, url
@@ -211,7 +219,7 @@ def test_vendor_images_are_pinned_to_what_the_test_bed_runs(compose):
 
 def test_ports_hosts_and_connections_are_consistent(compose):
     services = _services(compose)
-    published = [p.split(":")[0] for s in services.values() for p in s.get("ports", [])]
+    published = [p.split(":")[0] for s in services.values() for p in _ports(s)]
     assert len(published) == len(set(published)), published
     for name, service in services.items():
         for dependency in service.get("depends_on", {}):
@@ -231,7 +239,7 @@ def test_ports_hosts_and_connections_are_consistent(compose):
     api = services["airflow-api-server"]["command"]
     api_port = int(api[api.index("--port") + 1])
     assert _host_port(env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"]) == ("airflow-api-server", api_port)
-    assert f"{api_port}:{api_port}" in services["airflow-api-server"]["ports"]
+    assert f"{api_port}:{api_port}" in _ports(services["airflow-api-server"])
     assert env["AIRFLOW__API__PORT"] == str(api_port)
     # Spark: the worker and the connection reach the master where it listens
     master = services["spark-master"]["command"]
@@ -240,7 +248,7 @@ def test_ports_hosts_and_connections_are_consistent(compose):
     spark_conn = json.loads(env["AIRFLOW_CONN_SPARK_LOCAL"])
     assert (spark_conn["host"].removeprefix("spark://"), spark_conn["port"]) == master_at
     webui = master[master.index("--webui-port") + 1]
-    assert f"{webui}:{webui}" in services["spark-master"]["ports"]
+    assert f"{webui}:{webui}" in _ports(services["spark-master"])
     # Kafka: each connection's bootstrap is a listener its broker advertises and binds
     for conn, side in (("AIRFLOW_CONN_KAFKA_SOURCE", "kafka-source"), ("AIRFLOW_CONN_KAFKA_DESTINATION",
                                                                         "kafka-destination")):
@@ -254,7 +262,7 @@ def test_ports_hosts_and_connections_are_consistent(compose):
         assert registry_bootstrap in kafka_advertised(services[side]).values()
         url = json.loads(env[conn])["host"]
         assert url == f"http://{services[registry]['hostname']}:8080/apis/ccompat/v7", (conn, url)
-        assert any(p.endswith(":8080") for p in services[registry]["ports"]), registry
+        assert any(p.endswith(":8080") for p in _ports(services[registry])), registry
     for side in ("kafka-source", "kafka-destination"):
         kenv = services[side]["environment"]
         advertised = kafka_advertised(services[side])
@@ -263,7 +271,7 @@ def test_ports_hosts_and_connections_are_consistent(compose):
             assert listeners[listener] == _host_port(address)[1], (side, listener)
         assert _host_port(advertised["PLAINTEXT"])[0] == services[side]["hostname"] == side
         external = listeners["EXTERNAL"]
-        assert f"{external}:{external}" in services[side]["ports"] and advertised["EXTERNAL"] == f"localhost:{external}"
+        assert f"{external}:{external}" in _ports(services[side]) and advertised["EXTERNAL"] == f"localhost:{external}"
         voter = kenv["KAFKA_CONTROLLER_QUORUM_VOTERS"]
         assert voter == f"{kenv['KAFKA_NODE_ID']}@{side}:{listeners['CONTROLLER']}"
         assert set(listeners) == set(kenv["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].replace(":", ",").split(",")[::2])
@@ -301,3 +309,30 @@ def test_the_demo_specs_connections_are_defined_and_no_secret_is_written_in_the_
                    if line and not line.startswith("#"))
     assert set(example) == variables
     assert "docker/.env" in (REPO / ".gitignore").read_text().split()
+
+
+# --- hardening (issue 24) ---------------------------------------------------------------------------------
+def test_every_published_port_is_bound_to_the_loopback_by_default(compose):
+    ports = [(name, p) for name, s in _services(compose).items() for p in s.get("ports", [])]
+    assert ports, "the stack publishes the API server, Kafka's external listeners, the registries and the UI"
+    for name, port in ports:
+        assert isinstance(port, str) and port.startswith(BIND + ":") and port.count(":") == 3, (name, port)
+
+
+def test_every_container_runs_as_a_non_root_user(compose):
+    for name, service in _services(compose).items():
+        user = str(service.get("user", "root"))
+        assert user.split(":")[0] not in ("root", "0", ""), f"{name} runs as root"
+    steps = dockerfile_steps()
+    users = [args for instruction, args in steps if instruction == "USER"]
+    assert users and users[-1] not in ("root", "0"), "the image's last USER is root"
+    assert _services(compose)["airflow-scheduler"]["user"] == f"{users[-1]}:0"
+
+
+def test_only_the_scheduler_mounts_the_work_dir_read_write(compose):
+    for name, service in _services(compose).items():
+        for volume in service.get("volumes", []):
+            if volume.startswith("kferry-work:"):
+                writable = not volume.endswith(":ro")
+                assert writable == (name == "airflow-scheduler"), (name, volume)
+    assert "kferry-work:/opt/airflow/kafka-ferry:ro" in _services(compose)["airflow-api-server"]["volumes"]

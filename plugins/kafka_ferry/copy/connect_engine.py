@@ -36,6 +36,7 @@ from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.runner import spark_task, task_groups
+from kafka_ferry.core.spark_credentials import check_connect_url
 
 RESULT_SCHEMA = "result string"
 CONNECT_MODE_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
@@ -54,6 +55,7 @@ def run_on_spark_connect(url: str, plan: CopyPlan, configs: Mapping[str, Mapping
 @contextmanager
 def connect_session(url: str, package_zip: Path) -> Iterator[Any]:
     """The migration's kept session on the server at ``url``, the package added; detached (not released) after."""
+    check_connect_url(url)  # before any config is pickled: off the loopback only over TLS with a token
     with connect_mode_restored():
         spark = _attach(url, package_zip)
         try:

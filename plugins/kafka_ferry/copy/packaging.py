@@ -10,6 +10,13 @@ each module they import on every batch (0.2 s to 0.4 s per process, measured). T
 (PEP 552): the importer uses it only when its source hash matches the source beside it, and a Python of
 another version (a cluster's executors) refuses its magic number and compiles the source, as before.
 
+A zip found in the work dir is used only when its SHA-256 is the one this user recorded when it was built
+(``KFERRY_PACKAGE_DIGEST_DIR``, default ``~/.cache/kafka-ferry/package-digests``, 0700 and this user's own).
+Why: the work dir is shared (the API server reads it; other services mount it) and the zip runs with both
+clusters' credentials, so a zip planted or edited there under the expected name must never be run. A zip
+with no trusted record is checked by rebuilding it in memory (its bytes are reproducible), and replaced when
+it differs.
+
     python -m kafka_ferry.copy.packaging OUT_DIR
 """
 
@@ -40,22 +47,74 @@ def package_files(root: Path | None = None) -> list[tuple[Path, str]]:
     return files
 
 
+DIGEST_DIR_ENV = "KFERRY_PACKAGE_DIGEST_DIR"
+
+
 def build_package_zip(out_dir: str | Path) -> Path:
-    """Write ``kafka_ferry-<hash>.zip`` into out_dir (reused when present) and return its path."""
+    """Write ``kafka_ferry-<hash>.zip`` into out_dir (reused when its digest checks) and return its path."""
     sources = [(name, path.read_bytes()) for path, name in package_files()]
     digest = hashlib.sha256(sys.implementation.cache_tag.encode())
     for name, text in sources:
         digest.update(b"%d:%s\0%d:" % (len(name), name.encode(), len(text)))
         digest.update(text)
+    source_digest = digest.hexdigest()
     out_dir = Path(out_dir)
-    target = out_dir / f"kafka_ferry-{digest.hexdigest()[:16]}.zip"
-    if target.exists():
+    target = out_dir / f"kafka_ferry-{source_digest[:16]}.zip"
+    trusted = _trusted_digest(source_digest)
+    if trusted is not None and _file_digest(target) == trusted:
+        return target
+    data = _zip_bytes(sources)
+    expected = hashlib.sha256(data).hexdigest()
+    _record_digest(source_digest, expected)
+    if _file_digest(target) == expected:  # built earlier (by another user of the work dir): same bytes, kept
         return target
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(_zip_bytes(sources))
-    tmp.replace(target)
+    tmp.write_bytes(data)
+    tmp.replace(target)  # a zip that was there under this name and differs is replaced, never run
     return target
+
+
+def _file_digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _digest_dir() -> Path | None:
+    """This user's private record of built zips' digests; None when it cannot be trusted (then: rebuild)."""
+    path = Path(os.environ.get(DIGEST_DIR_ENV) or Path.home() / ".cache" / "kafka-ferry" / "package-digests")
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = path.stat()
+    except OSError:
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:  # someone else may write there: not a trust anchor
+        return None
+    return path
+
+
+def _trusted_digest(source_digest: str) -> str | None:
+    directory = _digest_dir()
+    if directory is None:
+        return None
+    try:
+        return (directory / source_digest).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _record_digest(source_digest: str, zip_digest: str) -> None:
+    directory = _digest_dir()
+    if directory is None:
+        return
+    tmp = directory / f"{source_digest}.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(zip_digest)
+        tmp.replace(directory / source_digest)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def _zip_bytes(sources: list[tuple[str, bytes]]) -> bytes:

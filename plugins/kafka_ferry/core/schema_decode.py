@@ -71,6 +71,31 @@ class _Unusable(Exception):
     """A schema that cannot be used to decode anything (the reason is the message)."""
 
 
+class DecodeFailure(ValueError):
+    """A payload that does not decode, said by positions, schema paths, keywords and types only.
+
+    Why a class of its own: a failure reason reaches the run page, XCom and logs for everyone who can read the
+    DAG, so it must never quote the record (decoders' own messages do: "'123-45-6789' is not of type
+    'integer'"). Only this class's messages are shown; any other decoder error is named by its type alone.
+    """
+
+
+# JSON Schema's names for the types of a decoded JSON value (the type is shown, never the value).
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number",
+               type(None): "null"}
+
+
+def _safe_reason(exc: Exception) -> str:
+    """What a decoder's exception may say on a page: its own positions, or its type only."""
+    if isinstance(exc, DecodeFailure):
+        return str(exc)[:300]
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON: {exc.msg} at byte {exc.pos}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not {exc.encoding} text at byte {exc.start}"
+    return f"{type(exc).__name__} (its message is not shown: it may quote the record)"
+
+
 class PayloadChecker:
     """Checks payloads against the schemas a `lookup` returns; parses each id's schema once.
 
@@ -97,7 +122,7 @@ class PayloadChecker:
             decode(payload[HEADER_SIZE:])
         except Exception as exc:  # every decoder's way of saying "not this schema's bytes"
             return Verdict("failed", schema_id, schema_type, f"{schema_type} payload does not decode: "
-                                                             f"{type(exc).__name__}: {str(exc)[:200]}")
+                                                             f"{_safe_reason(exc)}")
         verdict = self._decoded.get(schema_id)
         if verdict is None:
             verdict = self._decoded[schema_id] = Verdict("decoded", schema_id, schema_type)
@@ -132,7 +157,7 @@ def _avro_decoder(registered: RegisteredSchema) -> Callable[[bytes], None]:
         fastavro.schemaless_reader(stream, schema, None)
         left = len(body) - stream.tell()
         if left:
-            raise ValueError(f"{left} byte(s) left after the record")
+            raise DecodeFailure(f"{left} byte(s) left after the record")
 
     return decode
 
@@ -159,10 +184,23 @@ def _json_decoder(registered: RegisteredSchema) -> Callable[[bytes], None]:
     def decode(body: bytes) -> None:
         error = jsonschema.exceptions.best_match(validator.iter_errors(json.loads(body)))
         if error is not None:
-            path = "/".join(str(p) for p in error.absolute_path) or "(root)"
-            raise ValueError(f"at {path}: {error.message[:160]}")
+            raise DecodeFailure(_json_schema_failure(error))
 
     return decode
+
+
+def _json_schema_failure(error: jsonschema.ValidationError) -> str:
+    """Where and why, never what: the field's path, the failed keyword, its schema path and the value's type.
+
+    jsonschema's own message quotes the value; `required` is the one keyword whose message names only schema
+    text (the missing property), so it is kept.
+    """
+    path = "/".join(str(p) for p in error.absolute_path) or "(root)"
+    schema_path = "/".join(str(p) for p in error.absolute_schema_path)
+    kind = _JSON_TYPES.get(type(error.instance), type(error.instance).__name__)
+    if error.validator == "required":
+        return f"at {path}: {error.message[:160]} (schema path {schema_path})"
+    return f"at {path}: fails '{error.validator}' (schema path {schema_path}); the field is a {kind}"
 
 
 def _all_references(registered: RegisteredSchema):
@@ -197,13 +235,13 @@ def read_varint(data: bytes, pos: int) -> tuple[int, int]:
     value = shift = 0
     for i in range(10):
         if pos + i >= len(data):
-            raise ValueError(f"varint at byte {pos} runs past the end")
+            raise DecodeFailure(f"varint at byte {pos} runs past the end")
         byte = data[pos + i]
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
             return value, pos + i + 1
         shift += 7
-    raise ValueError(f"varint at byte {pos} is longer than 10 bytes")
+    raise DecodeFailure(f"varint at byte {pos} is longer than 10 bytes")
 
 
 def zigzag(value: int) -> int:
@@ -218,7 +256,7 @@ def message_indexes(body: bytes) -> tuple[list[int], int]:
     count, pos = read_varint(body, 0)
     count = zigzag(count)
     if count < 0 or count > 100:
-        raise ValueError(f"message-index count {count} is not plausible")
+        raise DecodeFailure(f"message-index count {count} is not plausible")
     if count == 0:
         return [0], pos
     indexes = []
@@ -226,7 +264,7 @@ def message_indexes(body: bytes) -> tuple[list[int], int]:
         raw, pos = read_varint(body, pos)
         indexes.append(zigzag(raw))
     if any(i < 0 for i in indexes):
-        raise ValueError(f"negative message index in {indexes}")
+        raise DecodeFailure(f"negative message index in {indexes}")
     return indexes, pos
 
 
@@ -237,7 +275,7 @@ def walk_wire_format(data: bytes, pos: int = 0) -> None:
         tag, at = read_varint(data, pos)
         number, wire = tag >> 3, tag & 7
         if number == 0:
-            raise ValueError(f"field number 0 at byte {pos}")
+            raise DecodeFailure(f"field number 0 at byte {pos}")
         if wire == WIRE_VARINT:
             _, pos = read_varint(data, at)
         elif wire in (WIRE_I64, WIRE_I32):
@@ -250,14 +288,14 @@ def walk_wire_format(data: bytes, pos: int = 0) -> None:
             pos = at
         elif wire == WIRE_EGROUP:
             if not groups or groups.pop() != number:
-                raise ValueError(f"end of group {number} at byte {pos} without its start")
+                raise DecodeFailure(f"end of group {number} at byte {pos} without its start")
             pos = at
         else:
-            raise ValueError(f"wire type {wire} at byte {pos} does not exist")
+            raise DecodeFailure(f"wire type {wire} at byte {pos} does not exist")
         if pos > len(data):
-            raise ValueError(f"field {number} at byte {at} runs past the end ({pos} > {len(data)})")
+            raise DecodeFailure(f"field {number} at byte {at} runs past the end ({pos} > {len(data)})")
     if groups:
-        raise ValueError(f"group {groups[-1]} is not closed")
+        raise DecodeFailure(f"group {groups[-1]} is not closed")
 
 
 def _protobuf_decoder(registered: RegisteredSchema) -> Callable[[bytes], None]:
@@ -269,7 +307,7 @@ def _protobuf_decoder(registered: RegisteredSchema) -> Callable[[bytes], None]:
     def decode(body: bytes) -> None:
         indexes, start = message_indexes(body)
         if indexes[0] >= messages:
-            raise ValueError(f"message index {indexes} names message {indexes[0]}, the schema has {messages}")
+            raise DecodeFailure(f"message index {indexes} names message {indexes[0]}, the schema has {messages}")
         walk_wire_format(body, start)
 
     return decode

@@ -17,11 +17,11 @@ Invariants the plan keeps (tests assert each):
 from __future__ import annotations
 
 import heapq
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kafka_ferry.core.patterns import any_full_match
 from kafka_ferry.core.protobuf_schema import UnrenderableDescriptor
 from kafka_ferry.core.schema_forms import canonical, registrable_text
 
@@ -304,11 +304,11 @@ def select_subjects(source_subjects: Iterable[str], topics: Mapping[str, str], i
     include, exclude = tuple(include), tuple(exclude)
     chosen: dict[str, str] = {}
     for subject in source_subjects:
-        if any(re.fullmatch(p, subject) for p in exclude):
+        if any_full_match(exclude, subject):  # RE2: linear in the subject's length
             continue
         topic, _, suffix = subject.rpartition("-")
         if suffix in ("key", "value") and topic in topics:
             chosen[subject] = f"{topics[topic]}-{suffix}"
-        elif any(re.fullmatch(p, subject) for p in include):
+        elif any_full_match(include, subject):
             chosen[subject] = subject
     return chosen

@@ -22,10 +22,10 @@ Pure: no registry client here; `stages.serialized_fields` reads the subjects and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from kafka_ferry.core.patterns import any_full_match, full_match
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownIdPolicy
 
 FIELD_CHOICES = ("key", "value", "both", "none")
@@ -79,7 +79,7 @@ def _record_subjects(subjects: Iterable[str], topics: Sequence[str], include: Se
     loose: list[str] = []
     migrated = set(topics)
     for subject in sorted(set(subjects)):
-        if not any(re.fullmatch(p, subject) for p in include) or any(re.fullmatch(p, subject) for p in exclude):
+        if not any_full_match(include, subject) or any_full_match(exclude, subject):
             continue
         owner, _, rest = subject.rpartition("-")
         if rest in ("key", "value"):
@@ -107,7 +107,7 @@ def decide_fields(topics: Iterable[str], source_subjects: Iterable[str],
 def _decide(topic: str, subjects: set[str], overrides: Sequence[tuple[str, str]], record_subjects: list[str],
             loose: list[str]) -> FieldDecision:
     for index, (pattern, choice) in enumerate(overrides):
-        if re.fullmatch(pattern, topic):
+        if full_match(pattern, topic):  # RE2: linear in the name (core.patterns)
             return FieldDecision.of_choice(
                 topic, choice, f"spec: serialized_fields[{index}] (topics {pattern!r}, fields {choice})")
     key, value = f"{topic}-key" in subjects, f"{topic}-value" in subjects

@@ -1,23 +1,35 @@
 """How the copy job gets both clusters' client configs without a secret on any command line, per Spark master.
 
-- local[*] and spark:// (client mode): the spark-submit process's environment (``KFERRY_CLUSTER_CONFIGS``),
-  set by the task at run time; executors get the configs in the task closure.
-- k8s://: the driver and executor pods read ``KFERRY_CLUSTER_CONFIGS`` from a Kubernetes Secret
-  (``spark.kubernetes.{driver,executor}.secretKeyRef``); the Airflow worker never holds the value.
-- yarn (and any master when asked): a credentials file, mode 0600 in a directory of its own, shipped with
-  ``--files`` and named by ``KFERRY_CLUSTER_CONFIGS_FILE`` (a path, not a secret); removed after the run.
+Decided from the master *as the Spark provider's SparkSubmitHook resolved it* (``SparkTarget``), because the
+hook, not the URL's scheme, decides where ``env_vars`` go: it treats any master containing "yarn" as YARN
+(``--conf spark.yarn.appMasterEnv.K=V`` on the command line, readable in ``ps``, Spark's UI and event log) and
+any containing "k8s" as Kubernetes (``--conf spark.kubernetes.driverEnv.K=V``). So ``spark://yarn-gw01:7077``
+is YARN to the hook, and must never be handed the secret as an env var.
+
+- env (the hook puts env_vars only on the spark-submit process: not YARN, not Kubernetes to the hook, client
+  mode): ``KFERRY_CLUSTER_CONFIGS`` in that process's environment (readable by its own user only); executors
+  get the configs in the task closure.
+- kubernetes-secret (a real ``k8s://`` master): the pods read ``KFERRY_CLUSTER_CONFIGS`` from a Kubernetes
+  Secret (``spark.kubernetes.{driver,executor}.secretKeyRef``); the Airflow worker never holds the value.
+- file (YARN to the hook, any master in cluster deploy mode, or when asked): a credentials file, mode 0600 in a
+  directory of its own, shipped with ``--files`` and named by ``KFERRY_CLUSTER_CONFIGS_FILE`` (a path, not a
+  secret); removed after the run.
+- refused: a master the hook calls Kubernetes that is not ``k8s://`` (the hook would not pass the file's path
+  to the driver), named with the reason.
 """
 
 from __future__ import annotations
 
-import re
+import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
+
+from kafka_ferry.core.patterns import SECRET_REF  # <Secret name>:<key>
 
 CONFIGS_ENV = "KFERRY_CLUSTER_CONFIGS"
 CONFIGS_FILE_ENV = "KFERRY_CLUSTER_CONFIGS_FILE"
 CREDENTIALS_FILE_NAME = "kferry-credentials.json"
-SECRET_REF = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?:[-._a-zA-Z0-9]+$")  # <Secret name>:<key>
 
 
 @dataclass(frozen=True)
@@ -33,18 +45,41 @@ class CredentialDelivery:
     needs_file: bool = False
 
 
-def delivery_for(master: str, kubernetes_secret: str | None = None, credentials_file: str | Path | None = None,
-                 force_file: bool = False) -> CredentialDelivery:
-    """The delivery for this master; ``credentials_file`` is where the task will write the file (file mode)."""
-    master = master.strip()
-    if master.startswith("k8s://"):
-        if not kubernetes_secret or not SECRET_REF.match(kubernetes_secret):
+@dataclass(frozen=True)
+class SparkTarget:
+    """The master as the SparkSubmitHook resolved it, and how the hook classified it (its ``_is_yarn``,
+    ``_is_kubernetes`` and deploy mode): the same facts that build the spark-submit command."""
+
+    master: str
+    provider_yarn: bool
+    provider_kubernetes: bool
+    deploy_mode: str | None = None
+
+    @property
+    def scheme_kubernetes(self) -> bool:
+        return self.master.strip().startswith("k8s://")
+
+
+def delivery_for(target: SparkTarget, kubernetes_secret: str | None = None,
+                 credentials_file: str | Path | None = None, force_file: bool = False) -> CredentialDelivery:
+    """The delivery for this resolved master; ``credentials_file`` is where the task will write the file."""
+    master = target.master.strip()
+    if target.provider_kubernetes:
+        if not target.scheme_kubernetes:
+            raise ValueError(f"master {master!r} is not a k8s:// URL, but the Spark provider treats it as Kubernetes "
+                             "(its name contains 'k8s'): it would not pass the credentials to the driver; use a "
+                             "master URL or host name without 'k8s', or a k8s:// master")
+        if not kubernetes_secret or not SECRET_REF.fullmatch(kubernetes_secret):
             raise ValueError(f"master {master!r}: set copy.kubernetes_credentials_secret to '<secret>:<key>' of a "
                              f"Kubernetes Secret holding the {CONFIGS_ENV} JSON (got {kubernetes_secret!r})")
         return CredentialDelivery("kubernetes-secret", conf={
             f"spark.kubernetes.driver.secretKeyRef.{CONFIGS_ENV}": kubernetes_secret,
             f"spark.kubernetes.executor.secretKeyRef.{CONFIGS_ENV}": kubernetes_secret})
-    if master.startswith("yarn") or force_file:
+    if target.scheme_kubernetes:  # k8s:// the hook did not recognise: never guess; nothing would be safe to send
+        raise ValueError(f"master {master!r}: the Spark provider does not treat it as Kubernetes; refused")
+    # YARN to the hook (whatever the URL's scheme) copies env_vars onto the command line: the secret goes in a file.
+    # Cluster deploy mode runs the driver elsewhere: the spark-submit process's env would not reach it.
+    if target.provider_yarn or target.deploy_mode == "cluster" or force_file:
         if credentials_file is None:
             raise ValueError("file delivery needs the path the credentials file will be written to")
         path = str(credentials_file)
@@ -52,3 +87,41 @@ def delivery_for(master: str, kubernetes_secret: str | None = None, credentials_
             raise ValueError(f"the credentials file must be named {CREDENTIALS_FILE_NAME} (its name in containers)")
         return CredentialDelivery("file", files=(path,), env={CONFIGS_FILE_ENV: path}, needs_file=True)
     return CredentialDelivery("env", needs_secret_env=True)
+
+
+def secret_values(configs: dict[str, dict]) -> list[str]:
+    """The values of the clusters' configs that must never appear in a command, conf or page (for checks)."""
+    marks = ("password", "secret", "sasl.jaas.config", "ssl.key.pem", "token", "credentials")
+    return sorted({str(v) for config in configs.values() for k, v in config.items()
+                   if any(m in k.lower() for m in marks) and len(str(v)) >= 4})
+
+
+class InsecureChannelRefused(ValueError):
+    """A Spark Connect server off the loopback without TLS and a token: both clusters' configs would go in clear."""
+
+
+def check_connect_url(url: str) -> None:
+    """Refuse a Spark Connect URL (``sc://host:port/;use_ssl=true;token=...``) that would send the clusters'
+    configs, passwords included, unencrypted or unauthenticated off this machine. Loopback needs neither."""
+    parsed = urlparse(url)
+    host = (parsed.hostname or "").lower()
+    params = dict(part.split("=", 1) for part in parsed.path.lstrip("/").split(";") if "=" in part)
+    if _loopback(host):
+        return
+    missing = [what for what, ok in (("TLS (use_ssl: true in the connection's extra)",
+                                      params.get("use_ssl", "").lower() in ("true", "1")),
+                                     ("a token (the connection's password)", bool(params.get("token"))))
+               if not ok]
+    if missing:
+        raise InsecureChannelRefused(f"Spark Connect server {host!r} is off the loopback and the connection lacks "
+                                     f"{' and '.join(missing)}: both clusters' configs, passwords included, "
+                                     "would cross the network in clear; refused")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

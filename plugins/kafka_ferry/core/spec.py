@@ -8,7 +8,6 @@ of each. `python -m kafka_ferry.core.spec_check check FILE...` runs the same che
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,6 +15,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from kafka_ferry.core.patterns import (
+    CLUSTER_ALIAS,
+    CONNECTION_ID,
+    MIGRATION_NAME,
+    PRINCIPAL,
+    SECRET_REF,
+    TENANT,
+    TOPIC_NAME,
+    PatternError,
+    any_full_match,
+    compiled,
+    is_topic_name,
+)
 from kafka_ferry.core.spec_source import (
     Location,
     Position,
@@ -26,13 +38,8 @@ from kafka_ferry.core.spec_source import (
     validation_problems,
 )
 
-# Airflow's own rule for connection ids (letters, digits, '-', '_', '.'), bounded like its column.
-CONNECTION_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,250}$")
-# Migration names become DAG ids and Kafka topic names, so keep them to what both accept.
-MIGRATION_NAME = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,99}$")
-# Kafka's legal topic characters; a prefix is prepended to topic names.
-TOPIC_CHARS = re.compile(r"^[A-Za-z0-9._\-]+$")
-CLUSTER_ALIAS = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+# The name rules (full-match patterns: `$` would let a final newline through) and the RE2 matching of regexes.
+TOPIC_CHARS = TOPIC_NAME  # a prefix is prepended to topic names: it holds only topic characters
 
 
 class _Frozen(BaseModel):
@@ -42,7 +49,7 @@ class _Frozen(BaseModel):
 
 
 def _connection_id(value: str) -> str:
-    if not CONNECTION_ID.match(value):
+    if not CONNECTION_ID.fullmatch(value):
         raise ValueError("not a valid Airflow connection id (letters, digits, '-', '_', '.')")
     return value
 
@@ -59,16 +66,17 @@ class ClusterRef(_Frozen):
     @field_validator("alias")
     @classmethod
     def _alias(cls, v: str) -> str:
-        if not CLUSTER_ALIAS.match(v):
+        if not CLUSTER_ALIAS.fullmatch(v):
             raise ValueError("cluster alias must be 1-64 letters, digits, '_' or '-' (it names MM2 topics)")
         return v
 
 
 def _regex(pattern: str) -> str:
+    # RE2: matched in linear time against every name (core.patterns says why); refused if RE2 cannot take it
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"not a valid regex: {exc}") from None
+        compiled(pattern)
+    except PatternError as exc:
+        raise ValueError(str(exc)) from None
     return pattern
 
 
@@ -119,9 +127,7 @@ class Selection(_Frozen):
     exclude: tuple[Regex, ...] = ()
 
     def matches(self, name: str) -> bool:
-        return any(re.fullmatch(p, name) for p in self.include) and not any(
-            re.fullmatch(p, name) for p in self.exclude
-        )
+        return any_full_match(self.include, name) and not any_full_match(self.exclude, name)
 
 
 class IdentityRename(_Frozen):
@@ -138,7 +144,7 @@ class PrefixRename(_Frozen):
     @field_validator("prefix")
     @classmethod
     def _prefix(cls, v: str) -> str:
-        if not TOPIC_CHARS.match(v):
+        if not TOPIC_CHARS.fullmatch(v):
             raise ValueError("prefix may hold only letters, digits, '.', '_' and '-'")
         return v
 
@@ -156,7 +162,7 @@ class TopicSelection(Selection):
     @classmethod
     def _adopt(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         for name in v:
-            if not TOPIC_CHARS.match(name) or len(name) > 249 or name in (".", ".."):
+            if not is_topic_name(name):
                 raise ValueError(f"{name!r} is not a legal Kafka topic name")
         duplicates = sorted(n for n, count in Counter(v).items() if count > 1)
         if duplicates:
@@ -184,6 +190,13 @@ class CopySettings(_Frozen):
     # kept on the host (core/driver_jvm.py), about 2 s less per batch; false leaves the JVM's flags alone.
     fast_driver_start: bool = True
 
+    @field_validator("kubernetes_credentials_secret")
+    @classmethod
+    def _secret_ref(cls, v: str | None) -> str | None:
+        if v is not None and not SECRET_REF.fullmatch(v):
+            raise ValueError("a Kubernetes Secret reference is '<secret name>:<key>' (DNS name, key characters)")
+        return v
+
 
 class PromotionSettings(_Frozen):
     """Thresholds the sensors gate promotion on."""
@@ -194,11 +207,8 @@ class PromotionSettings(_Frozen):
     poke_interval_seconds: int = Field(default=10, ge=1)
 
 
-PRINCIPAL = re.compile(r"^[A-Za-z][A-Za-z0-9_]*:.+$")
-
-
 def _principal(value: str) -> str:
-    if not PRINCIPAL.match(value):
+    if not PRINCIPAL.fullmatch(value):
         raise ValueError("a principal is '<Type>:<name>', e.g. 'User:orders-app'")
     return value
 
@@ -225,6 +235,14 @@ class AclSettings(_Frozen):
         return v
 
 
+class TimeoutSettings(_Frozen):
+    """Every task's execution timeout: a hung client call or Spark job fails its try instead of holding a worker
+    slot for ever. ``copy_seconds`` bounds the Spark copy tasks (a batch of the spec's bounds takes far less)."""
+
+    task_seconds: int = Field(default=3600, ge=60, le=7 * 24 * 3600)
+    copy_seconds: int = Field(default=6 * 3600, ge=60, le=7 * 24 * 3600)
+
+
 class MigrationSpec(_Frozen):
     name: str
     tenant: str = Field(min_length=1, max_length=100)
@@ -239,19 +257,29 @@ class MigrationSpec(_Frozen):
     schedule: str | None = None
     promotion: PromotionSettings = Field(default_factory=PromotionSettings)
     state_topic: str | None = None
+    timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not MIGRATION_NAME.match(v):
+        if not MIGRATION_NAME.fullmatch(v):
             raise ValueError("name must start with a lowercase letter or digit and hold only a-z, 0-9, '_', '-'")
+        return v
+
+    @field_validator("tenant")
+    @classmethod
+    def _tenant(cls, v: str) -> str:
+        if not TENANT.fullmatch(v):
+            raise ValueError("tenant must be 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit")
         return v
 
     @field_validator("schedule")
     @classmethod
     def _schedule(cls, v: str | None) -> str | None:
+        if v is not None and not v.isprintable():
+            raise ValueError("schedule holds a control character (a newline?)")
         if v is None or v.startswith("@"):
             return v
         if len(v.split()) != 5:
@@ -261,8 +289,8 @@ class MigrationSpec(_Frozen):
     @field_validator("state_topic")
     @classmethod
     def _state_topic(cls, v: str | None) -> str | None:
-        if v is not None and (not TOPIC_CHARS.match(v) or len(v) > 249):
-            raise ValueError("not a legal Kafka topic name")
+        if v is not None and not is_topic_name(v):
+            raise ValueError("not a legal Kafka topic name (1-249 of letters, digits, '.', '_', '-'; not '.' or '..')")
         return v
 
     @property

@@ -1,7 +1,7 @@
 """Checks of a migration spec beyond its own fields: the Airflow connections it names, and the spec-check CLI.
 
-``python -m kafka_ferry.core.spec_check check SPEC.yaml ...`` (``make check-spec``) prints every problem of every
-file, with file, line and field, without Airflow; exit 1 on any.
+``python -m kafka_ferry.core.spec_check check [--tenants TENANTS.yaml] SPEC.yaml ...`` (``make check-spec``, with
+``TENANTS=...``) prints every problem of every file, with file, line and field, without Airflow; exit 1 on any.
 """
 
 from __future__ import annotations
@@ -10,8 +10,21 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from kafka_ferry.core.patterns import SPEC_FILE_NAME
 from kafka_ferry.core.spec import MigrationSpec, parse_spec
-from kafka_ferry.core.spec_source import Location, SpecError, located, read_yaml
+from kafka_ferry.core.spec_source import Location, SpecError, SpecProblem, located, read_yaml
+from kafka_ferry.core.tenants import TenantsFile, load_tenants, tenant_problems
+
+SPEC_FILE_NAME_RULE = ("a spec's file name must be 1-200 letters, digits, '.', '_' or '-' ending in .yaml "
+                       "(it names the generated DAG file)")
+
+
+def file_name_problems(path: str | Path) -> list[SpecProblem]:
+    """The spec file's own name, which `make dags` turns into a DAG file name (and quotes inside it)."""
+    name = Path(path).name
+    if SPEC_FILE_NAME.fullmatch(name):
+        return []
+    return [SpecProblem(None, None, f"file name {name!r} refused: {SPEC_FILE_NAME_RULE}")]
 
 
 def connection_refs(spec: MigrationSpec) -> list[tuple[Location, str, tuple[str, ...] | None]]:
@@ -56,17 +69,41 @@ def check_connections(spec: MigrationSpec, path: str | Path, found: Mapping[str,
         raise SpecError(path, problems)
 
 
-def check_files(paths: Sequence[str | Path]) -> tuple[list[str], list[SpecError]]:
-    """Validate spec files as the DAG processor would, plus what only a set of files shows (two with one name)."""
+def check_tenant(spec: MigrationSpec, path: str | Path, tenants: TenantsFile, tenants_path: str | Path,
+                 destination_topics: Sequence[str] = ()) -> None:
+    """Refuse (SpecError, every problem located in the spec) what the spec uses that its tenant is not granted."""
+    try:
+        _, positions = read_yaml(Path(path))
+    except SpecError:
+        positions = {}
+    problems = tenant_problems(spec, tenants, tenants_path, connection_refs(spec), destination_topics, positions)
+    if problems:
+        raise SpecError(path, problems)
+
+
+def check_files(paths: Sequence[str | Path], tenants_path: str | Path | None = None
+                ) -> tuple[list[str], list[SpecError]]:
+    """Validate spec files as the DAG processor would, plus what only a set of files shows (two with one name),
+    and, given a tenants file, what each spec's tenant may use."""
     valid: list[str] = []
     errors: list[SpecError] = []
     first_by_name: dict[str, str] = {}
+    tenants = None
+    if tenants_path is not None:
+        try:
+            tenants = load_tenants(tenants_path)
+        except SpecError as exc:
+            return [], [exc]
     for path in paths:
+        named = file_name_problems(path)
         try:
             data, positions = read_yaml(Path(path))
             spec = parse_spec(data, path, positions)
         except SpecError as exc:
-            errors.append(exc)
+            errors.append(SpecError(path, named + exc.problems))
+            continue
+        if named:
+            errors.append(SpecError(path, named))
             continue
         if spec.name in first_by_name:
             errors.append(SpecError(path, [located(("name",), spec.name, f"{first_by_name[spec.name]} has this "
@@ -74,6 +111,12 @@ def check_files(paths: Sequence[str | Path]) -> tuple[list[str], list[SpecError]
                                                     positions)]))
             continue
         first_by_name[spec.name] = str(path)
+        if tenants is not None:
+            try:
+                check_tenant(spec, path, tenants, tenants_path)
+            except SpecError as exc:
+                errors.append(exc)
+                continue
         valid.append(f"ok: {path} (DAG {spec.dag_id})")
     return valid, errors
 
@@ -81,10 +124,14 @@ def check_files(paths: Sequence[str | Path]) -> tuple[list[str], list[SpecError]
 def main(argv: Sequence[str] | None = None) -> int:
     """`check FILE...`: print every problem of every file; exit 0 when all are valid, 1 if not, 2 on bad usage."""
     args = list(sys.argv[1:] if argv is None else argv)
+    tenants_path = None
+    if len(args) >= 3 and args[1] == "--tenants":
+        tenants_path, args = args[2], [args[0], *args[3:]]
     if len(args) < 2 or args[0] != "check":
-        print("usage: python -m kafka_ferry.core.spec_check check SPEC.yaml [SPEC.yaml ...]", file=sys.stderr)
+        print("usage: python -m kafka_ferry.core.spec_check check [--tenants TENANTS.yaml] SPEC.yaml [SPEC.yaml ...]",
+              file=sys.stderr)
         return 2
-    valid, errors = check_files(args[1:])
+    valid, errors = check_files(args[1:], tenants_path)
     for line in valid:
         print(line)
     for error in errors:

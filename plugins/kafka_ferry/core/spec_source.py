@@ -79,12 +79,35 @@ class SpecError(ValueError):
         super().__init__("\n".join(lines))
 
 
+# A migration spec is a few kilobytes; a file far larger is a mistake or an attack on the dag-processor.
+MAX_SPEC_BYTES = 256 * 1024
+# Nesting deeper than any spec needs; PyYAML composes recursively, so a deep file would exhaust the stack.
+MAX_DEPTH = 64
+
+
 def read_yaml(path: Path) -> tuple[Any, dict[Location, Position]]:
-    """The document's data and the position of every key and list item; SpecError on unreadable or bad YAML."""
+    """The document's data and the position of every key and list item; SpecError on unreadable or bad YAML.
+
+    Bounded before anything is built: the file's size, its nesting depth, and no anchors or aliases at all.
+    Why no aliases: each alias level multiplies the document (a few hundred bytes of nested aliases expand to
+    gigabytes: a "billion laughs"); a spec never needs them, so refusing them costs nothing and bounds the
+    work to the file's size.
+    """
     try:
-        text = path.read_text()
+        with path.open("rb") as raw:
+            data_bytes = raw.read(MAX_SPEC_BYTES + 1)
     except OSError as exc:
         raise SpecError(path, [SpecProblem(None, None, f"cannot read: {exc.strerror}")]) from None
+    if len(data_bytes) > MAX_SPEC_BYTES:
+        raise SpecError(path, [SpecProblem(None, None, f"larger than {MAX_SPEC_BYTES} bytes: a migration spec is "
+                                                       "a few kilobytes; refused unread", line=1)])
+    try:
+        text = data_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(path, [SpecProblem(None, None, f"not UTF-8 text (byte {exc.start})")]) from None
+    bounded = _bounded_events(text)
+    if bounded:
+        raise SpecError(path, bounded)
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -102,6 +125,38 @@ def read_yaml(path: Path) -> tuple[Any, dict[Location, Position]]:
     if duplicates:
         raise SpecError(path, duplicates)
     return data, positions
+
+
+def _bounded_events(text: str) -> list[SpecProblem]:
+    """Every anchor and alias of the document, and nesting past MAX_DEPTH, as located problems.
+
+    Read from the parser's event stream: linear in the file's size, and nothing is expanded or built yet.
+    A syntax error is left to the composer, which reports it with context.
+    """
+    problems: list[SpecProblem] = []
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            mark = event.start_mark
+            where = {"line": mark.line + 1, "column": mark.column + 1} if mark is not None else {}
+            if isinstance(event, yaml.AliasEvent):
+                problems.append(SpecProblem(None, None, f"YAML alias '*{event.anchor}' refused: a migration spec "
+                                                        "holds no anchors or aliases (write the value out)", **where))
+            elif getattr(event, "anchor", None):
+                problems.append(SpecProblem(None, None, f"YAML anchor '&{event.anchor}' refused: a migration spec "
+                                                        "holds no anchors or aliases (write the value out)", **where))
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    problems.append(SpecProblem(None, None, f"nested deeper than {MAX_DEPTH} levels", **where))
+                    break
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+            if len(problems) >= 50:  # enough to fix the file; the rest would say the same
+                break
+    except yaml.YAMLError:
+        return problems  # the syntax error itself is reported by the composer, with its context
+    return problems
 
 
 def syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> SpecProblem:

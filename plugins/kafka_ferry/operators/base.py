@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from airflow.sdk import BaseHook, BaseOperator
+from airflow.sdk import BaseHook, BaseOperator, conf
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from kafka_ferry.core.spec_check import check_connections, connection_refs
+from kafka_ferry.core.provisioning_plan import select_topics
+from kafka_ferry.core.spec_check import check_connections, check_tenant, connection_refs
+from kafka_ferry.core.tenants import AIRFLOW_CONFIG, load_tenants, tenants_file_path
 from kafka_ferry.task_support import MigrationContext
 
 
 class MigrationOperator(MigrationContext, BaseOperator):
     """Base for operators that act for one migration spec."""
 
-    template_fields: Sequence[str] = ("spec_path",)
+    # spec_path is no template field: a file name is data, never rendered (issue 24: `{{ 7*7 }}` in a name)
+    template_fields: Sequence[str] = ()
     ui_color = "#d8e8f8"
 
     def __init__(self, *, spec_path: str, **kwargs) -> None:
@@ -32,3 +35,15 @@ class MigrationOperator(MigrationContext, BaseOperator):
             except AirflowNotFoundException:
                 continue
         check_connections(self.spec, self.spec_path, found)
+
+    def check_tenant(self) -> None:
+        """With the platform's tenants file configured, refuse what the spec's tenant is not granted (by name).
+
+        Identity rename: the destination names are the selected source topics, known only from the cluster.
+        """
+        path = tenants_file_path(configured=conf.get(*AIRFLOW_CONFIG, fallback=None))
+        if path is None:
+            return
+        tenants = load_tenants(path)
+        destination_topics = select_topics(self.spec, self.source_cluster.list_topic_names())
+        check_tenant(self.spec, self.spec_path, tenants, path, destination_topics)

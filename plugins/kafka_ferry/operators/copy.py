@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,14 @@ from kafka_ferry.copy.report import report_lines
 from kafka_ferry.core.batch_planning import RetentionGapError
 from kafka_ferry.core.driver_jvm import DRIVER_OPTIONS_CONF, DriverStart
 from kafka_ferry.core.flags import parse_bool
-from kafka_ferry.core.spark_credentials import CREDENTIALS_FILE_NAME, delivery_for
+from kafka_ferry.core.spark_credentials import (
+    CREDENTIALS_FILE_NAME,
+    InsecureChannelRefused,
+    SparkTarget,
+    check_connect_url,
+    delivery_for,
+    secret_values,
+)
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
@@ -105,7 +113,7 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
     to executors as a zip built from the code this worker runs.
     """
 
-    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "spec_path")
+    template_fields: Sequence[str] = SparkSubmitOperator.template_fields  # spec_path is data, never rendered
     ui_color = "#f8e0c8"
 
     def __init__(self, *, spec_path: str, plan_task_id: str = "plan_copy", application: str | None = None,
@@ -126,7 +134,7 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         if connection.conn_type == SPARK_CONNECT_CONN_TYPE:
             self._copy_on_spark_connect(spec, summary)
             return
-        master = (connection.host or "").strip()
+        master = (connection.host or "").strip()  # the local[*] check below; delivery reads the hook's resolution
         packages = work_dir(spec.name) / "packages"
         self.application = self.application or _application(packages)
         self.application_args = ["--plan", summary["plan_path"], "--report", summary["report_path"]]
@@ -141,15 +149,17 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         archive = driver = None
         succeeded = False
         try:  # from here on, whatever fails: the public attributes come back and the credentials dir goes
+            target = self._resolved_target()
             try:
-                delivery = delivery_for(master, spec.copy_settings.kubernetes_credentials_secret,
+                delivery = delivery_for(target, spec.copy_settings.kubernetes_credentials_secret,
                                         credentials_dir / CREDENTIALS_FILE_NAME, spec.copy_settings.credentials_file)
             except ValueError as exc:
                 raise AirflowFailException(f"Spark connection '{self._conn_id}': {exc}") from None
-            secret_env = {}
+            secret_env, secrets = {}, []
             if delivery.needs_secret_env or delivery.needs_file:
-                secret = encode_cluster_configs(kafka_cluster(spec.source.connection_id).client_config,
-                                                kafka_cluster(spec.destination.connection_id).client_config)
+                configs = {"source": kafka_cluster(spec.source.connection_id).client_config,
+                           "destination": kafka_cluster(spec.destination.connection_id).client_config}
+                secrets = [*secret_values(configs), secret := encode_cluster_configs(**configs)]
                 if delivery.needs_file:
                     _write_private(credentials_dir / CREDENTIALS_FILE_NAME, secret)
                 else:
@@ -161,6 +171,8 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
                          **({DRIVER_OPTIONS_CONF: driver.java_options} if driver else {})}
             self.files = ",".join(filter(None, [*delivery.files, self.files]))
             _put_spark_submit_on_path()
+            self._hook = self._get_hook()
+            self._refuse_leaks(target, secrets)
             Path(summary["report_path"]).unlink(missing_ok=True)  # the report task must never read a stale one
             super().execute(context)
             succeeded = True
@@ -171,12 +183,37 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
             self._hook = None  # the hook holds the env; do not keep it past the run
             shutil.rmtree(credentials_dir, ignore_errors=True)  # the credentials file lives for the run only
 
+    def _resolved_target(self) -> SparkTarget:
+        """The master as the hook that submits resolves and classifies it (the provider's own rules)."""
+        try:
+            probe = self._get_hook()
+        except Exception as exc:  # the provider refuses the connection (e.g. a k8s master without its client)
+            raise AirflowFailException(f"Spark connection '{self._conn_id}': {exc}") from None
+        resolved = probe._connection
+        return SparkTarget(resolved["master"], probe._is_yarn, probe._is_kubernetes, resolved.get("deploy_mode"))
+
+    def _refuse_leaks(self, target: SparkTarget, secrets: list[str]) -> None:
+        """Invariant before submitting: the command the hook will run, and the env it would copy into Spark conf,
+        hold no secret; and the hook classifies the master as the delivery was decided for."""
+        hook = self._hook
+        if (hook._is_yarn, hook._is_kubernetes) != (target.provider_yarn, target.provider_kubernetes):
+            raise AirflowFailException(f"Spark connection '{self._conn_id}': the master changed while submitting")
+        command = " ".join(hook._build_spark_submit_command(self.application))
+        if any(s in command for s in secrets):
+            raise AirflowFailException(f"Spark connection '{self._conn_id}': refused to submit: a credential would "
+                                       f"be on the spark-submit command line for master {target.master!r}")
+
     def _copy_on_spark_connect(self, spec, summary: dict) -> None:
         """The batch as a session on a running Spark Connect server: no JVM start; this task is the client."""
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
         from kafka_ferry.copy.connect_engine import connect_session, copy_on_session
 
+        url = SparkConnectHook(self._conn_id).get_connection_url()
+        try:
+            check_connect_url(url)  # before any client is made: the configs go to that server
+        except InsecureChannelRefused as exc:
+            raise AirflowFailException(f"Spark connection '{self._conn_id}': {exc}") from None
         plan = CopyPlan.read(summary["plan_path"])
         configs = {"source": kafka_cluster(spec.source.connection_id).client_config,
                    "destination": kafka_cluster(spec.destination.connection_id).client_config}
@@ -190,7 +227,7 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         package = build_package_zip(work_dir(spec.name) / "packages")
         self.log.info("batch %s on Spark Connect (connection '%s'): %d partitions", plan.batch_id, self._conn_id,
                       len(plan.tasks))
-        with connect_session(SparkConnectHook(self._conn_id).get_connection_url(), package) as spark:
+        with connect_session(url, package) as spark:
             with lease:  # one copy job per migration at a time, whoever started it
                 results = copy_on_session(spark, plan, configs, os.environ.get(FAULT_ENV))
                 report = finish_batch(plan, results, configs, started_at_ms, report_path, closing)
@@ -267,7 +304,8 @@ def copy_batch_tasks(spec, spec_path: str) -> tuple[PlanCopyBatchOperator, CopyB
     """The catch-up copy of a migration DAG: ``plan_copy >> copy_batch >> copy_report`` (call inside a DAG)."""
     plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path, dry_run=DRY_RUN_TEMPLATE)
     copy = CopyBatchSparkOperator(task_id="copy_batch", spec_path=spec_path,
-                                  conn_id=spec.copy_settings.spark_connection_id)
+                                  conn_id=spec.copy_settings.spark_connection_id,
+                                  execution_timeout=timedelta(seconds=spec.timeouts.copy_seconds))
     report = CopyReportOperator(task_id="copy_report", spec_path=spec_path)
     plan >> copy >> report
     plan >> report  # so an empty batch (copy skipped) still reports

@@ -38,6 +38,7 @@ class MigrationPreflightOperator(MigrationOperator):
     def execute(self, context: Any) -> dict:
         mode = self.check_trigger(context)
         self.check_connections_exist()
+        self.check_tenant()  # with a tenants file: only what the spec's tenant is granted
         source_info = self.source_cluster.describe_cluster()
         destination_info = self.destination_cluster.describe_cluster()
         self.state_store.check_topic()  # an existing state topic of another shape is refused before any change

@@ -9,6 +9,7 @@ the API server that serves them needs no Kafka connection; the lag history comes
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -24,9 +25,47 @@ from kafka_ferry.reports.render import batch_page, promotion_page, staged_page
 OVERVIEW_FILE = "overview.json"
 
 
+# Kept as they are in a page's file name; every other character (the escape '~' included) becomes ~XX per
+# UTF-8 byte, so the common run ids (scheduled__..., manual__...) keep readable names.
+_KEPT = re.compile(r"[A-Za-z0-9._\-]")
+# Past this, a name would near the file system's 255-byte limit: the run id's SHA-256 instead, marked by '~~'
+# (the escaped form never holds '~~': an escape is always followed by a hex digit, so the forms cannot meet).
+_MAX_ESCAPED = 200
+
+
+def run_file_name(run_id: str) -> str:
+    """A file-system-safe name that maps one-to-one to the run id (without extension).
+
+    Why not "unsafe characters become '_'": ``manual__2026-11-25T07:00:00+00:00`` and
+    ``manual__2026-11-25T07_00_00_00_00`` then share one file, and one run's page overwrites the other's.
+    Escaping every character outside [A-Za-z0-9._-], the escape character included, is reversible; a leading
+    '.' is escaped too, so no name is hidden, '.' or '..'.
+    """
+    escaped = "".join(c if _KEPT.fullmatch(c) and not (i == 0 and c == ".") else
+                      "".join(f"~{b:02X}" for b in c.encode("utf-8")) for i, c in enumerate(run_id))
+    if escaped and len(escaped) <= _MAX_ESCAPED:
+        return escaped
+    return "~~" + hashlib.sha256(run_id.encode("utf-8")).hexdigest()
+
+
+def run_id_of_file_name(name: str) -> str | None:
+    """The run id of an escaped file name (None for a hashed one): the inverse that makes the map one-to-one."""
+    if name.startswith("~~"):
+        return None
+    out, i = bytearray(), 0
+    while i < len(name):
+        if name[i] == "~":
+            out.append(int(name[i + 1:i + 3], 16))
+            i += 3
+        else:
+            out += name[i].encode()
+            i += 1
+    return out.decode("utf-8")
+
+
 def run_page_path(migration_dir: Path, run_id: str) -> Path:
-    """The page of one DAG run; the run id is made a safe file name (``:``, ``+`` and ``/`` become ``_``)."""
-    return Path(migration_dir) / "runs" / (re.sub(r"[^A-Za-z0-9._-]", "_", run_id) + ".html")
+    """The page of one DAG run (``run_file_name`` makes the run id a safe, one-to-one file name)."""
+    return Path(migration_dir) / "runs" / (run_file_name(run_id) + ".html")
 
 
 def batch_history(store) -> list[dict[str, Any]]:

@@ -30,7 +30,7 @@ from kafka_ferry.triggers.promotion_triggers import (
 class MigrationSensor(MigrationContext, BaseSensorOperator):
     """A sensor for one migration spec; subclasses give ``check()`` and ``build_trigger()``."""
 
-    template_fields: Sequence[str] = ("spec_path",)
+    template_fields: Sequence[str] = ()  # spec_path is data, never rendered
     ui_color = "#e8f0d8"
 
     def __init__(self, *, spec_path: str, deferrable: bool | None = None, **kwargs: Any) -> None:

@@ -186,3 +186,76 @@ def test_a_failure_after_the_secret_was_built_leaves_no_credentials_dir_behind(
     with pytest.raises(Exception, match="copy.kubernetes_credentials_secret"):
         submitted("k8s://https://k8s.example:6443")
     assert list(scratch.iterdir()) == []  # both runs' credentials dirs are gone
+
+
+# --- every master kind, decided as the Spark provider's hook resolves the master (issue 24) --------------------
+SECRET_REF = {"kubernetes_credentials_secret": "kafka-ferry-creds:configs"}
+
+
+@pytest.mark.parametrize(("master", "settings", "mode"), [
+    ("local[*]", {}, "env"),
+    ("local[2]", {"credentials_file": True}, "file"),
+    ("spark://m.corp:7077", {}, "env"),
+    # the provider treats any master containing "yarn" as YARN and copies env_vars onto the command line
+    ("spark://yarn-gw01.corp:7077", {}, "file"),
+    ("spark://local-yarn.corp:7077", {}, "file"),
+    ("yarn", {}, "file"),
+    ("yarn-client", {}, "file"),
+    ("k8s://https://k8s.example:6443", SECRET_REF, "kubernetes-secret"),
+    # "yarn" in a k8s master's host: the hook calls it both; the pods still read the Secret, nothing in env_vars
+    ("k8s://https://yarn-api.corp:6443", SECRET_REF, "kubernetes-secret"),
+])
+def test_no_secret_reaches_the_command_conf_or_a_shared_environment_on_any_master(submitted, master, settings, mode):
+    seen = submitted(master, **settings)
+    command, env = seen["command"], seen["env"]
+    assert PASSWORD not in " ".join(command)  # --conf values (Spark conf) are part of the command
+    assert all(PASSWORD not in str(v) for v in _conf(command).values())
+    if mode == "env":  # only the spark-submit process's own environment (/proc/<pid>/environ: its user only)
+        assert not any(arg.startswith(("spark.yarn.appMasterEnv", "spark.kubernetes.driverEnv")) for arg in command)
+        assert PASSWORD in env["KFERRY_CLUSTER_CONFIGS"]
+    else:
+        assert PASSWORD not in json.dumps(env) and "KFERRY_CLUSTER_CONFIGS" not in env
+    if mode == "file":
+        assert env["KFERRY_CLUSTER_CONFIGS_FILE"].endswith("/kferry-credentials.json")
+        assert seen["file_mode"] == 0o600 and PASSWORD in seen["file_text"]
+    if mode == "kubernetes-secret":
+        assert _conf(command)["spark.kubernetes.driver.secretKeyRef.KFERRY_CLUSTER_CONFIGS"] == \
+            "kafka-ferry-creds:configs"
+    assert PASSWORD not in json.dumps(seen["operator_after"], default=str)
+
+
+@pytest.mark.parametrize("master", ["spark://k8s-gw01.corp:7077", "local-k8s"])
+def test_a_master_the_provider_misreads_as_kubernetes_is_refused(submitted, master):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    with pytest.raises(AirflowFailException, match="the Spark provider treats it as Kubernetes"):
+        submitted(master, **SECRET_REF)
+
+
+@pytest.mark.parametrize(("extra", "password", "refused"), [
+    ({}, None, "lacks TLS (use_ssl: true in the connection's extra) and a token"),
+    ({"use_ssl": True}, None, "lacks a token"),
+    ({}, "tok-1", "lacks TLS"),
+])
+def test_a_spark_connect_server_off_the_loopback_needs_tls_and_a_token(monkeypatch, tmp_path, extra, password,
+                                                                       refused):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from kafka_ferry.core.spark_credentials import check_connect_url
+    from kafka_ferry.operators.copy import CopyBatchSparkOperator
+
+    monkeypatch.setenv("AIRFLOW_CONN_KF_U_CONNECT", json.dumps(
+        {"conn_type": "spark_connect", "host": "spark.corp", "port": 15002, "password": password, "extra": extra}))
+    spec_path = tmp_path / "m.yaml"
+    spec_path.write_text(yaml.safe_dump({
+        "name": "m", "tenant": "t", "source": {"connection_id": "kf_u_nowhere_source", "alias": "a"},
+        "destination": {"connection_id": "kf_u_nowhere_destination", "alias": "b"}, "topics": {"include": ["x"]},
+        "copy": {"spark_connection_id": "kf_u_connect"}}))
+    op = CopyBatchSparkOperator(task_id="copy_batch", spec_path=str(spec_path), conn_id="kf_u_connect")
+    summary = {"empty": False, "batch_id": "b1", "plan_path": str(tmp_path / "plan.json"),
+               "report_path": str(tmp_path / "report.json")}
+    with pytest.raises(AirflowFailException, match="off the loopback") as raised:
+        op.execute({"ti": _TI(summary)})  # refused before the plan is read or a connection looked up
+    assert refused in str(raised.value) and "tok-1" not in str(raised.value)
+    check_connect_url("sc://127.0.0.1:15002")  # loopback needs neither
+    check_connect_url("sc://spark.corp:15002/;use_ssl=true;token=t")

@@ -77,3 +77,30 @@ def _site_packages() -> str:
 
 def test_package_is_this_checkout():
     assert kafka_ferry.__file__.endswith("kafka_ferry/__init__.py")
+
+
+# --- a zip found in the shared work dir is verified by digest before use (issue 24) -----------------------
+def test_a_zip_planted_under_the_expected_name_is_replaced_not_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("KFERRY_PACKAGE_DIGEST_DIR", str(tmp_path / "digests"))
+    genuine = build_package_zip(tmp_path / "a").read_bytes()
+    for trusted_record in (True, False):  # with this user's record of the digest, and without one
+        if not trusted_record:
+            for record in (tmp_path / "digests").iterdir():
+                record.unlink()
+        planted = tmp_path / "work" / f"{trusted_record}" / build_package_zip(tmp_path / "a").name
+        planted.parent.mkdir(parents=True)
+        _rewritten(tmp_path / "a" / planted.name, planted, {
+            "kafka_ferry/__init__.py": lambda text: text + b"\nimport os; os.system('id')\n"})
+        assert planted.read_bytes() != genuine
+        assert build_package_zip(planted.parent) == planted and planted.read_bytes() == genuine
+
+
+def test_a_digest_dir_others_may_write_is_not_trusted(tmp_path, monkeypatch):
+    shared = tmp_path / "digests"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    monkeypatch.setenv("KFERRY_PACKAGE_DIGEST_DIR", str(shared))
+    package = build_package_zip(tmp_path / "a")
+    assert list(shared.iterdir()) == []  # nothing recorded where others could forge a record
+    package.write_bytes(b"not the package")
+    assert build_package_zip(tmp_path / "a").read_bytes() != b"not the package"

@@ -76,7 +76,7 @@ BAD_INPUTS = [
     ("unknown top-level field", with_change("shedule", "@daily"),
      "field 'shedule' = '@daily': unknown key (did you mean 'schedule'?); known here: acls, copy, description, "
      "destination, groups, name, promotion, schedule, schema_registry, source, "
-     "state_topic, tenant, topics"),
+     "state_topic, tenant, timeouts, topics"),
     ("same alias", with_change("destination.alias", "src"), "field 'destination.alias' = 'src': must differ from "
      "source.alias"),
     ("same connection", with_change("destination.connection_id", "kafka_src"),

@@ -154,4 +154,5 @@ def test_check_command_passes_the_repository_specs_and_refuses_bad_usage():
     usage = subprocess.run([sys.executable, "-m", "kafka_ferry.core.spec_check"], capture_output=True, text=True,
                            env={**os.environ, "PYTHONPATH": str(REPO / "plugins")}, timeout=60)
     assert usage.returncode == 2
-    assert usage.stderr == "usage: python -m kafka_ferry.core.spec_check check SPEC.yaml [SPEC.yaml ...]\n"
+    assert usage.stderr == ("usage: python -m kafka_ferry.core.spec_check check [--tenants TENANTS.yaml] SPEC.yaml "
+                            "[SPEC.yaml ...]\n")
