@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
 from kafka_ferry.core.batch_planning import RetentionGapError
+from kafka_ferry.core.decode_faults import MigrationFaultsFound
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
 from kafka_ferry.core.spec import MigrationSpec, SpecError, load_spec
 from kafka_ferry.core.trigger_form import TriggerRefused
@@ -55,7 +56,7 @@ class MigrationContext:
 
 # AirflowNotFoundException: a connection the task looks up is not defined (hooks raise it on first use).
 DETERMINISTIC = (SpecError, ProvisioningRefused, RetentionGapError, MigrationPromotedError, AirflowNotFoundException,
-                 TriggerRefused)
+                 TriggerRefused, MigrationFaultsFound)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

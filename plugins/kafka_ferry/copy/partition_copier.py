@@ -29,7 +29,7 @@ from kafka_ferry.copy.copier_settings import (
     STALL_TIMEOUT_S,
     collector_paused,
 )
-from kafka_ferry.copy.copy_failures import delivery_failure, read_failure
+from kafka_ferry.copy.copy_failures import UnmappedSchemaId, delivery_failure, read_failure
 from kafka_ferry.copy.delivery import Chunk, ChunkAcks, CopyError
 from kafka_ferry.copy.destination_tail import copied_pairs
 from kafka_ferry.copy.faults import Faults
@@ -114,9 +114,7 @@ class PartitionCopier:
             return rewrite(key), rewrite(value)
         except UnknownSchemaId as exc:
             field = "key" if key is not None and schema_id_of(key) == exc.schema_id else "value"
-            raise CopyError(f"{task.source_topic}-{task.partition} offset {offset}: the {field} carries schema id "
-                            f"{exc.schema_id}, which the schema migration did not map (unknown_id_policy: fail); "
-                            "run migrate_schemas again or choose unknown_id_policy: pass-through") from None
+            raise UnmappedSchemaId(task.source_topic, task.partition, offset, field, exc.schema_id) from None
 
     def _resume_from_tail(self, task, progress, tracker, emit, result, start: int) -> int:
         after = progress.last_downstream_offset if progress is not None else None

@@ -26,7 +26,7 @@ from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted, promotion_status
 from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryRefused
 from kafka_ferry.stages.decode_check import check_decoding
-from kafka_ferry.stages.schemas import SchemaMigrationError, id_map_storer, migrate_schemas
+from kafka_ferry.stages.schemas import SchemaMigrationError, id_map_storer, migrate_schemas, stored_id_map
 
 
 class MigrateSchemasOperator(MigrationOperator):
@@ -110,17 +110,27 @@ class DecodeCheckOperator(MigrationOperator):
             return {"skipped": "promoted"}
         plan = context["ti"].xcom_pull(task_ids=self.plan_task_id) or {}
         destination = registry(settings.destination_connection_id)
+        source = registry(settings.source_connection_id)  # to tell the migration's faults from the source's
+        id_map = stored_id_map(self.state_store) if settings.mode == "remap" else None
         try:
             report = check_decoding(self.destination_cluster, destination, self.state_store,
-                                    str(plan.get("batch_id") or context.get("run_id") or ""))
+                                    str(plan.get("batch_id") or context.get("run_id") or ""), source=source,
+                                    id_map=id_map)
         except SchemaRegistryRefused as exc:
             raise AirflowFailException(str(exc)) from exc
         finally:
             destination.close()
+            source.close()
         result = report.as_dict()
         report_path = Path(plan["report_path"]) if plan.get("report_path") else None
         if report_path is not None and report_path.exists():  # the page translate_offsets writes shows it
             write_report({**json.loads(report_path.read_text()), "decode_check": result}, report_path)
+        if report.migration_faults:  # whatever decode_check says: the migration damaged them
+            raise AirflowFailException(
+                f"{sum(f['records'] for f in report.migration_faults)} copied record(s) decode against the source "
+                "registry but not against the destination's: the schema migration left their schemas behind; "
+                "translation and promotion are blocked until a run finds them decoding. "
+                + "; ".join(f["description"] for f in report.migration_faults[:5]))
         if report.failed and settings.decode_check == "enforce":
             raise AirflowFailException(f"{report.failed} record(s) copied to the destination do not decode "
                                        f"against its registry: {report.describe_failures()}")

@@ -183,6 +183,15 @@ class SchemaRegistry:
         found = self._call(f"read schema id {schema_id}", self.client.get_schema, schema_id, missing=None)
         return None if found is None else self._with_references(found, depth=0)
 
+    def versions_of_id(self, schema_id: int) -> list[tuple[str, int, bool]]:
+        """(subject, version, soft-deleted) of every version registered with this id, soft-deleted ones included."""
+        every = self._call(f"list versions of schema id {schema_id}", self.client.get_schema_versions, schema_id,
+                           deleted=True, missing=[]) or []
+        live = self._call(f"list versions of schema id {schema_id}", self.client.get_schema_versions, schema_id,
+                          missing=[]) or []
+        alive = {(v.subject, v.version) for v in live}
+        return sorted((v.subject, v.version, (v.subject, v.version) not in alive) for v in every)
+
     def _with_references(self, schema: Schema, depth: int) -> RegisteredSchema:
         if depth > 32:
             raise SchemaRegistryUnavailable(self.conn, "resolve references", "references nest deeper than 32")
