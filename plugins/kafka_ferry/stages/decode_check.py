@@ -77,12 +77,12 @@ def ranges_to_check(destination: KafkaCluster, store) -> dict[tuple[str, int], t
     marks = store.read_kind(DECODE_CHECK_KIND)
     copied = {(p.destination_topic, p.partition): p.last_downstream_offset + 1
               for p in stored_progress(store).values() if p.last_downstream_offset is not None}
-    unmarked = [tp for tp in copied if "checked_through" not in (marks.get(partition_key(*tp)) or {})]
+    unmarked = [tp for tp in copied if partition_key(*tp) not in marks]
     earliest = destination.list_offsets(unmarked, "earliest") if unmarked else {}
     ranges = {}
     for tp, end in copied.items():
-        mark = marks.get(partition_key(*tp)) or {}
-        start = int(mark["checked_through"]) if "checked_through" in mark else earliest[tp]
+        mark = marks.get(partition_key(*tp))
+        start = int(mark["checked_through"]) if mark else earliest[tp]
         if end > start:
             ranges[tp] = (start, end)
     return ranges
@@ -177,10 +177,11 @@ def _move_marks(store, ranges, per_partition, batch_id: str, faults: list[dict[s
     for fault in faults:
         faulted[(fault["topic"], fault["partition"])].append(fault["description"])
     updates = {}
-    for tp, (_, end) in ranges.items():
+    for tp, (start, end) in ranges.items():
         before = marks.get(partition_key(*tp)) or {}
-        if tp in faulted:
-            updates[partition_key(*tp)] = {**before, "destination_topic": tp[0], "partition": tp[1],
+        if tp in faulted:  # checked again from the same offset next run; totals unchanged until then
+            updates[partition_key(*tp)] = {"checked_through": start, "records": 0, "decoded": 0, "plain": 0,
+                                           "failed": 0, **before, "destination_topic": tp[0], "partition": tp[1],
                                            "batch_id": batch_id, MIGRATION_FAULT_FIELD: "; ".join(faulted[tp])}
             continue
         counts = per_partition.get(tp, {})
