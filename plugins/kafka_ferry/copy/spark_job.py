@@ -20,7 +20,7 @@ import sys
 import time
 
 from kafka_ferry.copy.batch import finish_batch, report_path_for, state_clients
-from kafka_ferry.copy.copy_failures import failure_record, first_failure, write_failure
+from kafka_ferry.copy.copy_failures import failure_path_for, failure_record, first_failure, write_failure
 from kafka_ferry.copy.faults import FAULT_ENV
 from kafka_ferry.copy.lease import copy_lease
 from kafka_ferry.copy.plan import CopyPlan
@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     configs = load_cluster_configs()
     started_at_ms = int(time.time() * 1000)
     report_path = args.report or report_path_for(args.plan, plan)
+    failure_path_for(report_path).unlink(missing_ok=True)  # a retry must not leave an earlier try's failure
     if plan.is_empty:
         report = finish_batch(plan, [], configs, started_at_ms, report_path)
     else:
