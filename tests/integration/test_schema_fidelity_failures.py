@@ -97,7 +97,7 @@ def test_an_unmapped_id_fails_the_copy_task_once_naming_record_subject_and_versi
 
     assert_names_the_retired_record(tenant, str(failure.value))
     page = next((work_dir / name / "runs").glob("*.html")).read_text()
-    assert "The copy failed" in page and f"schema id {tenant.retired_id}" in page
+    assert "The run failed" in page and f"schema id {tenant.retired_id}" in page
 
 
 @pytest.mark.airflow
@@ -119,8 +119,13 @@ def test_in_a_dag_run_the_copy_task_records_the_cause_in_one_try(tenant, cluster
 
 
 class _TI:
+    """The plan task's XCom as the decode check pulls it: where the batch report is."""
+
+    def __init__(self, plan: dict | None = None):
+        self.plan = plan or {}
+
     def xcom_pull(self, task_ids):
-        return {}
+        return self.plan
 
 
 def test_preserve_without_soft_deleted_versions_fails_the_decode_check_and_blocks_promotion(
@@ -130,11 +135,13 @@ def test_preserve_without_soft_deleted_versions_fails_the_decode_check_and_block
                             decode_check="report")
     MigrateSchemasOperator(task_id="migrate_schemas", spec_path=spec_path).execute({"run_id": "r1"})
     provision(spec_path)
-    run_batch(str(spec_path), clusters.SPARK_CONN)  # preserve: records move as they are, ids and all
+    batch = run_batch(str(spec_path), clusters.SPARK_CONN)  # preserve: records move as they are, ids and all
+    (report_path,) = (work_dir / load_spec(spec_path).name).rglob(f"report-{batch['batch_id']}.json")
 
     check = DecodeCheckOperator(task_id="decode_check", spec_path=spec_path)
     with pytest.raises(AirflowFailException) as failure:  # whatever decode_check says ("report" here)
-        check.execute({"ti": _TI(), "run_id": "b1"})
+        check.execute({"ti": _TI({"report_path": str(report_path), "batch_id": batch["batch_id"]}),
+                       "run_id": "b1"})
     message, orders = str(failure.value), tenant.topics["orders"]
     assert "5 copied record(s) decode against the source registry but not against the destination's" in message
     assert f"schema id {tenant.retired_id}" in message and f"subject '{orders}-value' version 3" in message
@@ -142,6 +149,8 @@ def test_preserve_without_soft_deleted_versions_fails_the_decode_check_and_block
     for partition in (0, 1):
         offsets = [o for p, o in retired if p == partition]
         assert f"{orders}-{partition} offsets {offsets}" in message, message
+    page = (work_dir / load_spec(spec_path).name / "runs" / "b1.html").read_text()
+    assert "The run failed" in page and "decode against the source registry but not" in page
 
     spec = load_spec(spec_path)
     store = MigrationStateStore(clusters.cluster("destination"), spec.state_topic_name)

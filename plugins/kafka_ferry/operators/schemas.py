@@ -17,6 +17,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
+from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.copy.report import write_report
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
@@ -25,6 +26,7 @@ from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted, promotion_status
 from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryRefused
+from kafka_ferry.reports.publish import publish_batch_run
 from kafka_ferry.stages.decode_check import check_decoding
 from kafka_ferry.stages.schemas import SchemaMigrationError, id_map_storer, migrate_schemas, stored_id_map
 
@@ -126,11 +128,15 @@ class DecodeCheckOperator(MigrationOperator):
         if report_path is not None and report_path.exists():  # the page translate_offsets writes shows it
             write_report({**json.loads(report_path.read_text()), "decode_check": result}, report_path)
         if report.migration_faults:  # whatever decode_check says: the migration damaged them
-            raise AirflowFailException(
-                f"{sum(f['records'] for f in report.migration_faults)} copied record(s) decode against the source "
-                "registry but not against the destination's: the schema migration left their schemas behind; "
-                "translation and promotion are blocked until a run finds them decoding. "
-                + "; ".join(f["description"] for f in report.migration_faults[:5]))
+            message = (f"{sum(f['records'] for f in report.migration_faults)} copied record(s) decode against the "
+                       "source registry but not against the destination's: the schema migration left their schemas "
+                       "behind; translation and promotion are blocked until a run finds them decoding. "
+                       + "; ".join(f["description"] for f in report.migration_faults[:5]))
+            if report_path is not None and report_path.exists():  # no later task of this run writes the page
+                page = {**json.loads(report_path.read_text()), "failure": message}
+                publish_batch_run(self.spec, work_dir(self.spec.name), str(context.get("run_id") or
+                                                                            page.get("batch_id")), page, [], [])
+            raise AirflowFailException(message)
         if report.failed and settings.decode_check == "enforce":
             raise AirflowFailException(f"{report.failed} record(s) copied to the destination do not decode "
                                        f"against its registry: {report.describe_failures()}")
