@@ -96,6 +96,7 @@ def test_an_unmapped_id_fails_the_copy_task_once_naming_record_subject_and_versi
         run_batch(spec_path, spark_conn)
 
     assert_names_the_retired_record(tenant, str(failure.value))
+    print(f"\nunmapped schema id on {engine}: the copy task failed once with: {failure.value}")
     page = next((work_dir / name / "runs").glob("*.html")).read_text()
     assert "The run failed" in page and f"schema id {tenant.retired_id}" in page
 
@@ -113,9 +114,10 @@ def test_in_a_dag_run_the_copy_task_records_the_cause_in_one_try(tenant, cluster
     copy = result["tasks"]["copy_batch"]
     assert (result["state"], copy["state"], copy["try_number"]) == ("failed", "failed", 1), log[-6000:]
     assert result["tasks"]["migrate_schemas"]["state"] == "success", log[-6000:]
-    recorded = next((line for line in log.splitlines() if "AirflowFailException: copy stopped at" in line), None)
+    recorded = next((line for line in log.splitlines() if "AirflowFailException: copy stopped on" in line), None)
     assert recorded is not None, "\n".join(line for line in log.splitlines() if "xception" in line)[-4000:]
     assert_names_the_retired_record(tenant, recorded)
+    print(f"\ncopy_batch of a DAG run: failed in try 1 of 3 ({copy['seconds']:.1f} s), recorded: {recorded[-500:]}")
 
 
 class _TI:

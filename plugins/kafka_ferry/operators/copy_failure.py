@@ -42,7 +42,7 @@ def failure_message(spec: MigrationSpec, record: Mapping[str, Any]) -> str:
         advice = "run migrate_schemas again (it maps every version of the migrated subjects), then the copy"
     else:
         advice = "the record cannot be decoded anywhere; fix or drop it on the source, then run the copy again"
-    return (f"copy stopped at {where}{named}, which the schema migration did not map (unknown_id_policy: fail); "
+    return (f"copy stopped on {where}{named}, which the schema migration did not map (unknown_id_policy: fail); "
             f"no consumer could decode it on the destination. Progress stays before offset {record['offset']}; "
             f"{advice}")
 
