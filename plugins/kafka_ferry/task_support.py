@@ -19,6 +19,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundExceptio
 
 from kafka_ferry.core.acl_plan import FenceRefused
 from kafka_ferry.core.batch_planning import RetentionGapError
+from kafka_ferry.core.decode_faults import MigrationFaultsFound
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
 from kafka_ferry.core.serialized_fields import FieldsUndecided
 from kafka_ferry.core.spark_credentials import InsecureChannelRefused
@@ -58,7 +59,7 @@ class MigrationContext:
 
 # AirflowNotFoundException: a connection the task looks up is not defined (hooks raise it on first use).
 DETERMINISTIC = (SpecError, ProvisioningRefused, RetentionGapError, MigrationPromotedError, AirflowNotFoundException,
-                 TriggerRefused, FieldsUndecided, FenceRefused, InsecureChannelRefused)
+                 TriggerRefused, FieldsUndecided, FenceRefused, InsecureChannelRefused, MigrationFaultsFound)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -1,20 +1,24 @@
 """Schema migration test support: the three registries, a seeded source tenant, a cuttable TCP proxy.
 
 The seeded tenant (≥ 20 subjects, all names under one unique prefix) has Avro subjects with references across
-subjects and several versions, a soft-deleted version, Protobuf and JSON Schema subjects, per-subject and
-global compatibility levels, and a RecordNameStrategy subject; its Avro, JSON Schema and Protobuf topics on the
-source cluster hold records written by confluent-kafka's serializers against the source registry (the Protobuf
-serializer registers its schema as a serialized descriptor, as producers that auto-register do).
+subjects and several versions, a soft-deleted version that records use (a retired version: every fifth order
+was written with it before it was soft-deleted), Protobuf and JSON Schema subjects, per-subject levels and
+subjects without their own level (they follow the source's global BACKWARD, which Apicurio answers as NONE
+unless asked with defaultToGlobal=true), and a RecordNameStrategy subject; its Avro, JSON Schema and Protobuf
+topics on the source cluster hold records written by confluent-kafka's serializers against the source registry
+(the Protobuf serializer registers its schema as a serialized descriptor, as producers that auto-register do).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import threading
 from dataclasses import dataclass, field
 from functools import cache
 
+import fastavro
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
@@ -22,6 +26,7 @@ from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from kafka_ferry.core.schema_wire import with_schema_id
 from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry
 
 ADDRESS_V1 = {"type": "record", "name": "Address", "namespace": "acme",
@@ -64,6 +69,8 @@ class Tenant:
     prefix: str
     topics: dict[str, str]  # role -> source topic
     records: dict[str, int] = field(default_factory=dict)  # topic -> records produced
+    retired: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # topic -> (partition, offset) of v3
+    retired_id: int = 0  # the source id of the soft-deleted version those records carry
 
     @property
     def audit_subject(self) -> str:
@@ -86,6 +93,7 @@ def seed_tenant(source_url: str, clusters, prefix: str) -> Tenant:
     topics = {role: f"{prefix}.{role}" for role in ("orders", "payments", "events", "pings")}
     subject = {role: f"{t}-value" for role, t in topics.items()}
     address, money = f"{prefix}.acme.Address", f"{prefix}.acme.Money"
+    sr.set_compatibility(None, "NONE")  # while seeding (an earlier tenant left BACKWARD); BACKWARD again at the end
 
     def avro(subj, schema, refs=()):
         return sr.register_schema(subj, Schema(json.dumps(schema), "AVRO", list(refs)))
@@ -95,8 +103,8 @@ def seed_tenant(source_url: str, clusters, prefix: str) -> Tenant:
     avro(money, MONEY)
     refs = [SchemaReference("acme.Address", address, 2), SchemaReference("acme.Money", money, 1)]
     for v in (1, 2, 3):
-        avro(subject["orders"], order(v), refs)
-    sr.delete_version(subject["orders"], 3)  # soft-deleted: records never use it
+        retired_id = avro(subject["orders"], order(v), refs)
+    sr.delete_version(subject["orders"], 3)  # soft-deleted, after records used it (RETIRED_EVERY below)
     avro(f"{topics['orders']}-key", {"type": "string"})
     pay = {"type": "record", "name": "Payment", "namespace": "acme",
            "fields": [{"name": "amount", "type": "acme.Money"}]}
@@ -132,15 +140,40 @@ def seed_tenant(source_url: str, clusters, prefix: str) -> Tenant:
     writers["pings"] = (ProtobufSerializer(ping_class(), sr, {"auto.register.schemas": True, **BY_TOPIC}),
                         lambda i: ping_class()(seq=i, urgent=i % 3 == 0, **{"from": f"p{i}"}))
     key_serializer = AvroSerializer(sr, '"string"', conf=conf)
+    retired = retired_writer(retired_id)
     for role, (serializer, make) in writers.items():
         topic = clusters.create_topic("source", topics[role], partitions=2)
         for i in range(25):
             key = key_serializer(f"k{i}", SerializationContext(topic, MessageField.KEY)) if role == "orders" else None
-            value = serializer(make(i), SerializationContext(topic, MessageField.VALUE))
+            if role == "orders" and i % RETIRED_EVERY == 0:  # written while version 3 was current
+                value = retired({**make(i), "note2": "retired"})
+                tenant.retired[topic] = [*tenant.retired.get(topic, []), (i % 2, i // 2)]
+            else:
+                value = serializer(make(i), SerializationContext(topic, MessageField.VALUE))
             producer.produce(topic, key=key, value=value, partition=i % 2)
         tenant.records[topic] = 25
     assert producer.flush(30) == 0
+    tenant.retired_id = retired_id
+    sr.set_compatibility(None, "BACKWARD")  # the global level the subjects without their own follow
     return tenant
+
+
+RETIRED_EVERY = 5
+
+
+def retired_writer(schema_id: int):
+    """Avro values of orders version 3 in the wire format (as its serializer wrote them before it was retired)."""
+    named: dict = {}
+    for ref in (ADDRESS_V2, MONEY):
+        fastavro.parse_schema(ref, named_schemas=named)
+    schema = fastavro.parse_schema(order(3), named_schemas=named)
+
+    def write(value: dict) -> bytes:
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, schema, value)
+        return with_schema_id(b"\0" * 5, schema_id) + out.getvalue()
+
+    return write
 
 
 class CuttableProxy:

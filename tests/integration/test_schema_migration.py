@@ -54,9 +54,10 @@ def tenant(registries, clusters):
     return seed_tenant(srtb.SOURCE.url, clusters, clusters.unique("sr"))
 
 
-def settings(tenant, mode):
+def settings(tenant, mode, **more):
+    """The spec's defaults but for the RecordNameStrategy subject: soft-deleted versions move (the default)."""
     return SchemaRegistryRef(source_connection_id="sr_src", destination_connection_id="sr_dst", mode=mode,
-                             subjects_include=(re.escape(tenant.audit_subject),), include_soft_deleted=True)
+                             subjects_include=(re.escape(tenant.audit_subject),), **more)
 
 
 def source():
@@ -116,7 +117,24 @@ def assert_same_subjects(src: SchemaRegistry, dst: SchemaRegistry, subject_map, 
         for sv, dv in zip(s.versions, d.versions, strict=True):
             assert canonical(sv.schema, sv.schema_type) == canonical(dv.schema, dv.schema_type), (s_name, sv.version)
             assert (sv.schema_id == dv.schema_id) == same_ids or not same_ids
-        assert d.compatibility == (s.compatibility or src.global_compatibility()), d_name
+    assert_same_effective_compatibility(src, dst, subject_map)
+
+
+def assert_same_effective_compatibility(src: SchemaRegistry, dst: SchemaRegistry, subject_map):
+    """Per subject: the level each registry enforces (its own, else its global), asked on both sides."""
+    src_global, dst_global = src.global_compatibility(), dst.global_compatibility()
+    levels = {d: (src.effective_compatibility(s, src_global), dst.effective_compatibility(d, dst_global))
+              for s, d in subject_map.items()}
+    assert {d: pair for d, pair in levels.items() if pair[0] != pair[1]} == {}
+    assert src_global == "BACKWARD" and "BACKWARD" in {pair[0] for pair in levels.values()}
+
+
+def assert_retired_version_decodes(tenant, decoded, retired_id):
+    """The records written with the soft-deleted version carry its (destination) id and decode there."""
+    orders = tenant.topics["orders"]
+    carried = [(i, v) for i, v in decoded[orders] if v.get("note2") == "retired"]
+    assert len(carried) == len(tenant.retired[orders]) == 5
+    assert {i for i, _ in carried} == {retired_id}
 
 
 def test_remap_into_apicurio_every_version_present_and_every_record_decodes(tenant, clusters):
@@ -133,6 +151,7 @@ def test_remap_into_apicurio_every_version_present_and_every_record_decodes(tena
     for topic, values in expected.items():
         assert [v for _, v in rewritten[topic]] == [v for _, v in values], topic
         assert {i for i, _ in rewritten[topic]} == {result.id_map[i] for i, _ in values}
+    assert_retired_version_decodes(tenant, rewritten, result.id_map[tenant.retired_id])
 
     again = migrate_schemas(source(), dst, settings(tenant, "remap"), topics)
     assert (again.registered, again.diff) == (0, [])
@@ -146,7 +165,9 @@ def test_preserve_into_axonops_keeps_ids_and_versions_and_records_decode_unchang
     assert result.registered >= 24
     assert all(k == v for k, v in result.id_map.items())
     assert_same_subjects(source(), dst, result.subjects, same_ids=True)
-    assert decode_all(tenant, clusters, srtb.PRESERVE.url) == decode_all(tenant, clusters, srtb.SOURCE.url)
+    decoded = decode_all(tenant, clusters, srtb.PRESERVE.url)
+    assert decoded == decode_all(tenant, clusters, srtb.SOURCE.url)
+    assert_retired_version_decodes(tenant, decoded, tenant.retired_id)
     assert {dst.read_subject(s).mode for s in result.subjects.values()} == {"READWRITE"}
 
     again = migrate_schemas(source(), dst, settings(tenant, "preserve"), topics)
@@ -213,8 +234,7 @@ def test_the_dag_tasks_migrate_schemas_then_copy_records_with_destination_ids_an
     spec_path = Path(write_spec(tmp_path, clusters, tenant.prefix))
     spec_path.write_text(spec_path.read_text() + yaml.safe_dump({"schema_registry": {
         "source_connection_id": "kf_sr_op_src", "destination_connection_id": "kf_sr_op_dst", "mode": "remap",
-        "subjects_include": [re.escape(tenant.audit_subject)],
-        "include_soft_deleted": True}}))
+        "subjects_include": [re.escape(tenant.audit_subject)]}}))
     task = MigrateSchemasOperator(task_id="migrate_schemas", spec_path=str(spec_path))
     dst = registry(srtb.REMAP.url, "apicurio-remap")
     orders_value = f"{tenant.topics['orders']}-value"

@@ -7,9 +7,13 @@ names the offset and, when retention deleted it, that the batch must be planned 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 from confluent_kafka import KafkaError, KafkaException
 
-from kafka_ferry.copy.delivery import ChunkAcks
+from kafka_ferry.copy.delivery import ChunkAcks, CopyError
 from kafka_ferry.copy.plan import PartitionTask
 from kafka_ferry.kafka.errors import KafkaClusterError
 
@@ -37,8 +41,12 @@ def delivery_failure(source, destination, task: PartitionTask, acks: ChunkAcks, 
     too_large = isinstance(error, KafkaError) and (error.code() in TOO_LARGE_CODES or TOO_LARGE_TEXT in error.str())
     if first is not None and too_large:
         at += largest_unacknowledged(source, task, first.upstream[0], chunks[-1].upstream[-1] + 1)
-    return KafkaClusterError.on(destination, f"copy {task.source_topic}-{task.partition} to {task.destination_topic}-"
-                                f"{task.partition}{at}", error, acl={"TOPIC": ("WRITE", task.destination_topic)})
+    failure = KafkaClusterError.on(destination, f"copy {task.source_topic}-{task.partition} to "
+                                   f"{task.destination_topic}-{task.partition}{at}", error,
+                                   acl={"TOPIC": ("WRITE", task.destination_topic)})
+    if too_large:
+        failure.permanent = True  # the destination refuses the same record on every try
+    return failure
 
 
 def largest_unacknowledged(source, task: PartitionTask, start: int, end: int) -> str:
@@ -62,3 +70,69 @@ def read_failure(source, task: PartitionTask, migration: str, offset: int, error
     return KafkaClusterError.on(source, f"read {task.source_topic}-{task.partition} at offset {offset}{hint}", error,
                                 acl={"TOPIC": ("READ", task.source_topic),
                                      "GROUP": ("DESCRIBE", f"kafka-ferry-copy.{migration}")})
+
+
+class UnmappedSchemaId(CopyError):
+    """A record carries a schema id the migration did not map (remap, ``unknown_id_policy: fail``): no retry maps it.
+
+    Carries where (topic, partition, offset, key or value) and the source id, so the task, which can ask the
+    source registry, names the subject and version too.
+    """
+
+    deterministic = True
+
+    def __init__(self, topic: str, partition: int, offset: int, field: str, schema_id: int):
+        self.topic, self.partition, self.offset, self.field, self.schema_id = topic, partition, offset, field, schema_id
+        super().__init__(f"{topic}-{partition} at offset {offset}: the {field} carries schema id {schema_id}, which "
+                         "the schema migration did not map (unknown_id_policy: fail)")
+
+
+def failure_record(exc: BaseException) -> dict[str, Any] | None:
+    """What the copy job hands its task about a failure no retry can heal; None for one that may heal.
+
+    Deterministic: an unmapped schema id, a record over the destination's size limit, a planned topic gone,
+    an authorization or configuration refusal (``KafkaClusterError.permanent``). Everything else (timeouts,
+    brokers down, a crash) keeps the task's retries, which resume exactly-once.
+    """
+    if isinstance(exc, UnmappedSchemaId):
+        return {"message": str(exc), "topic": exc.topic, "partition": exc.partition, "offset": exc.offset,
+                "field": exc.field, "schema_id": exc.schema_id, "kind": "unmapped-schema-id"}
+    if getattr(exc, "deterministic", False):  # e.g. runner.PlannedTopicMissing: a planned topic was deleted
+        return {"message": str(exc), "kind": type(exc).__name__}
+    if isinstance(exc, KafkaClusterError) and exc.permanent:
+        return {"message": str(exc), "kind": "refused"}
+    return None
+
+
+class CopyFailed(RuntimeError):
+    """The copy job stopped on a failure no retry can heal; the message is the cause, with its record."""
+
+    def __init__(self, record: dict[str, Any]):
+        self.record = record
+        super().__init__(record["message"])
+
+
+def failure_path_for(report_path: str | Path) -> Path:
+    """Where the copy job leaves its failure record: beside the report the task reads on success."""
+    path = Path(report_path)
+    return path.with_name(path.name + ".failure.json")
+
+
+def write_failure(report_path: str | Path, record: dict[str, Any]) -> Path:
+    path = failure_path_for(report_path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, sort_keys=True))
+    tmp.replace(path)
+    return path
+
+
+def stored_failure(report_path: str | Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(failure_path_for(report_path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def first_failure(results: list[dict]) -> dict[str, Any] | None:
+    """The failure row a Spark task returned instead of raising (``runner.spark_task``), if any."""
+    return next((r["failure"] for r in results if "failure" in r), None)

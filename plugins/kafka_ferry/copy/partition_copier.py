@@ -30,7 +30,7 @@ from kafka_ferry.copy.copier_settings import (
     STALL_TIMEOUT_S,
     collector_paused,
 )
-from kafka_ferry.copy.copy_failures import delivery_failure, read_failure
+from kafka_ferry.copy.copy_failures import UnmappedSchemaId, delivery_failure, read_failure
 from kafka_ferry.copy.delivery import Chunk, ChunkAcks, CopyError
 from kafka_ferry.copy.destination_tail import copied_pairs
 from kafka_ferry.copy.faults import Faults
@@ -136,11 +136,7 @@ class PartitionCopier:
                 value = rewrite(value)
             return key, value
         except UnknownSchemaId as exc:
-            raise CopyError(f"{task.source_topic}-{task.partition} offset {offset}: the {field} carries schema id "
-                            f"{exc.schema_id}, which the schema migration did not map (unknown_id_policy: fail); "
-                            "run migrate_schemas again, choose unknown_id_policy: pass-through, or, if this "
-                            f"{field} is not written by a registry serializer, say so in "
-                            "schema_registry.serialized_fields") from None
+            raise UnmappedSchemaId(task.source_topic, task.partition, offset, field, exc.schema_id) from None
 
     def _resume_from_tail(self, task, progress, tracker, emit, result, start: int) -> int:
         after = progress.last_downstream_offset if progress is not None else None

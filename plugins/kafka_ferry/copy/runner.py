@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import kafka_ferry
+from kafka_ferry.copy.copy_failures import failure_record
 from kafka_ferry.copy.faults import Faults
 from kafka_ferry.copy.partition_copier import PartitionCopier
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
@@ -32,6 +33,8 @@ def task_groups(plan: CopyPlan, task_count: int) -> list[list[tuple[str, int]]]:
 
 class PlannedTopicMissing(RuntimeError):
     """A topic of the plan was deleted (or shrunk) after planning: the batch copies nothing."""
+
+    deterministic = True  # planning again is the way on, not a retry of this plan
 
 
 def check_planned_topics(plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]]) -> None:
@@ -110,7 +113,17 @@ def spark_task(plan_json: str, configs: Mapping[str, Mapping[str, Any]], fault_s
     """``mapPartitions`` body: each Spark partition holds one group of (topic, partition) pairs."""
     plan = CopyPlan.from_json(plan_json)
     for group in groups:
-        yield from copy_group(plan, [plan.task_for(t, p) for t, p in group], configs, fault_spec)
+        try:
+            rows = copy_group(plan, [plan.task_for(t, p) for t, p in group], configs, fault_spec)
+        except Exception as exc:
+            record = failure_record(exc)
+            if record is None:
+                raise  # may heal: the Spark task fails, the job fails, the Airflow task retries
+            # A failure no retry heals comes back as a row, not as a Python traceback inside a JVM error: the
+            # driver hands it to the Airflow task, whose message it becomes.
+            yield {"failure": record}
+            return
+        yield from rows
 
 
 def copy_plan_in_process(plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]],

@@ -20,6 +20,7 @@ import sys
 import time
 
 from kafka_ferry.copy.batch import finish_batch, report_path_for, state_clients
+from kafka_ferry.copy.copy_failures import failure_path_for, failure_record, first_failure, write_failure
 from kafka_ferry.copy.faults import FAULT_ENV
 from kafka_ferry.copy.lease import copy_lease
 from kafka_ferry.copy.plan import CopyPlan
@@ -30,6 +31,7 @@ from kafka_ferry.kafka.configs import load_cluster_configs
 
 log = logging.getLogger("kafka_ferry.copy_batch")
 LEASE_HELD_EXIT = 3  # another copy job of the migration holds the lease: nothing was copied
+FAILED_EXIT = 4  # a failure no retry heals: its record is beside the report (copy_failures.write_failure)
 
 
 def spark_context(plan: CopyPlan):
@@ -77,8 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     plan = CopyPlan.read(args.plan)
     configs = load_cluster_configs()
     started_at_ms = int(time.time() * 1000)
+    report_path = args.report or report_path_for(args.plan, plan)
+    failure_path_for(report_path).unlink(missing_ok=True)  # a retry must not leave an earlier try's failure
     if plan.is_empty:
-        report = finish_batch(plan, [], configs, started_at_ms, args.report or report_path_for(args.plan, plan))
+        report = finish_batch(plan, [], configs, started_at_ms, report_path)
     else:
         # The lease's and the report's idempotent producers start first and get their producer ids while Spark
         # starts: asked for one before its first broker connection is up, librdkafka retries 500 ms later,
@@ -92,11 +96,22 @@ def main(argv: list[str] | None = None) -> int:
             log.error("%s", exc)
             return LEASE_HELD_EXIT
         with lease:
-            check_planned_topics(plan, configs)  # a topic deleted after planning fails here, before any record moves
-            fault = os.environ.get(FAULT_ENV)
-            results = copy_plan_in_process(plan, configs, fault) if sc is None else run_on_spark(sc, plan, configs)
-            report = finish_batch(plan, results, configs, started_at_ms,
-                                  args.report or report_path_for(args.plan, plan), closing)
+            try:
+                check_planned_topics(plan, configs)  # a topic deleted after planning fails here, before any record
+                fault = os.environ.get(FAULT_ENV)
+                results = (copy_plan_in_process(plan, configs, fault) if sc is None
+                           else run_on_spark(sc, plan, configs))
+                failure = first_failure(results)
+            except Exception as exc:
+                failure = failure_record(exc)
+                if failure is None:
+                    raise  # may heal: a non-zero exit, and the task's retry resumes exactly-once
+            if failure is not None:
+                # Why a file: spark-submit's exit says only "failed"; the task reads this and fails once, with it.
+                write_failure(report_path, failure)
+                log.error("copy failed, no retry can heal it: %s", failure["message"])
+                return FAILED_EXIT
+            report = finish_batch(plan, results, configs, started_at_ms, report_path, closing)
     for line in report_lines(report):
         log.info("%s", line)
     return 0

@@ -109,6 +109,7 @@ class SchemaPlan:
     conflicts: tuple[Conflict, ...]
     id_map: Mapping[int, int]  # known before running: versions already on the destination
     subject_map: Mapping[str, str]
+    notes: tuple[str, ...] = ()  # what the plan leaves alone and why (the global level), shown with the diff
 
     @property
     def registrations(self) -> tuple[Register, ...]:
@@ -117,6 +118,7 @@ class SchemaPlan:
     def diff_lines(self) -> list[str]:
         """What a run would do, one line per action (the dry-run output)."""
         lines = [f"CONFLICT {c}" for c in self.conflicts]
+        lines += [f"note: {n}" for n in self.notes] if (self.actions or self.conflicts) else []
         for a in self.actions:
             if isinstance(a, Register):
                 ident = f"id {a.requested_id}" if a.requested_id is not None else f"new id (source {a.source_id})"
@@ -201,7 +203,7 @@ def select_versions(source: RegistrySnapshot, subjects: Iterable[str], include_d
 
 def plan_schemas(source: RegistrySnapshot, destination: RegistrySnapshot, subjects: Iterable[str],
                  mode: MigrationMode, subject_map: Mapping[str, str] | None = None,
-                 include_deleted: bool = False) -> SchemaPlan:
+                 include_deleted: bool = False, move_global: bool = False) -> SchemaPlan:
     """The ordered actions migrating `subjects` (source names) and what they reference."""
     versions = select_versions(source, subjects, include_deleted)
     names = {s for s, _ in versions}
@@ -252,7 +254,8 @@ def plan_schemas(source: RegistrySnapshot, destination: RegistrySnapshot, subjec
                                       v.schema_id if mode == "preserve" else None, soft_delete_after=v.deleted))
     if conflicts:
         return SchemaPlan(mode, (), tuple(conflicts), id_map, smap)
-    return SchemaPlan(mode, _with_settings(source, destination, smap, registrations, mode), (), id_map, smap)
+    return SchemaPlan(mode, _with_settings(source, destination, smap, registrations, mode, move_global), (), id_map,
+                      smap)
 
 
 def _registrable(v: SchemaVersion) -> str:
@@ -265,17 +268,24 @@ def _registrable(v: SchemaVersion) -> str:
 
 
 def _with_settings(source: RegistrySnapshot, destination: RegistrySnapshot, smap: Mapping[str, str],
-                   registrations: list[Register], mode: MigrationMode) -> tuple[Action, ...]:
+                   registrations: list[Register], mode: MigrationMode, move_global: bool = False
+                   ) -> tuple[Action, ...]:
     """Registrations wrapped with the mode and compatibility writes, each only when it changes something.
 
     Subjects being written are put in IMPORT (preserve) and compatibility NONE while their history is
     replayed (old versions need not be compatible under today's level), then get the source's settings.
+    The destination's global level is the destination's: it moves only when the spec asks (`move_global`).
+    Every migrated subject ends with the source's *effective* level (its own, else the source's global
+    level): a subject following the global level gets that level as its own when the destination's global
+    level differs, or when the replay had set NONE on it.
     """
     touched = sorted({r.subject for r in registrations})
     before: list[Action] = []
     after: list[Action] = []
-    if source.compatibility and source.compatibility != destination.compatibility:
+    destination_global = destination.compatibility
+    if move_global and source.compatibility and source.compatibility != destination.compatibility:
         after.append(SetCompatibility(None, source.compatibility))
+        destination_global = source.compatibility
     reverse = {dst: src for src, dst in smap.items()}
     for dst_subject in sorted(smap.values()):
         src = source.subjects[reverse[dst_subject]]
@@ -286,7 +296,8 @@ def _with_settings(source: RegistrySnapshot, destination: RegistrySnapshot, smap
                 after.append(SetMode(dst_subject, src.mode or "READWRITE"))
             before.append(SetCompatibility(dst_subject, "NONE"))
         level = src.compatibility or source.compatibility
-        if level and (dst_subject in touched or (dst.compatibility if dst else None) != level):
+        there = (dst.compatibility if dst else None) or destination_global
+        if level and (dst_subject in touched or there != level):
             after.append(SetCompatibility(dst_subject, level))
         restore_mode = src.mode and src.mode != "READWRITE" and (dst.mode if dst else None) != src.mode
         if dst_subject not in touched and restore_mode:

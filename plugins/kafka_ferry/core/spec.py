@@ -107,7 +107,13 @@ class SchemaRegistryRef(_Frozen):
     mode: Literal["preserve", "remap"] = "remap"
     subjects_include: tuple[Regex, ...] = ()
     subjects_exclude: tuple[Regex, ...] = ()
-    include_soft_deleted: bool = False
+    # Soft-deleted versions move too (and arrive soft-deleted): records written before a version was retired
+    # still carry its id, and a consumer moved to the destination must resolve it. Opting out leaves such
+    # records undecodable there; the decode check then blocks the run before translation, naming them.
+    include_soft_deleted: bool = True
+    # The destination registry's global compatibility is not the migration's: moved only when asked. Each
+    # migrated subject gets the source's effective level either way (its own, else the source's global).
+    move_global_compatibility: bool = False
     unknown_id_policy: Literal["fail", "pass-through"] = "fail"
     # After each catch-up batch, decode the newly copied keys and values on the destination against the
     # destination registry (stages.decode_check): `report` puts the counts and failures on the run's page,

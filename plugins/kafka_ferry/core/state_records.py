@@ -165,7 +165,8 @@ FENCE_KIND = StateKind(
 DECODE_CHECK_KIND = StateKind(
     "decode-check", "<destination topic>:<partition>",
     ("destination_topic", "partition", "checked_through", "records", "decoded", "plain", "failed", "batch_id"),
-    "the decode check after a batch: the next destination offset to check and the partition's totals so far")
+    "the decode check after a batch: the next destination offset to check and the partition's totals so far "
+    "(and `migration_fault` while records there decode on the source but not on the destination)")
 LEASE_KIND = StateKind(
     "copy-lease", "<claim token>",
     ("token", "migration", "batch_id", "host", "pid", "pid_started", "claimed_at_ms", "expires_at_ms"),

@@ -24,6 +24,7 @@ from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_ferry.copy.batch import finish_batch, report_path_for, state_clients
+from kafka_ferry.copy.copy_failures import failure_path_for, failure_record, first_failure, stored_failure
 from kafka_ferry.copy.faults import FAULT_ENV
 from kafka_ferry.copy.jvm_archive import DriverArchive
 from kafka_ferry.copy.lease import copy_lease
@@ -31,6 +32,7 @@ from kafka_ferry.copy.packaging import build_package_zip, write_launcher
 from kafka_ferry.copy.plan import CopyPlan, work_dir
 from kafka_ferry.copy.planning import plan_copy, record_accepted_gaps
 from kafka_ferry.copy.report import report_lines
+from kafka_ferry.copy.runner import check_planned_topics
 from kafka_ferry.core.batch_planning import RetentionGapError
 from kafka_ferry.core.driver_jvm import DRIVER_OPTIONS_CONF, DriverStart
 from kafka_ferry.core.flags import parse_bool
@@ -47,6 +49,7 @@ from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.configs import CLUSTER_CONFIGS_ENV, encode_cluster_configs
 from kafka_ferry.operators.base import MigrationOperator
+from kafka_ferry.operators.copy_failure import fail_copy
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promoted
 from kafka_ferry.translation.sync_log import write_heartbeat
@@ -132,7 +135,7 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         spec = load_spec(self.spec_path)
         connection = BaseHook.get_connection(self._conn_id)
         if connection.conn_type == SPARK_CONNECT_CONN_TYPE:
-            self._copy_on_spark_connect(spec, summary)
+            self._copy_on_spark_connect(spec, summary, str(context.get("run_id") or ""))
             return
         master = (connection.host or "").strip()  # the local[*] check below; delivery reads the hook's resolution
         packages = work_dir(spec.name) / "packages"
@@ -174,7 +177,14 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
             self._hook = self._get_hook()
             self._refuse_leaks(target, secrets)
             Path(summary["report_path"]).unlink(missing_ok=True)  # the report task must never read a stale one
-            super().execute(context)
+            failure_path_for(summary["report_path"]).unlink(missing_ok=True)
+            try:
+                super().execute(context)
+            except Exception:
+                record = stored_failure(summary["report_path"])
+                if record is None:
+                    raise  # may heal (the job crashed, a broker was down): the task's retries resume it
+                fail_copy(spec, summary, record, str(context.get("run_id") or ""))
             succeeded = True
         finally:
             if archive is not None:
@@ -203,7 +213,7 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
             raise AirflowFailException(f"Spark connection '{self._conn_id}': refused to submit: a credential would "
                                        f"be on the spark-submit command line for master {target.master!r}")
 
-    def _copy_on_spark_connect(self, spec, summary: dict) -> None:
+    def _copy_on_spark_connect(self, spec, summary: dict, run_id: str = "") -> None:
         """The batch as a session on a running Spark Connect server: no JVM start; this task is the client."""
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
@@ -227,10 +237,21 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         package = build_package_zip(work_dir(spec.name) / "packages")
         self.log.info("batch %s on Spark Connect (connection '%s'): %d partitions", plan.batch_id, self._conn_id,
                       len(plan.tasks))
+        failure = None
         with connect_session(url, package) as spark:
             with lease:  # one copy job per migration at a time, whoever started it
-                results = copy_on_session(spark, plan, configs, os.environ.get(FAULT_ENV))
-                report = finish_batch(plan, results, configs, started_at_ms, report_path, closing)
+                try:
+                    check_planned_topics(plan, configs)  # a topic deleted after planning: nothing copied
+                    results = copy_on_session(spark, plan, configs, os.environ.get(FAULT_ENV))
+                    failure = first_failure(results)  # a Spark task's failure no retry heals, as a row
+                except Exception as exc:
+                    failure = failure_record(exc)
+                    if failure is None:
+                        raise
+                if failure is None:
+                    report = finish_batch(plan, results, configs, started_at_ms, report_path, closing)
+        if failure is not None:
+            fail_copy(spec, summary, failure, run_id)
         for line in report_lines(report):
             self.log.info("%s", line)
 

@@ -80,6 +80,8 @@ class MigrationPreflightOperator(MigrationOperator):
             diff["serialized_fields"] = self.serialized_fields()
             for line in diff["serialized_fields"]:
                 self.log.info("  registry-serialized %s", line)
+            diff["schema_compatibility"] = self.global_compatibility_line()
+            self.log.info("  schemas %s", diff["schema_compatibility"])
         topic_plan.raise_if_refused()
         group_plan.raise_if_refused()
         return {**diff, "mode": mode}
@@ -95,6 +97,20 @@ class MigrationPreflightOperator(MigrationOperator):
             return [d.describe() for d in decide_from_registry(source, settings, topics).values()]
         finally:
             source.close()
+
+    def global_compatibility_line(self) -> str:
+        """Both registries' global compatibility, and whether the migration moves it (read only)."""
+        from kafka_ferry.core.schema_compat import global_line
+        from kafka_ferry.operators.schemas import registry
+
+        settings = self.spec.schema_registry
+        source, destination = registry(settings.source_connection_id), registry(settings.destination_connection_id)
+        try:
+            return global_line(source.global_compatibility(), destination.global_compatibility(),
+                               settings.move_global_compatibility)
+        finally:
+            source.close()
+            destination.close()
 
     def check_trigger(self, context: Any) -> str:
         """The run's mode; refuses (before anything changes) a bad mode, an unconfirmed promote, unknown fields."""

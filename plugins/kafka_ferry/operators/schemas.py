@@ -17,6 +17,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
+from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.copy.report import write_report
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
@@ -25,8 +26,9 @@ from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted, promotion_status
 from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryRefused
+from kafka_ferry.reports.publish import publish_batch_run
 from kafka_ferry.stages.decode_check import check_decoding
-from kafka_ferry.stages.schemas import SchemaMigrationError, id_map_storer, migrate_schemas
+from kafka_ferry.stages.schemas import SchemaMigrationError, id_map_storer, migrate_schemas, stored_id_map
 from kafka_ferry.stages.serialized_fields import decide_from_registry, fields_by_destination, store_decisions
 
 
@@ -117,18 +119,32 @@ class DecodeCheckOperator(MigrationOperator):
             return {"skipped": "promoted"}
         plan = context["ti"].xcom_pull(task_ids=self.plan_task_id) or {}
         destination = registry(settings.destination_connection_id)
+        source = registry(settings.source_connection_id)  # to tell the migration's faults from the source's
+        id_map = stored_id_map(self.state_store) if settings.mode == "remap" else None
         try:
             report = check_decoding(self.destination_cluster, destination, self.state_store,
                                     str(plan.get("batch_id") or context.get("run_id") or ""),
-                                    fields=fields_by_destination(self.spec, self.state_store))
+                                    fields=fields_by_destination(self.spec, self.state_store), source=source,
+                                    id_map=id_map)
         except SchemaRegistryRefused as exc:
             raise AirflowFailException(str(exc)) from exc
         finally:
             destination.close()
+            source.close()
         result = report.as_dict()
         report_path = Path(plan["report_path"]) if plan.get("report_path") else None
         if report_path is not None and report_path.exists():  # the page translate_offsets writes shows it
             write_report({**json.loads(report_path.read_text()), "decode_check": result}, report_path)
+        if report.migration_faults:  # whatever decode_check says: the migration damaged them
+            message = (f"{sum(f['records'] for f in report.migration_faults)} copied record(s) decode against the "
+                       "source registry but not against the destination's: the schema migration left their schemas "
+                       "behind; translation and promotion are blocked until a run finds them decoding. "
+                       + "; ".join(f["description"] for f in report.migration_faults[:5]))
+            if report_path is not None and report_path.exists():  # no later task of this run writes the page
+                page = {**json.loads(report_path.read_text()), "failure": message}
+                publish_batch_run(self.spec, work_dir(self.spec.name), str(context.get("run_id") or
+                                                                            page.get("batch_id")), page, [], [])
+            raise AirflowFailException(message)
         if report.failed and settings.decode_check == "enforce":
             raise AirflowFailException(f"{report.failed} record(s) copied to the destination do not decode "
                                        f"against its registry: {report.describe_failures()}")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until, spark_connect_engine, threads_engine
+from kafka_ferry.core.decode_faults import MigrationFaultsFound, blocking
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import (
     DECODE_CHECK_KIND,
@@ -120,6 +121,12 @@ class PromotionRunner:
             raise ValueError(f"unknown promotion steps {sorted(unknown)}; known: {list(STEPS)}")
         started = time.monotonic()
         done = set(self.completed_steps())
+        standing = blocking(self.store.read_kind(DECODE_CHECK_KIND)) if "mark_promoted" not in done else []
+        if standing:
+            raise MigrationFaultsFound(
+                f"promotion of {self.spec.name!r} refused: copied records decode on the source but not on the "
+                "destination (the decode check's last run found them; migrate the schemas they need and run a "
+                "catch-up batch): " + "; ".join(standing[:5]))
         timings: dict[str, dict] = {}
         for step in (s for s in STEPS if s in steps):
             if step in done:

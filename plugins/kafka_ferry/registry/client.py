@@ -23,6 +23,7 @@ import httpx2
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
+from kafka_ferry.core.schema_compat import own_level
 from kafka_ferry.core.schema_decode import RegisteredSchema
 from kafka_ferry.core.schema_forms import canonical
 from kafka_ferry.core.schema_plan import Reference, RegistrySnapshot, SchemaVersion, Subject
@@ -146,9 +147,27 @@ class SchemaRegistry:
             refs = tuple(Reference(r.name, r.subject, r.version) for r in (schema.references or []))
             versions.append(SchemaVersion(name, number, reg.schema_id, schema.schema_str,
                                           schema.schema_type or "AVRO", refs, deleted=number not in live))
-        compat = self._call(f"read compatibility of {name!r}", self.client.get_compatibility, name, missing=None)
+        compat = self.subject_compatibility(name)
         mode = self._http("GET", f"mode/{quote(name, safe='')}", f"read mode of {name!r}", missing={}) or {}
         return Subject(name, tuple(versions), compat, mode.get("mode"))
+
+    def subject_compatibility(self, name: str) -> str | None:
+        """The subject's own level, None when it follows the global one (`core.schema_compat.own_level`).
+
+        Asked twice: plainly (the client's call: "not configured" on the Confluent API and AxonOps) and with
+        `defaultToGlobal=true`, which the client cannot send (Apicurio answers NONE to the plain question for a
+        subject without a level of its own)."""
+        plain = self._call(f"read compatibility of {name!r}", self.client.get_compatibility, name, missing=None)
+        if plain is None:
+            return None
+        answer = self._http("GET", f"config/{quote(name, safe='')}?defaultToGlobal=true",
+                            f"read effective compatibility of {name!r}", missing={}) or {}
+        return own_level(plain, answer.get("compatibilityLevel") or answer.get("compatibility"))
+
+    def effective_compatibility(self, name: str, global_level: str | None = None) -> str | None:
+        """What the registry enforces on the subject: its own level, else the global one."""
+        own = self.subject_compatibility(name)
+        return own if own is not None else (global_level or self.global_compatibility())
 
     def global_compatibility(self) -> str | None:
         return self._call("read global compatibility", self.client.get_compatibility, missing=None)
@@ -163,6 +182,15 @@ class SchemaRegistry:
         id is free. The client caches by id: an id's schema never changes."""
         found = self._call(f"read schema id {schema_id}", self.client.get_schema, schema_id, missing=None)
         return None if found is None else self._with_references(found, depth=0)
+
+    def versions_of_id(self, schema_id: int) -> list[tuple[str, int, bool]]:
+        """(subject, version, soft-deleted) of every version registered with this id, soft-deleted ones included."""
+        every = self._call(f"list versions of schema id {schema_id}", self.client.get_schema_versions, schema_id,
+                           deleted=True, missing=[]) or []
+        live = self._call(f"list versions of schema id {schema_id}", self.client.get_schema_versions, schema_id,
+                          missing=[]) or []
+        alive = {(v.subject, v.version) for v in live}
+        return sorted((v.subject, v.version, (v.subject, v.version) not in alive) for v in every)
 
     def _with_references(self, schema: Schema, depth: int) -> RegisteredSchema:
         if depth > 32:

@@ -115,6 +115,8 @@ def batch_page(report: Mapping[str, Any], groups: Sequence[Mapping[str, Any]], h
             f'<p class="muted">run {escape(run_id) or "—"} · {_time(report.get("started_at_ms"))} → '
             f'{_time(report.get("finished_at_ms"))} · <span class="{"ok" if status == "succeeded" else "bad"}">'
             f"{escape(str(status))}</span></p>",
+            *([f'<h2 class="bad">The run failed</h2><p class="bad">{escape(str(report["failure"]))}</p>']
+              if report.get("failure") else []),
             _cards([("records copied", report.get("records_copied")), ("bytes copied", report.get("bytes_copied")),
                     ("lag before", report.get("lag_before_total")), ("lag after", report.get("lag_after_total")),
                     ("offset syncs", report.get("syncs_written")), ("seconds", report.get("duration_s")),

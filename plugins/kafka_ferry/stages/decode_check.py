@@ -12,6 +12,10 @@ cut short checks the same records again; every copied record is checked at least
 
 What it keeps: the mark and running totals per destination partition, and for this run per topic totals and
 the first failures (topic, partition, offset, key or value, schema id, reason), which the run page shows.
+
+Given the source registry, a failure is classified (`core.decode_faults`): decoding on the source makes it
+the migration's fault. A partition with one keeps its mark where it was (the next run checks the same records
+again, after the fix) and records the fault in the mark, which blocks promotion while it stands.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafka_ferry.copy.state import stored_progress
+from kafka_ferry.core.decode_faults import MIGRATION_FAULT_FIELD, FaultClassifier, describe
 from kafka_ferry.core.schema_decode import CHECKS, PLAIN, PayloadChecker
 from kafka_ferry.core.serialized_fields import FieldDecision
 from kafka_ferry.core.state_records import DECODE_CHECK_KIND, partition_key
@@ -52,6 +57,8 @@ class DecodeCheckReport:
     topics: dict[str, TopicTally] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
     ranges: dict[str, list[int]] = field(default_factory=dict)  # "<topic>:<partition>" -> [start, end)
+    # per (topic, partition, field, destination id): decodes on the source, not on the destination
+    migration_faults: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def failed(self) -> int:
@@ -60,7 +67,7 @@ class DecodeCheckReport:
     def as_dict(self) -> dict[str, Any]:
         return {"batch_id": self.batch_id, "failed": self.failed, "checks": CHECKS,
                 "topics": {t: asdict(tally) for t, tally in sorted(self.topics.items())},
-                "failures": self.failures, "ranges": self.ranges}
+                "failures": self.failures, "ranges": self.ranges, "migration_faults": self.migration_faults}
 
     def describe_failures(self) -> str:
         return "; ".join(f"{f['topic']}-{f['partition']}@{f['offset']} {f['field']} (schema id {f['schema_id']}): "
@@ -85,15 +92,19 @@ def ranges_to_check(destination: KafkaCluster, store) -> dict[tuple[str, int], t
 
 def check_decoding(destination: KafkaCluster, registry: SchemaRegistry, store, batch_id: str,
                    ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None,
-                   fields: Mapping[str, FieldDecision] | None = None) -> DecodeCheckReport:
+                   fields: Mapping[str, FieldDecision] | None = None, source: SchemaRegistry | None = None,
+                   id_map: Mapping[int, int] | None = None) -> DecodeCheckReport:
     """Decode the records in `ranges` (default: `ranges_to_check`), move the marks, return the run's report.
 
     `fields` (by destination topic) says which fields carry the registry wire format: only those are decoded;
     a long key that happens to start with 0x00 is not a schema id. A topic without a decision has both checked.
+    With `source` (and the remap id map), failures that decode on the source are the migration's faults.
     """
     ranges = ranges_to_check(destination, store) if ranges is None else dict(ranges)
     fields = fields or {}
     check = PayloadChecker(registry.registered_schema).check
+    blame = FaultClassifier(PayloadChecker(source.registered_schema).check, id_map) if source else None
+    faults: dict[tuple, dict[str, Any]] = {}
     report = DecodeCheckReport(batch_id, ranges={partition_key(*tp): list(r) for tp, r in sorted(ranges.items())})
     # per partition: records, keys decoded, values decoded, keys/values without a header, failed records
     counts: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
@@ -113,6 +124,9 @@ def check_decoding(destination: KafkaCluster, registry: SchemaRegistry, store, b
                 types[tp[0]][verdict.schema_type] += 1
             else:
                 record_failed = True
+                source_id = blame.source_id(payload) if blame is not None else None
+                if source_id is not None:
+                    _note_fault(faults, tp, msg.offset(), field_name, verdict, source_id)
                 if len(report.failures) < FAILURES_KEPT:
                     report.failures.append({"topic": tp[0], "partition": tp[1], "offset": msg.offset(),
                                             "field": field_name, "schema_id": verdict.schema_id,
@@ -130,7 +144,8 @@ def check_decoding(destination: KafkaCluster, registry: SchemaRegistry, store, b
         tally.schema_types = dict(sorted(types[tp[0]].items()))
         tally.serialized = fields[tp[0]].fields if tp[0] in fields else "both"
         per_partition[tp] = {"records": records, "decoded": keys + values, "plain": plain, "failed": failed}
-    _move_marks(store, ranges, per_partition, batch_id)
+    report.migration_faults = _named(list(faults.values()), source)
+    _move_marks(store, ranges, per_partition, batch_id, report.migration_faults)
     for topic, tally in sorted(report.topics.items()):
         (log.error if tally.failed else log.info)(
             "decode check %s: %d record(s), %d value(s) and %d key(s) decoded, %d plain, %d failed", topic,
@@ -138,14 +153,45 @@ def check_decoding(destination: KafkaCluster, registry: SchemaRegistry, store, b
     return report
 
 
-def _move_marks(store, ranges, per_partition, batch_id: str) -> None:
-    """The next offset to check, and the partition's running totals, once its whole range was read."""
+def _note_fault(faults: dict, tp, offset: int, field_name: str, verdict, source_id: int) -> None:
+    key = (*tp, field_name, verdict.schema_id)
+    fault = faults.setdefault(key, {"topic": tp[0], "partition": tp[1], "field": field_name,
+                                    "schema_id": verdict.schema_id, "source_id": source_id, "records": 0,
+                                    "offsets": [], "reason": verdict.reason})
+    fault["records"] += 1
+    if len(fault["offsets"]) < 5:
+        fault["offsets"].append(offset)
+
+
+def _named(faults: list[dict[str, Any]], source: SchemaRegistry | None) -> list[dict[str, Any]]:
+    """Each fault with the source subject(s) and version(s) of its source id (asked once per id)."""
+    known: dict[int, list] = {}
+    for fault in faults:
+        if fault["source_id"] not in known:
+            known[fault["source_id"]] = [list(v) for v in source.versions_of_id(fault["source_id"])]
+        fault["source_versions"] = known[fault["source_id"]]
+        fault["description"] = describe(fault)
+    return faults
+
+
+def _move_marks(store, ranges, per_partition, batch_id: str, faults: list[dict[str, Any]] = ()) -> None:
+    """The next offset to check, and the partition's running totals, once its whole range was read.
+
+    A partition with a migration fault keeps its offset (checked again next run) and records the fault."""
     if not ranges:
         return
     marks = store.read_kind(DECODE_CHECK_KIND)
+    faulted: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for fault in faults:
+        faulted[(fault["topic"], fault["partition"])].append(fault["description"])
     updates = {}
-    for tp, (_, end) in ranges.items():
+    for tp, (start, end) in ranges.items():
         before = marks.get(partition_key(*tp)) or {}
+        if tp in faulted:  # checked again from the same offset next run; totals unchanged until then
+            updates[partition_key(*tp)] = {"checked_through": start, "records": 0, "decoded": 0, "plain": 0,
+                                           "failed": 0, **before, "destination_topic": tp[0], "partition": tp[1],
+                                           "batch_id": batch_id, MIGRATION_FAULT_FIELD: "; ".join(faulted[tp])}
+            continue
         counts = per_partition.get(tp, {})
         updates[partition_key(*tp)] = {
             "destination_topic": tp[0], "partition": tp[1], "checked_through": end, "batch_id": batch_id,

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from kafka_ferry.core.schema_compat import LevelMismatch, global_line, mismatches
 from kafka_ferry.core.schema_plan import (
     Register,
     RegistrySnapshot,
@@ -105,7 +106,9 @@ def plan_migration(source: SchemaRegistry, destination: SchemaRegistry, settings
     ids = sorted({r.source_id for r in everything.registrations}) if settings.mode == "preserve" else []
     dst_snapshot = destination.snapshot(sorted(everything.subject_map.values()), ids)
     plan = plan_schemas(source_snapshot, dst_snapshot, subject_map, settings.mode, subject_map,
-                        settings.include_soft_deleted)
+                        settings.include_soft_deleted, settings.move_global_compatibility)
+    plan = replace(plan, notes=(global_line(source_snapshot.compatibility, dst_snapshot.compatibility,
+                                            settings.move_global_compatibility),))
     if settings.mode != "preserve" or not (plan.registrations or plan.conflicts):
         return plan, None
     return plan, _import_probe(destination, everything.registrations, dst_snapshot)
@@ -156,10 +159,30 @@ def migrate_schemas(source: SchemaRegistry, destination: SchemaRegistry, setting
             destination.set_compatibility(action.subject, action.level)
         elif isinstance(action, SetMode):
             destination.set_mode(action.subject, action.mode)
+    if plan.actions:
+        verify_compatibility(source, destination, plan.subject_map)
     if store_id_map is not None:
         store_id_map(result.id_map)
     log.info("schemas: %d version(s) registered, %d id(s) mapped", result.registered, len(result.id_map))
     return result
+
+
+def compatibility_mismatches(source: SchemaRegistry, destination: SchemaRegistry,
+                             subject_map: Mapping[str, str]) -> list[LevelMismatch]:
+    """The migrated subjects whose effective compatibility differs between the registries, read on both sides."""
+    src_levels = {s: source.subject_compatibility(s) for s in subject_map}
+    dst_levels = {d: destination.subject_compatibility(d) for d in subject_map.values()}
+    return mismatches(src_levels, source.global_compatibility(), dst_levels, destination.global_compatibility(),
+                      subject_map)
+
+
+def verify_compatibility(source: SchemaRegistry, destination: SchemaRegistry, subject_map: Mapping[str, str]) -> None:
+    """After the writes: every migrated subject enforces on the destination what it enforces on the source."""
+    wrong = compatibility_mismatches(source, destination, subject_map)
+    if wrong:
+        raise SchemaMigrationError(f"{len(wrong)} subject(s) enforce another compatibility on destination "
+                                   f"{destination.conn.name!r} than on source {source.conn.name!r} after the "
+                                   "migration:\n  " + "\n  ".join(str(w) for w in wrong))
 
 
 def _register(destination: SchemaRegistry, action: Register) -> int:

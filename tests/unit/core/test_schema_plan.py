@@ -60,7 +60,30 @@ def test_preserve_wraps_writes_in_import_mode_and_restores_settings_afterwards()
     assert SetMode("orders-value", "READWRITE") in actions[first_register:]
     assert SetCompatibility("address", "FULL") in actions[first_register:]
     assert SetCompatibility("orders-value", "BACKWARD") in actions[first_register:]
-    assert SetCompatibility(None, "BACKWARD") in actions
+    assert not any(isinstance(a, SetCompatibility) and a.subject is None for a in actions)  # not asked to move it
+
+
+def test_the_global_level_moves_only_when_the_spec_asks():
+    moved = plan_schemas(source_registry(), EMPTY, ["orders-value"], "preserve", move_global=True).actions
+    assert SetCompatibility(None, "BACKWARD") in moved
+
+
+def test_a_subject_following_the_global_level_gets_the_sources_effective_level_on_another_global():
+    """orders-value has no level of its own (source global BACKWARD); the destination's global is NONE."""
+    dst = RegistrySnapshot({}, compatibility="NONE")
+    first = plan_schemas(source_registry(), dst, ["orders-value"], "remap")
+    assert SetCompatibility("orders-value", "BACKWARD") in first.actions
+    after = destination_after(first, source_registry())
+    after = RegistrySnapshot(after.subjects, "NONE")
+    assert plan_schemas(source_registry(), after, ["orders-value"], "remap").actions == ()
+    # already there, untouched, but following another global level: its level is set, nothing registered
+    bare = RegistrySnapshot({s: Subject(s, sub.versions, None) for s, sub in after.subjects.items()}, "NONE")
+    again = plan_schemas(source_registry(), bare, ["orders-value"], "remap")
+    assert set(again.actions) == {SetCompatibility("orders-value", "BACKWARD"), SetCompatibility("address", "FULL")}
+    # the same global level on the destination: a subject following it needs nothing
+    same = RegistrySnapshot(bare.subjects, "BACKWARD")
+    assert plan_schemas(source_registry(), same, ["orders-value"], "remap").actions == (
+        SetCompatibility("address", "FULL"),)
 
 
 def test_soft_deleted_versions_only_on_request_and_deleted_again():

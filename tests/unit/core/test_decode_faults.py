@@ -1,0 +1,48 @@
+"""Whose fault is a record that does not decode on the destination (core.decode_faults)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kafka_ferry.core.decode_faults import MIGRATION_FAULT_FIELD, FaultClassifier, blocking, describe
+from kafka_ferry.core.schema_wire import schema_id_of, with_schema_id
+
+BODY = b"\x02ok"
+
+
+def source_knows(*ids):
+    """The source registry's verdict: decoded for these ids, failed for others."""
+    return lambda payload: SimpleNamespace(outcome="decoded" if schema_id_of(payload) in ids else "failed")
+
+
+def test_remap_a_destination_id_is_traced_back_through_the_id_map():
+    blame = FaultClassifier(source_knows(46), {46: 7})
+    assert blame.source_id(with_schema_id(b"\0" * 5, 7) + BODY) == 46
+
+
+def test_an_id_the_map_lacks_was_passed_through_and_is_its_own_source_id():
+    blame = FaultClassifier(source_knows(46), {1: 2})
+    assert blame.source_id(with_schema_id(b"\0" * 5, 46) + BODY) == 46
+
+
+def test_preserve_ids_are_the_same_on_both_sides():
+    assert FaultClassifier(source_knows(9)).source_id(with_schema_id(b"\0" * 5, 9) + BODY) == 9
+
+
+@given(st.integers(0, 2**31 - 1), st.dictionaries(st.integers(0, 1000), st.integers(0, 1000), max_size=5))
+def test_a_payload_the_source_cannot_decode_is_never_the_migrations_fault(schema_id, id_map):
+    blame = FaultClassifier(source_knows(), id_map)
+    assert blame.source_id(with_schema_id(b"\0" * 5, schema_id) + BODY) is None
+    assert blame.source_id(b"plain") is None
+
+
+def test_standing_faults_block_and_name_subject_version_and_offsets():
+    fault = {"topic": "t", "partition": 1, "offsets": [3, 5], "field": "value", "schema_id": 46, "source_id": 46,
+             "source_versions": [["t-value", 3, True]], "reason": "schema id 46 is not in the registry"}
+    text = describe(fault)
+    assert "t-1 offsets [3, 5]" in text and "subject 't-value' version 3 (soft-deleted on the source)" in text
+    marks = {"t:1": {MIGRATION_FAULT_FIELD: text}, "t:0": {"checked_through": 9}, "u:0": {}}
+    assert blocking(marks) == [f"t:1: {text}"]
