@@ -102,6 +102,9 @@ class Selection(_Frozen):
 
     include: tuple[Regex, ...] = Field(min_length=1)
     exclude: tuple[Regex, ...] = ()
+    # The pre-flight refuses a selection that matches nothing on the source (a typo'd name is otherwise a
+    # green, empty run); true says an empty selection is intended.
+    allow_empty: bool = False
 
     def matches(self, name: str) -> bool:
         return any(re.fullmatch(p, name) for p in self.include) and not any(

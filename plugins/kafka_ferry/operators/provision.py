@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_ferry.core.flags import parse_bool
+from kafka_ferry.core.selection_check import check_selections
 from kafka_ferry.core.trigger_form import check_trigger
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
@@ -25,16 +26,20 @@ from kafka_ferry.stages.provision import (
 class MigrationPreflightOperator(MigrationOperator):
     """Checks the trigger form, connections and clusters and returns the diff provisioning would apply; changes nothing.
 
-    Any refusal (more destination partitions, incompatible cleanup.policy, active destination group)
-    fails this task, so the run stops before the first change.
+    Any refusal (an unreachable cluster, a selection that matches nothing, more destination partitions,
+    incompatible cleanup.policy, active destination group) fails this task, so the run stops before the first
+    change.
     """
 
     @fail_fast
     def execute(self, context: Any) -> dict:
         mode = self.check_trigger(context)
         self.check_connections_exist()
+        self.source_cluster.check_reachable()
+        self.destination_cluster.check_reachable()
         source_info = self.source_cluster.describe_cluster()
         destination_info = self.destination_cluster.describe_cluster()
+        check_selections(self.spec, self.source_cluster.list_topic_names(), self.source_cluster.list_group_ids())
         topic_plan = compute_topic_plan(self.spec, self.source_cluster, self.destination_cluster)
         group_plan = compute_group_plan(self.spec, self.source_cluster, self.destination_cluster)
         diff = {
@@ -89,7 +94,8 @@ class ProvisionMirrorTopicsOperator(MigrationOperator):
             self.log.info("dry run: would apply %s", plan.as_dict()["changes"])
             return {"dry_run": True, **plan.as_dict()}
         created_internal = ensure_internal_topics(self.spec, self.destination_cluster)
-        assert_not_promoted(self.state_store)  # a promoted mirror keeps the timestamp configs promotion set
+        # a promoted mirror keeps the timestamp configs promotion set
+        assert_not_promoted(self.state_store, self.spec_path)
         record_time_plans(self.spec, plan, self.destination_cluster)
         done = apply_topic_plan(plan, self.destination_cluster)
         record_topics(self.spec, plan, self.destination_cluster)
