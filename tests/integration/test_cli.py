@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -95,3 +97,25 @@ def test_a_spec_outside_a_migrations_folder_is_refused_with_the_layout(tmp_path)
     done = kafka_ferry({**os.environ, "AIRFLOW_HOME": str(tmp_path / "af")}, "status", path)
     assert done.returncode == 2
     assert "a migration spec lives in <dags folder>/migrations/" in done.stderr
+
+
+def test_the_package_installs_a_kafka_ferry_console_script(tmp_path):
+    """`[project.scripts]`: a non-editable install (into a directory of its own, not the shared venv) puts a
+    `kafka-ferry` command beside it that runs the CLI from that install."""
+    repo = Path(__file__).resolve().parents[2]
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(repo / name, source / name)
+    shutil.copytree(repo / "plugins", source / "plugins", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    site = tmp_path / "site"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
+                          str(source)], capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stderr[-3000:]
+    script = site / "bin" / "kafka-ferry"
+    assert script.exists(), sorted(p.name for p in (site / "bin").glob("*")) if (site / "bin").exists() else "no bin"
+    done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(site)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    for command in ("check", "dry-run", "run", "promote", "status", "reset-promotion"):
+        assert command in done.stdout
