@@ -45,6 +45,7 @@ def test_every_key_of_the_model_has_a_row_with_a_type_default_and_meaning():
 class TurboCopy(CopySettings):
     # Copies faster when true (a key another change adds, with its comment).
     turbo: bool = False
+    bare_key: int = 3
 
 
 class SpecWithANewKey(MigrationSpec):
@@ -54,4 +55,6 @@ class SpecWithANewKey(MigrationSpec):
 def test_a_key_added_to_the_model_appears_with_its_comment_when_regenerated():
     assert ("| `copy.turbo` | boolean | `false` | `true` | Copies faster when true (a key another change adds, with "
             "its comment). |") in render(SpecWithANewKey)
+    assert ("| `copy.bare_key` | integer | `3` | `3` | (not described yet: write a comment above this key in "
+            "kafka_ferry/core/spec.py) |") in render(SpecWithANewKey)
     assert "copy.turbo" not in render()
