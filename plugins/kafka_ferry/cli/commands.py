@@ -108,10 +108,11 @@ def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> int:
 def status(spec_path: Path) -> int:
     """Per migration: the last batch, the lag now, promoted or not; dates in ISO 8601 (UTC)."""
     from kafka_ferry.cli import migrate_db
+    from kafka_ferry.copy.plan import work_dir
     from kafka_ferry.core.provisioning_plan import select_topics
     from kafka_ferry.promotion.guard import PROMOTED, promotion_status
     from kafka_ferry.promotion.readiness import replication_lag
-    from kafka_ferry.reports.publish import batch_history
+    from kafka_ferry.reports.publish import OVERVIEW_FILE, batch_history, run_page_path
     from kafka_ferry.state.store import MigrationStateStore
 
     spec = load_spec(spec_path)
@@ -139,6 +140,12 @@ def status(spec_path: Path) -> int:
               f"(copy runs are refused; `kafka-ferry reset-promotion {spec_path}` lifts it)")
     else:
         print("  promoted: no")
+    overview = work_dir(spec.name) / OVERVIEW_FILE
+    if overview.exists():
+        row = json.loads(overview.read_text())
+        page = run_page_path(overview.parent, row["last_run_id"]) if row.get("last_run_id") else None
+        print(f"  last run here: {row.get('last_run_id')}, at {iso_utc(row.get('updated_at_ms'))}"
+              + (f", page {page}" if page and page.exists() else ""))
     return 0
 
 
