@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: install demo demo-secure demo-promote e2e test test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec lock clean
+.PHONY: install demo demo-secure demo-promote e2e test test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference lock clean
 
 install: $(STAMP)
 
@@ -66,6 +66,10 @@ SPECS ?= dags/migrations/*.yaml
 TENANTS ?=
 check-spec: install
 	$(PY) -m kafka_ferry.core.spec_check check $(if $(TENANTS),--tenants $(TENANTS)) $(SPECS)
+
+## docs/spec-reference.md from the spec model (after a spec key changes; a unit test fails while it is stale).
+spec-reference: install
+	$(PY) -m kafka_ferry.core.spec_reference write docs/spec-reference.md
 
 ## Re-pin constraints.txt from the current venv (after changing pyproject.toml).
 lock:

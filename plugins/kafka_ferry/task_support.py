@@ -3,7 +3,8 @@
 Failures a retry cannot heal fail the task at once; the others keep the task's retries.
 Why: a task's retries (30 s apart) only help what waiting can fix. An invalid spec, a missing or
 mistyped connection, a refusal by the cluster (ACL, credentials, policy, invalid config) or by the
-pre-flight (provisioning refused, records lost to retention, migration already promoted) give the same
+pre-flight (no bootstrap address reachable, a selection matching nothing, provisioning refused, records lost to
+retention, migration already promoted) give the same
 answer on every try, so the run should stop on the first, with the message, in seconds. Timeouts,
 unreachable brokers, coordinator loading and leader changes stay ordinary exceptions: they may heal.
 """
@@ -21,6 +22,7 @@ from kafka_ferry.core.acl_plan import FenceRefused
 from kafka_ferry.core.batch_planning import RetentionGapError
 from kafka_ferry.core.decode_faults import MigrationFaultsFound
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
+from kafka_ferry.core.selection_check import EmptySelection
 from kafka_ferry.core.serialized_fields import FieldsUndecided
 from kafka_ferry.core.spark_credentials import InsecureChannelRefused
 from kafka_ferry.core.spec import MigrationSpec, SpecError, load_spec
@@ -59,7 +61,8 @@ class MigrationContext:
 
 # AirflowNotFoundException: a connection the task looks up is not defined (hooks raise it on first use).
 DETERMINISTIC = (SpecError, ProvisioningRefused, RetentionGapError, MigrationPromotedError, AirflowNotFoundException,
-                 TriggerRefused, FieldsUndecided, FenceRefused, InsecureChannelRefused, MigrationFaultsFound)
+                 TriggerRefused, FieldsUndecided, FenceRefused, InsecureChannelRefused, MigrationFaultsFound,
+                 EmptySelection)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

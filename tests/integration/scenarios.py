@@ -59,7 +59,8 @@ def write_spec(tmp_path, clusters, prefix: str, copy: dict | None = None, **sect
         "source": {"connection_id": clusters.SOURCE_CONN, "alias": "src"},
         "destination": {"connection_id": clusters.DESTINATION_CONN, "alias": f"dst-{prefix}"},
         "topics": {"include": [f"{prefix}\\..*"], "exclude": [f"{prefix}\\.skip"]},
-        "groups": {"include": [f"{prefix}-.*"]},
+        # many scenarios migrate topics only: no group of theirs is the pre-flight's "matched nothing" typo
+        "groups": {"include": [f"{prefix}-.*"], "allow_empty": True},
         "copy": {"spark_connection_id": clusters.SPARK_CONN, "offset_sync_interval": 7, **(copy or {})},
         "promotion": {"quiesce_window_seconds": 2, "poke_interval_seconds": 1},
         **sections,

@@ -59,7 +59,7 @@ def test_catch_up_runs_copy_then_skip_spark_when_nothing_is_new(clusters, tmp_pa
         "name": p, "tenant": "test",
         "source": {"connection_id": "kf_test_source_secret", "alias": "src"},
         "destination": {"connection_id": clusters.DESTINATION_CONN, "alias": f"dst-{p}"},
-        "topics": {"include": [f"{p}\\..*"]}, "groups": {"include": [f"{p}-.*"]},
+        "topics": {"include": [f"{p}\\..*"]}, "groups": {"include": [f"{p}-.*"], "allow_empty": True},
         "copy": {"spark_connection_id": clusters.SPARK_CONN}}))
     write_stubs(dags)
     env = {**os.environ, "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -81,9 +82,11 @@ def test_promotion_end_to_end_with_the_copy_job(clusters, tmp_path):
     assert (m["work_dir"] / "offset-map" / "offset-map.csv").exists()
     assert_groups_resume_exactly(clusters, m)
     assert check_group_offsets_synced(clusters.cluster("destination"), store)[0]
-    with pytest.raises(MigrationPromotedError, match="reset_promotion"):
+    with pytest.raises(MigrationPromotedError, match=r"promoted at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: "
+                                                     r".* kafka-ferry reset-promotion <spec file>$"):
         assert_not_promoted(store)
-    with pytest.raises(AirflowFailException, match="was promoted"):  # the DAG's copy planning refuses too
+    with pytest.raises(AirflowFailException, match="kafka-ferry reset-promotion " + re.escape(m["spec_path"])):
+        # the DAG's copy planning refuses too, naming the command for this spec
         PlanCopyBatchOperator(task_id="plan_copy", spec_path=m["spec_path"]).execute({})
     again = runner(clusters, m).run()  # idempotent: everything resumes, nothing redone
     assert {v["status"] for v in again["this_run"].values()} == {"resumed"}

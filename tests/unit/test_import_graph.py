@@ -13,14 +13,14 @@ PACKAGE = Path(__file__).resolve().parents[2] / "plugins" / "kafka_ferry"
 ROOT = "kafka_ferry"
 
 # The Airflow edge: only these may import operators / sensors / triggers / dag_*.
-EDGE = ("hooks", "operators", "sensors", "triggers", "dag_factory", "dag_promotion", "plugin", "views")
+EDGE = ("hooks", "operators", "sensors", "triggers", "dag_factory", "dag_promotion", "plugin", "views", "cli")
 EDGE_ONLY = ("operators", "sensors", "triggers", "dag_factory", "dag_promotion")
 
 # The floors, top to bottom: a module may import its own floor and the floors below, never one above.
 # Airflow edge -> stages -> state, clients -> core (the pure core imports nothing of kafka_ferry's I/O).
 LAYERS = {
     "airflow edge": ("hooks", "operators", "sensors", "triggers", "dag_factory", "dag_promotion", "plugin",
-                     "task_support"),
+                     "task_support", "cli"),
     "stages": ("stages", "copy", "translation", "promotion", "reports"),
     "state": ("state",),
     "clients": ("kafka", "registry"),

@@ -131,6 +131,9 @@ class Selection(_Frozen):
 
     include: tuple[Regex, ...] = Field(min_length=1)
     exclude: tuple[Regex, ...] = ()
+    # The pre-flight refuses a selection that matches nothing on the source (a typo'd name is otherwise a
+    # green, empty run); true says an empty selection is intended.
+    allow_empty: bool = False
 
     def matches(self, name: str) -> bool:
         return any_full_match(self.include, name) and not any_full_match(self.exclude, name)

@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
-from airflow.sdk import BaseHook
+from airflow.sdk import BaseHook, Connection
 
 from kafka_ferry.kafka.cluster import KafkaCluster
 
@@ -38,7 +38,25 @@ def kafka_cluster(conn_id: str) -> KafkaCluster:
 async def async_kafka_cluster(conn_id: str) -> KafkaCluster:
     """The cluster behind a connection, for a trigger: the connection is fetched without blocking the event
     loop, and the config (which may resolve callbacks or tokens) is built off the loop."""
-    connection = await BaseHook.aget_connection(conn_id)
+    connection = await aget_connection(conn_id)
     hook = KafkaClusterHook(conn_id)
     hook.get_connection = lambda _conn_id: connection  # the provider's _build_config reads it from here
     return await asyncio.to_thread(lambda: hook.get_conn)
+
+
+async def aget_connection(conn_id: str) -> Connection:
+    """``BaseHook.aget_connection``, except where the supervisor channel it needs cannot answer asynchronously.
+
+    Why: ``airflow dags test`` (``dag.test``) runs a deferred task's trigger inline, with an in-process
+    supervisor channel that has only the blocking ``send`` (Airflow 3.3). The async lookup asks the metadata DB
+    through ``asend``, gets an AttributeError that the secrets chain swallows, and reports
+    ``The conn_id '...' isn't defined`` for a connection every task before it read from the same DB; only
+    environment-variable connections were found. There the blocking lookup (off the event loop) reaches the DB;
+    in the triggerer, whose channel is async, the async lookup is used as Airflow intends.
+    """
+    from airflow.sdk.execution_time import task_runner
+
+    comms = getattr(task_runner, "SUPERVISOR_COMMS", None)
+    if comms is not None and not hasattr(comms, "asend"):
+        return await asyncio.to_thread(BaseHook.get_connection, conn_id)
+    return await BaseHook.aget_connection(conn_id)

@@ -36,7 +36,9 @@ from confluent_kafka.admin import (
 
 from kafka_ferry.core.acl_plan import principal_of
 from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
-from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.kafka.bootstrap import PROBE_TIMEOUT_S, unreachable
+from kafka_ferry.kafka.client_log import librdkafka_logger
+from kafka_ferry.kafka.errors import ClusterUnreachableError, KafkaClusterError
 from kafka_ferry.kafka.waiting import AdminWaits
 
 TIMEOUT_S = 30.0
@@ -84,16 +86,16 @@ class KafkaCluster(AdminWaits):
 
     @cached_property
     def admin(self) -> AdminClient:
-        client = AdminClient({"error_cb": self._on_client_error, **self._config})
+        client = AdminClient({"error_cb": self._on_client_error, **self._client_settings()})
         _settle(client, min(SETTLE_S, self.request_timeout_s))
         return client
 
     def producer(self, **overrides: Any) -> Producer:
         if self._producers is None:
-            return Producer({**self._config, **overrides})
+            return Producer({**self._client_settings(), **overrides})
         key = tuple(sorted((k, repr(v)) for k, v in overrides.items()))
         if key not in self._producers:
-            self._producers[key] = Producer({**self._config, **overrides})
+            self._producers[key] = Producer({**self._client_settings(), **overrides})
         return self._producers[key]
 
     def start_durable_producer(self) -> None:
@@ -110,7 +112,21 @@ class KafkaCluster(AdminWaits):
 
     def consumer(self, **overrides: Any) -> Consumer:
         config = {"group.id": "kafka-ferry-reader", "enable.auto.commit": False, **overrides}
-        return Consumer({**self._config, **config})
+        return Consumer({**self._client_settings(), **config})
+
+    def _client_settings(self) -> dict[str, Any]:
+        """The config plus librdkafka's log through Python logging, repeats dropped (kafka.client_log); a
+        connection's own ``logger`` wins."""
+        return {"logger": librdkafka_logger(), **self._config}
+
+    def check_reachable(self, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+        """Raise ``ClusterUnreachableError`` (deterministic) when no bootstrap address accepts a TCP connection.
+
+        The pre-flight's first look at a cluster: a wrong host or port fails the task once, in seconds, instead
+        of each client call waiting out its timeout on every try."""
+        reasons = unreachable(self.bootstrap_servers, timeout_s)
+        if reasons:
+            raise ClusterUnreachableError(self.name, reasons)
 
     # --- cluster and topics --------------------------------------------------------------------
     def describe_cluster(self) -> ClusterInfo:

@@ -80,3 +80,21 @@ class KafkaClusterError(RuntimeError):
         for an authorization error by the grant its principal needs (``acl``)."""
         return cls(cluster.name, operation, error, getattr(cluster, "bootstrap_servers", None),
                    principal=getattr(cluster, "principal", None), acl=acl)
+
+
+class ClusterUnreachableError(KafkaClusterError):
+    """No bootstrap address of a connection accepts a TCP connection (the pre-flight's probe).
+
+    Deterministic for the run (``permanent``): every address refused or did not answer before any Kafka request
+    was made, so the task's retries, seconds apart, would only repeat it. Names the connection, the addresses and
+    each one's reason, never the rest of the config.
+    """
+
+    def __init__(self, connection_id: str, reasons: Mapping[str, str]):
+        RuntimeError.__init__(self, (
+            f"Kafka connection '{connection_id}' (bootstrap servers {','.join(reasons)}): no bootstrap address "
+            "accepts a connection (" + "; ".join(f"{a}: {r}" for a, r in reasons.items()) + "): check the "
+            "host and port of bootstrap.servers in the connection's Extra, and that the brokers are up and "
+            "reachable from this worker; nothing was changed"))
+        self.code = KafkaError._TRANSPORT
+        self.permanent = True

@@ -77,7 +77,7 @@ class PlanCopyBatchOperator(MigrationOperator):
     @fail_fast
     def execute(self, context: Any) -> dict:
         try:
-            assert_not_promoted(self.state_store)
+            assert_not_promoted(self.state_store, self.spec_path)
         except MigrationPromotedError as exc:
             raise AirflowFailException(str(exc)) from exc
         dry_run = parse_bool(self.dry_run)

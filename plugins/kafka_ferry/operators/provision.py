@@ -6,6 +6,7 @@ from typing import Any
 
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
+from kafka_ferry.core.selection_check import check_selections
 from kafka_ferry.core.state_records import GROUP_KIND
 from kafka_ferry.core.trigger_form import check_trigger
 from kafka_ferry.operators.base import MigrationOperator
@@ -30,8 +31,9 @@ from kafka_ferry.stages.topic_ownership import record_ownership
 class MigrationPreflightOperator(MigrationOperator):
     """Checks the trigger form, connections and clusters and returns the diff provisioning would apply; changes nothing.
 
-    Any refusal (more destination partitions, incompatible cleanup.policy, active destination group)
-    fails this task, so the run stops before the first change.
+    Any refusal (an unreachable cluster, a selection that matches nothing, more destination partitions,
+    incompatible cleanup.policy, active destination group) fails this task, so the run stops before the first
+    change.
     """
 
     @fail_fast
@@ -39,9 +41,12 @@ class MigrationPreflightOperator(MigrationOperator):
         mode = self.check_trigger(context)
         self.check_connections_exist()
         self.check_tenant()  # with a tenants file: only what the spec's tenant is granted
+        self.source_cluster.check_reachable()  # no address accepts a connection: one try, naming them
+        self.destination_cluster.check_reachable()
         source_info = self.source_cluster.describe_cluster()
         destination_info = self.destination_cluster.describe_cluster()
         self.state_store.check_topic()  # an existing state topic of another shape is refused before any change
+        check_selections(self.spec, self.source_cluster.list_topic_names(), self.source_cluster.list_group_ids())
         topic_plan = compute_topic_plan(self.spec, self.source_cluster, self.destination_cluster)
         group_plan = compute_group_plan(self.spec, self.source_cluster, self.destination_cluster)
         diff = {
@@ -140,7 +145,8 @@ class ProvisionMirrorTopicsOperator(MigrationOperator):
             self.log.info("dry run: would apply %s", plan.as_dict()["changes"])
             return {"dry_run": True, **plan.as_dict()}
         created_internal = ensure_internal_topics(self.spec, self.destination_cluster)
-        assert_not_promoted(self.state_store)  # a promoted mirror keeps the timestamp configs promotion set
+        # a promoted mirror keeps the timestamp configs promotion set
+        assert_not_promoted(self.state_store, self.spec_path)
         record_ownership(self.spec, plan, self.state_store)  # before creating or adopting: a crash keeps it owned
         record_time_plans(self.spec, plan, self.destination_cluster)
         done = apply_topic_plan(plan, self.destination_cluster)

@@ -61,7 +61,8 @@ class MigrateSchemasOperator(MigrationOperator):
         dry_run = parse_bool(self.dry_run)
         if not dry_run:
             self.state_store.ensure_topic()  # the id map's home; the first run of a migration may come here first
-            assert_not_promoted(self.state_store)  # after promotion the destination registry belongs to the tenant
+            # after promotion the destination registry belongs to the tenant
+            assert_not_promoted(self.state_store, self.spec_path)
         source, destination = self.registries()
         try:
             storer = None if dry_run else id_map_storer(self.state_store, self.settings.mode,

@@ -28,16 +28,41 @@ def build_report(spec: MigrationSpec, state: dict[str, dict], timings: dict, rec
     rows = []
     for value in under(state, TRANSLATION_PREFIX).values():
         rows += [{c: d.get(c) for c in GROUP_COLUMNS} for d in value["decisions"]]
-    steps = under(state, STEP_PREFIX)
+    steps = ordered_steps(under(state, STEP_PREFIX))
     if reconciliation is None and "reconcile" in steps:
         reconciliation = steps["reconcile"].get("summary")
     return {"migration": spec.name, "generated_at_ms": int(time.time() * 1000),
             "status": state.get(MIGRATION_KEY, {}).get("status", "in-progress"),
-            "duration_s": round(duration_s, 3), "steps": steps, "this_run": timings,
+            "duration_s": round(duration_s, 3), "total_s": steps_total_s(steps), "steps": steps, "this_run": timings,
             "groups": rows, "reconciliation": reconciliation,
-            "timestamps": {topic: {k: v for k, v in plan.items() if k != "written_at_ms"}
+            "timestamps": {topic: {**{k: v for k, v in plan.items() if k != "written_at_ms"},
+                                   "status": timestamp_status(plan)}
                            for topic, plan in sorted((timestamps or {}).items())},
             "decode_totals": decode_totals(decode_marks or {})}
+
+
+def ordered_steps(steps: dict[str, dict]) -> dict[str, dict]:
+    """The promotion's steps in the order they ran (their finish times), not by name: the DAG runs each in its
+    own task, so a person reading the page follows the cutover as it happened."""
+    return dict(sorted(steps.items(), key=lambda kv: (kv[1].get("finished_at_ms") or kv[1].get("written_at_ms")
+                                                      or 0, kv[0])))
+
+
+def steps_total_s(steps: dict[str, dict]) -> float | None:
+    """Seconds from the first step's start to the last step's finish: the whole promotion, over every task that
+    ran a step (``duration_s`` is the one task that wrote this report)."""
+    spans = [(s["finished_at_ms"] - 1000 * float(s.get("duration_s") or 0), s["finished_at_ms"])
+             for s in steps.values() if s.get("finished_at_ms")]
+    if not spans:
+        return None
+    return round((max(end for _, end in spans) - min(start for start, _ in spans)) / 1000, 3)
+
+
+def timestamp_status(plan: dict) -> str | None:
+    """``unchanged`` for a mirror whose promotion had no timestamp config to set (``switched`` only when it did)."""
+    if plan.get("status") == "switched" and not plan.get("at_promotion"):
+        return "unchanged"
+    return plan.get("status")
 
 
 def decode_totals(marks: dict[str, dict]) -> dict[str, dict[str, int]]:
@@ -69,7 +94,7 @@ def log_report(report: dict) -> None:
                  row["downstream_offset"], row["upstream_lag"], row["downstream_lag"], row["method"])
     for topic, plan in report.get("timestamps", {}).items():
         log.info("  timestamps %s -> %s: %s, from promotion on %s", topic, plan["destination_topic"], plan["status"],
-                 plan["at_promotion"] or "as while copying")
+                 plan.get("at_promotion") or "as while copying (unchanged)")
     rec = report.get("reconciliation") or {}
     for p in rec.get("partitions", []):
         log.info("  reconcile %s-%s: %s (%s vs %s records)", p["source_topic"], p["partition"],

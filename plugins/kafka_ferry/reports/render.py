@@ -144,20 +144,23 @@ def promotion_page(report: Mapping[str, Any], history: Sequence[Mapping[str, Any
     rows = [{**p, "verdict": "ok" if p.get("matches") else "MISMATCH"} for p in rec.get("partitions", [])]
     verdict = ("not run yet" if not rec else "all partitions match" if not rec.get("mismatched")
                else "MISMATCH: " + ", ".join(rec["mismatched"]))
-    steps = [{"step": name, "finished": _time(step.get("finished_at_ms") or step.get("written_at_ms"))}
-             for name, step in report.get("steps", {}).items()]
+    # in the order they ran (the report orders them by finish time), each with its own seconds
+    steps = [{"step": name, "finished": _time(step.get("finished_at_ms") or step.get("written_at_ms")),
+              "seconds": step.get("duration_s")} for name, step in report.get("steps", {}).items()]
     body = [f"<h1>{escape(title)}</h1>",
             f'<p class="muted">run {escape(run_id) or "—"} · generated {_time(report.get("generated_at_ms"))}</p>',
             _cards([("status", report.get("status")), ("groups", len({g["group"] for g in report.get("groups", [])})),
-                    ("partitions reconciled", len(rows)), ("seconds", report.get("duration_s"))]),
+                    ("partitions reconciled", len(rows)),
+                    ("seconds, all steps", report.get("total_s", report.get("duration_s")))]),
             f'<h2>Reconciliation: <span class="{"ok" if rec and not rec.get("mismatched") else "bad"}">'
             f"{escape(verdict)}</span></h2>",
             table(RECONCILE_COLUMNS, rows, left=("source_topic", "verdict")),
             _groups_section(report.get("groups", [])),
-            "<h2>Promotion steps</h2>", table((("step", "step"), ("finished", "finished")), steps,
-                                              left=("step", "finished"))]
+            "<h2>Promotion steps, in the order they ran</h2>",
+            table((("step", "step"), ("finished", "finished"), ("seconds", "seconds")), steps,
+                  left=("step", "finished"))]
     if report.get("timestamps"):
-        ts = [{"topic": t, **p, "at_promotion": _config_changes(p.get("at_promotion"))}
+        ts = [{"topic": t, **p, "at_promotion": _config_changes(p.get("at_promotion")) or "unchanged"}
               for t, p in report["timestamps"].items()]
         body += ["<h2>Timestamp types</h2>", table((("topic", "source topic"), ("destination_topic", "mirror"),
                                                     ("status", "status"), ("at_promotion", "from promotion on")),

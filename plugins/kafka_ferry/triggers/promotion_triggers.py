@@ -1,7 +1,7 @@
 """Triggers behind the deferrable promotion sensors: poll the same checks without blocking the event loop.
 
 Why this shape: the triggerer runs many triggers on one event loop and imports them from the installed
-package (never from a DAG bundle). Connections are fetched with ``await BaseHook.aget_connection``; every
+package (never from a DAG bundle). Connections are fetched with ``await aget_connection`` (hooks); every
 blocking Kafka call runs in ``asyncio.to_thread``; ``serialize()`` holds only primitives (connection ids,
 topic and group names, numbers) so the trigger can be rebuilt anywhere. Clients are created per check
 and closed with it, so ``cleanup`` has nothing left to close.

@@ -1,0 +1,167 @@
+"""What each `kafka-ferry` command does, once the environment points Airflow at the spec's DAGs folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kafka_ferry.cli.summary import print_summary
+from kafka_ferry.core.dates import iso_utc
+from kafka_ferry.core.spec import MigrationSpec, SpecError, load_spec
+from kafka_ferry.kafka.cluster import KafkaCluster
+
+
+def load(spec_path: Path) -> MigrationSpec:
+    return load_spec(spec_path)
+
+
+def connection(conn_id: str):
+    """An Airflow connection from the environment (``AIRFLOW_CONN_<ID>``) or the metadata DB.
+
+    Why not ``BaseHook.get_connection``: outside a task, the Task SDK's lookup reads environment variables
+    and secrets backends only; this command runs where the metadata DB is, like the scheduler."""
+    from airflow.models.connection import Connection
+
+    return Connection.get_connection_from_secrets(conn_id)
+
+
+def cluster(conn_id: str) -> KafkaCluster:
+    """The cluster behind a connection found by ``connection`` (the hook builds the client as in a task)."""
+    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+
+    found = connection(conn_id)
+    hook = KafkaClusterHook(conn_id)
+    hook.get_connection = lambda _conn_id: found  # the provider's _build_config reads it from here
+    return hook.get_conn
+
+
+def check(spec_path: Path) -> int:
+    """The spec, its connections, both clusters reachable, and a selection that selects something."""
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from kafka_ferry.cli import migrate_db
+    from kafka_ferry.core.provisioning_plan import select_topics
+    from kafka_ferry.core.selection_check import EmptySelection, check_selections
+    from kafka_ferry.core.spec_check import check_connections, connection_refs
+    from kafka_ferry.kafka.errors import KafkaClusterError
+
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as exc:
+        print(exc)
+        return 1
+    migrate_db()
+    found: dict[str, str | None] = {}
+    for _, conn_id, _ in connection_refs(spec):
+        try:
+            found[conn_id] = connection(conn_id).conn_type
+        except AirflowNotFoundException:
+            continue
+    try:
+        check_connections(spec, spec_path, found)
+        source, destination = cluster(spec.source.connection_id), cluster(spec.destination.connection_id)
+        for side in (source, destination):
+            side.check_reachable()
+            info = side.describe_cluster()
+            print(f"ok: connection {side.name!r}: cluster {info.cluster_id}, {info.broker_count} broker(s)")
+        topics, groups = source.list_topic_names(), source.list_group_ids()
+        check_selections(spec, topics, groups)
+    except (SpecError, EmptySelection, KafkaClusterError) as exc:
+        print(exc)
+        return 1
+    selected = select_topics(spec, topics)
+    print(f"ok: {spec_path} (DAG {spec.dag_id}): {len(selected)} source topic(s) selected: "
+          f"{_some(selected)}; groups selected by name: {_some([g for g in groups if spec.groups.matches(g)])}")
+    return 0
+
+
+def _some(names: list[str], limit: int = 8) -> str:
+    if not names:
+        return "none"
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> int:
+    """One run of the spec's DAG in this process (``dag.test``), then what it did."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    from kafka_ferry.cli import migrate_db
+
+    spec = load_spec(spec_path)
+    migrate_db()
+    stub = dags_folder / f"migration_{spec_path.stem.replace('-', '_')}.py"
+    bag = DagBag(dag_folder=str(stub if stub.exists() else dags_folder))
+    if bag.import_errors:
+        print("DAG import errors:", json.dumps(bag.import_errors, indent=2))
+        return 1
+    dag = bag.dags.get(spec.dag_id)
+    if dag is None:
+        print(f"no DAG {spec.dag_id} in {dags_folder}")
+        return 1
+    print(f"running {spec.dag_id} in mode {conf['mode']} ...", flush=True)
+    run = dag.test(run_conf=conf)
+    print_summary(run, spec.name)
+    return 0 if str(run.state) in ("success", "DagRunState.SUCCESS") else 1
+
+
+def status(spec_path: Path) -> int:
+    """Per migration: the last batch, the lag now, promoted or not; dates in ISO 8601 (UTC)."""
+    from kafka_ferry.cli import migrate_db
+    from kafka_ferry.copy.plan import work_dir
+    from kafka_ferry.core.provisioning_plan import select_topics
+    from kafka_ferry.promotion.guard import PROMOTED, promotion_status
+    from kafka_ferry.promotion.readiness import replication_lag
+    from kafka_ferry.reports.publish import OVERVIEW_FILE, batch_history, run_page_path
+    from kafka_ferry.state.store import MigrationStateStore
+
+    spec = load_spec(spec_path)
+    migrate_db()
+    source, destination = cluster(spec.source.connection_id), cluster(spec.destination.connection_id)
+    print(f"migration {spec.name} (DAG {spec.dag_id}, tenant {spec.tenant})")
+    if spec.state_topic_name not in destination.list_topic_names():
+        print("  never ran: no state topic on the destination yet (start with `kafka-ferry dry-run`)")
+        return 0
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    history = batch_history(store)
+    if history:
+        last = history[-1]
+        print(f"  last batch: {last.get('batch_id')}, finished {iso_utc(last.get('finished_at_ms'))}, "
+              f"{last.get('records_copied', 0)} record(s) copied, lag after it {last.get('lag_after_total')} "
+              f"({len(history)} batch(es) in all)")
+    else:
+        print("  last batch: none yet")
+    lag = replication_lag(source, store, select_topics(spec, source.list_topic_names()))
+    print(f"  lag now: {lag['total_lag']} record(s) over {lag['partitions']} partition(s), "
+          f"max {lag['max_lag']}" + (f" on {lag['worst']}" if lag["max_lag"] else ""))
+    promoted = promotion_status(store) or {}
+    if promoted.get("status") == PROMOTED:
+        print(f"  promoted: yes, at {iso_utc(promoted.get('promoted_at_ms'))} "
+              f"(copy runs are refused; `kafka-ferry reset-promotion {spec_path}` lifts it)")
+    else:
+        print("  promoted: no")
+    overview = work_dir(spec.name) / OVERVIEW_FILE
+    if overview.exists():
+        row = json.loads(overview.read_text())
+        page = run_page_path(overview.parent, row["last_run_id"]) if row.get("last_run_id") else None
+        print(f"  last run here: {row.get('last_run_id')}, at {iso_utc(row.get('updated_at_ms'))}"
+              + (f", page {page}" if page and page.exists() else ""))
+    return 0
+
+
+def reset(spec_path: Path) -> int:
+    """Delete the promotion records, so catch-up runs copy again (confirmed by the caller)."""
+    from kafka_ferry.cli import migrate_db
+    from kafka_ferry.promotion.guard import reset_promotion
+    from kafka_ferry.state.store import MigrationStateStore
+
+    spec = load_spec(spec_path)
+    migrate_db()
+    destination = cluster(spec.destination.connection_id)
+    if spec.state_topic_name not in destination.list_topic_names():
+        print(f"{spec.name} never ran: nothing to reset")
+        return 0
+    removed = reset_promotion(MigrationStateStore(destination, spec.state_topic_name))
+    print(f"promotion of {spec.name} reset: {len(removed)} promotion record(s) removed" if removed
+          else f"{spec.name} had no promotion records: nothing to reset")
+    return 0

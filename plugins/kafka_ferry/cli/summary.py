@@ -1,0 +1,68 @@
+"""What a DAG run did, in a few lines: the tasks' states and results (XComs) and the promotion report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def task_results(run) -> dict[str, object]:
+    """The run's XCom return values by task id (from the metadata DB, where ``dag.test`` put them)."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        rows = session.scalars(XComModel.get_many(run_id=run.run_id, dag_ids=run.dag_id, key="return_value")).all()
+        return {row.task_id: XComModel.deserialize_value(row) for row in rows}
+
+
+def print_summary(run, migration: str) -> None:
+    from kafka_ferry.copy.plan import work_dir
+    from kafka_ferry.copy.report import report_lines
+
+    results = task_results(run)
+    states = {ti.task_id: str(ti.state).rsplit(".", 1)[-1].lower() for ti in run.get_task_instances()}
+    print(f"\nDAG run {run.run_id}: {str(run.state).rsplit('.', 1)[-1].lower()}")
+    print("  tasks: " + ", ".join(f"{t}={s}" for t, s in sorted(states.items())))
+    diff = results.get("preflight") or {}
+    for line in (diff.get("topics") or {}).get("changes", []):
+        print(f"  pre-flight: {line}")
+    for group, topics in ((diff.get("groups") or {}).get("migrated") or {}).items():
+        print(f"  pre-flight: migrate group {group} ({', '.join(topics)})")
+    schemas = results.get("migrate_schemas") or {}
+    if schemas:
+        print(f"  schemas ({schemas['mode']}): {len(schemas['subjects'])} subject(s), {schemas['registered']} "
+              f"version(s) registered; ids " + ", ".join(f"{s} -> {d}" for s, d in schemas["id_map"].items()))
+    plan = results.get("plan_copy") or {}
+    report_path = Path(plan["report_path"]) if plan.get("report_path") else None
+    if report_path and report_path.exists():
+        for line in report_lines(json.loads(report_path.read_text())):
+            print(f"  copy: {line}")
+    check = results.get("decode_check") or {}
+    if "topics" in check and not check["topics"]:
+        print("  decode check: no newly copied records to decode")
+    for topic, tally in (check.get("topics") or {}).items():
+        print(f"  decode check: {topic}: {tally['records']} records, {tally['values_decoded']} values decoded "
+              f"against the destination registry, {tally['failed']} failed")
+    if check.get("failed"):
+        print(f"  decode check: FAILED: {check['failures'][:3]}")
+    translation = results.get("translate_offsets") or {}
+    for key, value in translation.items():
+        if key not in ("decisions", "commits"):
+            print(f"  translation: {key} = {value}")
+    if "promote_reconcile_mark" in results:
+        print_promotion(work_dir(migration) / "promotion-report.json")
+
+
+def print_promotion(path: Path) -> None:
+    report = json.loads(path.read_text())
+    steps = ", ".join(f"{name} {step.get('duration_s', '?')} s" for name, step in report["steps"].items())
+    total = report.get("total_s")
+    print(f"  promotion: {report['status']} ({steps}" + (f"; {total} s in all)" if total is not None else ")"))
+    rec = report["reconciliation"]
+    print(f"  reconciliation: {'ok' if rec['ok'] else 'MISMATCH'}: {rec['partitions_checked']} partitions, "
+          f"{rec['records_checked']} records, counts and digests equal; mismatched: {rec['mismatched']}")
+    for g in report["groups"][:6]:
+        print(f"  group {g['group']} {g['source_topic']}-{g['partition']}: source offset {g['upstream_offset']} -> "
+              f"destination offset {g['downstream_offset']} ({g['method']}), lag {g['downstream_lag']}")
+    print(f"  ... {len(report['groups'])} group partitions in {path}")

@@ -1,0 +1,312 @@
+"""docs/spec-reference.md, generated from the spec model: every key with its type, default, example and meaning.
+
+Why generated: a hand-kept list falls behind the model (the `promotion.*` keys were learned from a check-spec
+error). Keys, types, defaults and limits come from the pydantic models of ``core.spec``; each key's meaning is
+the comment written above it (or beside it) in ``core/spec.py``, a section's is its class docstring, so a key
+added there with its comment appears here when the file is regenerated:
+
+    python -m kafka_ferry.core.spec_reference write docs/spec-reference.md
+
+(``make spec-reference``). ``check`` exits 1 when the file differs from what the model gives (a unit test runs it).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import sys
+import types
+import typing
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from kafka_ferry.core import spec as spec_module
+from kafka_ferry.core.spec import MigrationSpec
+
+# Examples where the default is no example (required keys, empty defaults); other keys show a value derived from
+# their type (another choice of a Literal, the other boolean, the default).
+EXAMPLES: dict[str, Any] = {
+    "name": "orders-eu", "tenant": "acme", "description": "Orders of the EU shop, old DC -> cloud",
+    "source.connection_id": "acme_old_kafka", "source.alias": "old-dc",
+    "destination.connection_id": "acme_new_kafka", "destination.alias": "cloud",
+    "schema_registry.source_connection_id": "acme_old_registry",
+    "schema_registry.destination_connection_id": "acme_new_registry",
+    "schema_registry.subjects_include": ["acme\\.events\\..*"], "schema_registry.subjects_exclude": [".*-test"],
+    "acls.principals": {"User:orders-app": "User:orders-app-cloud"},
+    "topics.include": ["orders\\..*"], "topics.exclude": ["orders\\.scratch\\..*"],
+    "topics.rename.prefix": "old-dc.", "groups.include": ["orders-.*"], "groups.exclude": ["orders-debug-.*"],
+    "copy.spark_connection_id": "spark_cluster", "copy.kubernetes_credentials_secret": "kafka-ferry-creds:configs",
+    "schedule": "*/30 * * * *", "state_topic": "_kafka-ferry.orders-eu.state", "topics.rename.policy": "prefix",
+    "copy.max_records_per_partition": 500000, "copy.max_bytes_per_partition": 268435456,
+    "copy.offset_sync_interval": 1000, "copy.lanes_per_task": 8, "promotion.max_lag_records": 100,
+    "promotion.quiesce_window_seconds": 120, "promotion.sensor_timeout_seconds": 7200,
+    "promotion.poke_interval_seconds": 30,
+}
+
+# Meanings of keys that have no comment in core/spec.py (a key's own comment there wins over this table).
+MEANINGS: dict[str, str] = {
+    "name": "The migration's name: the DAG id is `kafka_ferry__<name>`, the state topic `kafka-ferry.<name>.state`. "
+            "Lowercase letters, digits, `_` and `-`.",
+    "tenant": "Who owns the workload; a DAG tag (`tenant:<tenant>`) and a column of the Migrations page.",
+    "description": "The DAG's description in the Airflow UI.",
+    "source": "The cluster the workload leaves.",
+    "destination": "The cluster the workload moves to; the migration's own topics live here.",
+    "source.connection_id": "Airflow connection of type `kafka` (Extra = librdkafka config: `bootstrap.servers`, "
+                            "SASL/SSL settings).",
+    "source.alias": "The source's name in MM2 topic names: `<alias>.checkpoints.internal` and `<alias>.heartbeats` "
+                    "on the destination.",
+    "destination.connection_id": "Airflow connection of type `kafka` for the destination.",
+    "destination.alias": "The destination's name in MM2 topic names: `mm2-offset-syncs.<alias>.internal`. Must differ "
+                         "from `source.alias`.",
+    "schema_registry.source_connection_id": "Airflow connection of type `schema_registry` (host = the registry URL).",
+    "schema_registry.destination_connection_id": "Airflow connection of type `schema_registry` for the destination.",
+    "schema_registry.mode": "`preserve` keeps schema ids and versions (the destination registry must accept IMPORT "
+                            "mode); `remap` lets it assign ids and the copy rewrites the id in every record.",
+    "schema_registry.subjects_include": "Extra subjects to migrate besides `<topic>-key`/`-value` "
+                                        "(RecordNameStrategy), full-match regexes.",
+    "schema_registry.subjects_exclude": "Subjects never migrated, full-match regexes.",
+    "schema_registry.include_soft_deleted": "Also migrate soft-deleted schema versions.",
+    "schema_registry.unknown_id_policy": "A record whose schema id the migration does not know: `fail` the batch, or "
+                                         "`pass-through` copy it unchanged.",
+    "acls.principals": "Source principal -> destination principal for migrated ACLs; unlisted principals keep "
+                       "their name.",
+    "topics": "Which source topics to migrate (Kafka-internal `__` topics never are).",
+    "topics.include": "Full-match regexes (escape the dot: `orders\\..*`); a topic is selected when one matches.",
+    "topics.exclude": "Full-match regexes; a topic one matches is not selected.",
+    "topics.rename": "How a mirror topic is named on the destination.",
+    "topics.rename.policy": "`identity` keeps the source name; `prefix` prepends `prefix`.",
+    "topics.rename.prefix": "Prepended to every source topic name.",
+    "groups": "Which consumer groups to migrate: those selected here with committed offsets on migrated topics "
+              "(default: every such group). Checked by the pre-flight only when the spec sets it.",
+    "groups.include": "Full-match regexes over group ids.",
+    "groups.exclude": "Full-match regexes; a group one matches is not migrated.",
+    "copy": "The copy batches (Spark).",
+    "copy.max_records_per_partition": "At most this many records per partition in one batch.",
+    "copy.max_bytes_per_partition": "At most this many bytes per partition in one batch.",
+    "copy.offset_sync_interval": "Write an offset sync at least every this many records (and at every "
+                                 "discontinuity: exact translation needs them).",
+    "copy.provenance_headers": "Add source cluster id and offset headers to every copied record: exactly-once "
+                               "resume. `false`: at-least-once.",
+    "copy.accept_retention_gaps": "Copy on when the source deleted records not yet copied (recorded in the state); "
+                                  "`false` fails the batch naming the lost ranges.",
+    "copy.spark_connection_id": "Airflow connection of type `spark` (host `local[*]`, `spark://host:7077`, `yarn`, "
+                                "`k8s://…`) or `spark_connect`.",
+    "schedule": "Cron expression or @preset for catch-up batches; `null`: triggered runs only.",
+    "promotion": "When the promotion may cut over (the sensors' thresholds).",
+    "promotion.max_lag_records": "Largest per-partition lag the final copy may start from.",
+    "promotion.quiesce_window_seconds": "The source's end offsets must stay unchanged this long (producers stopped).",
+    "promotion.sensor_timeout_seconds": "A promotion sensor fails after waiting this long.",
+    "promotion.poke_interval_seconds": "Seconds between two checks of a promotion sensor.",
+    "state_topic": "The migration's state topic on the destination; default `kafka-ferry.<name>.state`.",
+}
+
+# A key with no comment in core/spec.py and no entry in MEANINGS still gets its row, saying what is missing.
+UNDESCRIBED = "(not described yet: write a comment above this key in kafka_ferry/core/spec.py)"
+
+HEADER = """# Migration spec reference
+
+<!-- Generated from the spec model (kafka_ferry/core/spec.py) by `make spec-reference`
+     (python -m kafka_ferry.core.spec_reference write docs/spec-reference.md). Do not edit by hand. -->
+
+One YAML file per migration, in `<dags folder>/migrations/<name>.yaml`. Unknown keys are refused (with the
+closest known key), and `kafka-ferry check` or `python -m kafka_ferry.core.spec_check check FILE` reports every
+problem of a file at once. Walk-through: [Your first migration](first-migration.md).
+"""
+
+
+# Strings core/spec.py checks with a validator, named for people.
+VALIDATED = {"_regex": "regex", "_connection_id": "connection id", "_principal": "principal"}
+
+
+class Key(typing.NamedTuple):
+    path: str
+    type: str
+    default: str
+    example: str
+    meaning: str
+
+
+def field_comments(model: type[BaseModel]) -> dict[str, str]:
+    """The comment above (or beside) each field of ``model`` or a model it extends, by field name."""
+    comments: dict[str, str] = {}
+    for cls in reversed(model.__mro__):
+        if isinstance(cls, type) and issubclass(cls, BaseModel) and cls is not BaseModel:
+            comments.update({k: v for k, v in _own_field_comments(cls).items() if v})
+    return comments
+
+
+def _own_field_comments(model: type[BaseModel]) -> dict[str, str]:
+    try:
+        source, start = inspect.getsourcelines(model)
+    except (OSError, TypeError):
+        return {}
+    lines = [line.rstrip("\n") for line in source]
+    comments: dict[str, str] = {}
+    cls = ast.parse("\n".join(lines)).body[0]
+    for node in getattr(cls, "body", []):
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+            continue
+        above, i = [], node.lineno - 2
+        while i >= 0 and lines[i].strip().startswith("#"):
+            above.insert(0, lines[i].strip().lstrip("#").strip())
+            i -= 1
+        beside = lines[node.end_lineno - 1].split("  # ", 1)[1].strip() if "  # " in lines[node.end_lineno - 1] \
+            else ""
+        comments[node.target.id] = " ".join(above + ([beside] if beside else []))
+    return comments
+
+
+def _models(annotation: Any) -> list[type[BaseModel]]:
+    """The spec models a field holds (a section, one of several sections, or an optional section)."""
+    args = typing.get_args(annotation) if _is_union(annotation) else (annotation,)
+    return [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+
+
+def _is_union(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType)
+
+
+def type_name(annotation: Any, metadata: Sequence[Any] = ()) -> str:
+    """A person's name for a field's type, with its limits."""
+    validators = [getattr(m, "func", None) for m in metadata]
+    named = [VALIDATED[f.__name__] for f in validators if f is not None and f.__name__ in VALIDATED]
+    if named:
+        return named[0]
+    limits = []
+    for m in metadata:
+        for attr, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="), ("min_length", "min length"),
+                           ("max_length", "max length")):
+            if getattr(m, attr, None) is not None:
+                limits.append(f"{sign} {getattr(m, attr)}")
+    return _type_name(annotation) + (f" ({', '.join(limits)})" if limits else "")
+
+
+def _type_name(annotation: Any) -> str:
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        validators = [getattr(m, "func", None) for m in args[1:]]
+        named = [VALIDATED[f.__name__] for f in validators if f is not None and f.__name__ in VALIDATED]
+        return named[0] if named else _type_name(args[0])
+    if origin is Literal:
+        return " \\| ".join(json.dumps(a) for a in args)
+    if _is_union(annotation):
+        parts = [_type_name(a) for a in args if a is not type(None)]
+        return " or ".join(parts) + (" or null" if type(None) in args else "")
+    if origin in (tuple, list):
+        return f"list of {_type_name(args[0])}" if args else "list"
+    if origin is dict:
+        return f"mapping {_type_name(args[0])} -> {_type_name(args[1])}"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "section"
+    return {str: "string", int: "integer", bool: "boolean", float: "number"}.get(annotation, str(annotation))
+
+
+def _yaml(value: Any) -> str:
+    return "null" if value is None else json.dumps(list(value) if isinstance(value, tuple) else value)
+
+
+def _default(info: FieldInfo) -> Any:
+    if info.is_required():
+        return ...
+    value = info.get_default(call_default_factory=True)
+    return value.model_dump(by_alias=True) if isinstance(value, BaseModel) else value
+
+
+def _example(path: str, info: FieldInfo, default: Any) -> str:
+    if path in EXAMPLES:
+        return _yaml(EXAMPLES[path])
+    annotation = info.annotation
+    if typing.get_origin(annotation) is Literal:
+        others = [a for a in typing.get_args(annotation) if a != default]
+        return _yaml(others[0] if others else default)
+    if annotation is bool:
+        return _yaml(not default)
+    return "—" if default is ... or default in ((), {}, None, "") else _yaml(default)
+
+
+def keys(model: type[BaseModel], prefix: str = "", only_when: str = "", tag: str | None = None) -> Iterator[Key]:
+    """Every key of ``model`` and its sections, depth first, in the model's order."""
+    comments = field_comments(model)
+    for name, info in model.model_fields.items():
+        key = info.alias or name
+        path = f"{prefix}{key}"
+        default = _default(info)
+        sections = _models(info.annotation)
+        meaning = (info.description or comments.get(name) or MEANINGS.get(path, "")) + (
+            only_when if name != tag else "")
+        if sections:
+            text = "required" if default is ... else ("not set" if default is None else "see its keys")
+            yield Key(path, "section" if len(sections) == 1 else f"section (by {info.discriminator})",
+                      text, "—", meaning or (_doc(sections[0]) if len(sections) == 1 else ""))
+            for section in sections:
+                when = ""
+                if len(sections) > 1 and info.discriminator:
+                    tag = section.model_fields[info.discriminator].annotation
+                    when = f" (with {info.discriminator}: {', '.join(map(str, typing.get_args(tag)))})"
+                yield from keys(section, f"{path}.", when, info.discriminator)
+            continue
+        yield Key(path, type_name(info.annotation, info.metadata), "required" if default is ... else _yaml(default),
+                  _example(path, info, default), meaning or UNDESCRIBED)
+
+
+def _doc(model: type[BaseModel]) -> str:
+    """The model's own docstring (not one it inherits)."""
+    return " ".join(inspect.cleandoc(model.__dict__.get("__doc__") or "").split())
+
+
+def _unique(rows: list[Key]) -> list[Key]:
+    """One row per key: keys shared by several section variants (``rename.policy``) merge their types."""
+    merged: dict[str, Key] = {}
+    for row in rows:
+        if row.path in merged:
+            first = merged[row.path]
+            merged[row.path] = first._replace(type=first.type if row.type == first.type else f"{first.type} \\| "
+                                              f"{row.type}", default=first.default)
+        else:
+            merged[row.path] = row
+    return list(merged.values())
+
+
+def render(model: type[BaseModel] = MigrationSpec) -> str:
+    """The whole reference page."""
+    rows = _unique(list(keys(model)))
+    out = [HEADER]
+    out.append("| key | type | default | example | meaning |\n|---|---|---|---|---|")
+    for row in rows:
+        cells = [f"`{row.path}`", row.type, f"`{row.default}`" if row.default not in ("required", "see its keys",
+                                                                                     "not set") else row.default,
+                 f"`{row.example}`" if row.example != "—" else "—", row.meaning.replace("|", "\\|")]
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("\nSections (their own description):\n")
+    seen: set[str] = set()
+    for row in rows:
+        if row.type.startswith("section") and row.path not in seen:
+            seen.add(row.path)
+            out.append(f"- `{row.path}`: {row.meaning}")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`write FILE` regenerates the page; `check FILE` exits 1 when FILE is not what the model gives."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or args[0] not in ("write", "check"):
+        print("usage: python -m kafka_ferry.core.spec_reference write|check docs/spec-reference.md", file=sys.stderr)
+        return 2
+    path, text = Path(args[1]), render()
+    if args[0] == "write":
+        path.write_text(text)
+        print(f"wrote {path} ({text.count(chr(10))} lines) from {spec_module.__file__}")
+        return 0
+    if not path.exists() or path.read_text() != text:
+        print(f"{path} is stale: regenerate it with `python -m kafka_ferry.core.spec_reference write {path}`")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

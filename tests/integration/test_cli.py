@@ -1,0 +1,121 @@
+"""The `kafka-ferry` command (``python -m kafka_ferry.cli``) on the test bed: check, status, the promoted guard's
+message through a real run, confirmation, reset-promotion."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kafka_ferry.core.dates import iso_utc
+from kafka_ferry.core.state_records import MIGRATION_KEY, PROMOTION_KIND
+from kafka_ferry.state.store import MigrationStateStore
+
+pytestmark = [pytest.mark.integration, pytest.mark.airflow]
+
+
+@pytest.fixture
+def workspace(tmp_path, clusters):
+    """A DAGs folder with one spec (topic ``<p>.t``, group ``<p>-g``) and an AIRFLOW_HOME of its own; connections
+    as environment variables (the clusters fixture's)."""
+    p = clusters.unique("cli")
+    topic = clusters.create_topic("source", f"{p}.t", 2)
+    spec = {"name": p, "tenant": "test", "source": {"connection_id": clusters.SOURCE_CONN, "alias": "src"},
+            "destination": {"connection_id": clusters.DESTINATION_CONN, "alias": f"dst-{p}"},
+            "topics": {"include": [f"{p}\\..*"]}, "copy": {"spark_connection_id": clusters.SPARK_CONN}}
+    path = tmp_path / "dags" / "migrations" / f"{p}.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(spec))
+    env = {k: v for k, v in os.environ.items() if k not in ("AIRFLOW__CORE__UNIT_TEST_MODE", "AIRFLOW_HOME")}
+    env.update(AIRFLOW_HOME=str(tmp_path / "airflow"), KFERRY_WORK_DIR=str(tmp_path / "work"))
+    return p, topic, path, env
+
+
+def kafka_ferry(env, *args, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kafka_ferry.cli", *map(str, args)], env=env, capture_output=True,
+                          text=True, timeout=600, input=stdin)
+
+
+def test_check_names_what_the_spec_selects_and_refuses_a_typo(workspace, clusters):
+    p, topic, path, env = workspace
+    ok = kafka_ferry(env, "check", path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert f"ok: connection '{clusters.SOURCE_CONN}': cluster " in ok.stdout
+    assert f"1 source topic(s) selected: {topic};" in ok.stdout
+
+    spec = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**spec, "topics": {"include": [f"{p}\\.tt"]}}))
+    typo = kafka_ferry(env, "check", path)
+    assert typo.returncode == 1
+    assert re.search(rf"topics\.include \['{re.escape(p)}\\\\\.tt'\] matched 0 of \d+ source topics; closest: "
+                     rf"{re.escape(topic)}", typo.stdout), typo.stdout
+
+
+def test_a_promoted_migration_refuses_a_run_with_the_date_and_the_command_until_reset(workspace, clusters):
+    p, topic, path, env = workspace
+    promoted_at = 1_795_596_628_236
+    store = MigrationStateStore(clusters.cluster("destination"), f"kafka-ferry.{p}.state")
+    store.ensure_topic()
+    store.put(PROMOTION_KIND, MIGRATION_KEY, {"status": "promoted", "promoted_at_ms": promoted_at, "topics": [topic],
+                                              "groups": []})
+
+    status = kafka_ferry(env, "status", path)
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert f"  promoted: yes, at {iso_utc(promoted_at)} " in status.stdout and "T" in iso_utc(promoted_at)
+    assert "  last batch: none yet" in status.stdout
+
+    run = kafka_ferry(env, "run", path)
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out[-4000:]
+    assert (f"was promoted at {iso_utc(promoted_at)}: copy runs are refused, the destination is the system of "
+            f"record now. To copy again anyway, reset the promotion explicitly: kafka-ferry reset-promotion "
+            f"{path}") in out, out[-4000:]
+    assert "1795596628236" not in out
+    assert "provision_topics=failed" in run.stdout
+
+    refused = kafka_ferry(env, "reset-promotion", path, "--yes-i-mean", "other")
+    assert refused.returncode == 2
+    assert f"not confirmed: 'other' is not the migration's name '{p}'; nothing was done" in refused.stderr
+    no_tty = kafka_ferry(env, "reset-promotion", path, stdin="")
+    assert no_tty.returncode == 2 and f"pass --yes-i-mean {p}" in no_tty.stderr
+    assert "  promoted: yes" in kafka_ferry(env, "status", path).stdout
+
+    reset = kafka_ferry(env, "reset-promotion", path, "--yes-i-mean", p)
+    assert reset.returncode == 0 and "promotion record(s) removed" in reset.stdout, reset.stdout + reset.stderr
+    assert "  promoted: no" in kafka_ferry(env, "status", path).stdout
+
+
+def test_a_spec_outside_a_migrations_folder_is_refused_with_the_layout(tmp_path):
+    path = tmp_path / "loose.yaml"
+    path.write_text("name: x\n")
+    done = kafka_ferry({**os.environ, "AIRFLOW_HOME": str(tmp_path / "af")}, "status", path)
+    assert done.returncode == 2
+    assert "a migration spec lives in <dags folder>/migrations/" in done.stderr
+
+
+def test_the_package_installs_a_kafka_ferry_console_script(tmp_path):
+    """`[project.scripts]`: a non-editable install (into a directory of its own, not the shared venv) puts a
+    `kafka-ferry` command beside it that runs the CLI from that install."""
+    repo = Path(__file__).resolve().parents[2]
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(repo / name, source / name)
+    shutil.copytree(repo / "plugins", source / "plugins", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    site = tmp_path / "site"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
+                          str(source)], capture_output=True, text=True, timeout=300)
+    assert pip.returncode == 0, pip.stderr[-3000:]
+    script = site / "bin" / "kafka-ferry"
+    assert script.exists(), sorted(p.name for p in (site / "bin").glob("*")) if (site / "bin").exists() else "no bin"
+    done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(site)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    for command in ("check", "dry-run", "run", "promote", "status", "reset-promotion"):
+        assert command in done.stdout
