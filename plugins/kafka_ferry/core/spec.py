@@ -87,7 +87,9 @@ class SerializedFieldsRule(_Frozen):
     """Which fields of the topics matching `topics` (full-match regex) a registry serializer wrote: `key`,
     `value`, `both` or `none`. Overrides what the source registry's subjects say (core.serialized_fields)."""
 
+    # Full-match regex over source topic names the rule applies to.
     topics: Regex
+    # Which fields of those topics carry the registry wire format.
     fields: Literal["key", "value", "both", "none"]
 
 
@@ -120,6 +122,8 @@ class SchemaRegistryRef(_Frozen):
     # `enforce` also fails the run (before translation) when one does not decode, `off` skips the check.
     # Not `enforce` by default: a source record that never decoded is copied faithfully and fails here too.
     decode_check: Literal["off", "report", "enforce"] = "report"
+    # Rules, first match wins, saying which fields of a topic a registry serializer wrote (only those are rewritten
+    # and decode-checked); without a rule the source registry's subjects decide (core.serialized_fields).
     serialized_fields: tuple[SerializedFieldsRule, ...] = Field(default=(), max_length=1000)
 
     def field_overrides(self) -> tuple[tuple[str, str], ...]:
@@ -248,7 +252,9 @@ class TimeoutSettings(_Frozen):
     """Every task's execution timeout: a hung client call or Spark job fails its try instead of holding a worker
     slot for ever. ``copy_seconds`` bounds the Spark copy tasks (a batch of the spec's bounds takes far less)."""
 
+    # Execution timeout of every task but the Spark copy (seconds); a sensor never gets less than its own timeout.
     task_seconds: int = Field(default=3600, ge=60, le=7 * 24 * 3600)
+    # Execution timeout of the Spark copy tasks (seconds).
     copy_seconds: int = Field(default=6 * 3600, ge=60, le=7 * 24 * 3600)
 
 

@@ -252,6 +252,15 @@ def keys(model: type[BaseModel], prefix: str = "", only_when: str = "", tag: str
             continue
         yield Key(path, type_name(info.annotation, info.metadata), "required" if default is ... else _yaml(default),
                   _example(path, info, default), meaning or UNDESCRIBED)
+        for item in _item_models(info.annotation):  # a list of sections: each item's keys
+            yield from keys(item, f"{path}.")
+
+
+def _item_models(annotation: Any) -> list[type[BaseModel]]:
+    """The section a list field holds items of (``tuple[Rule, ...]``), if any."""
+    if typing.get_origin(annotation) not in (tuple, list):
+        return []
+    return [a for a in typing.get_args(annotation)[:1] if isinstance(a, type) and issubclass(a, BaseModel)]
 
 
 def _doc(model: type[BaseModel]) -> str:
