@@ -83,3 +83,20 @@ def spark_connect(spark_on_path) -> str:
     yield CONNECT_CONN
     if started_here:
         connect_server.down()
+
+
+@pytest.fixture(scope="session")
+def registries():
+    """The test bed's schema registries (testbed/schema_registries.py), started once for the session if they are
+    not running; the ones started here are stopped at its end (by pid), unless KFERRY_KEEP_TESTBED is set."""
+    import schema_registries as srtb
+
+    started = tuple(spec for spec in srtb.REGISTRIES if not srtb.answers(spec))
+    if started:
+        srtb.up(started)
+    try:
+        yield srtb
+    finally:
+        if not os.environ.get("KFERRY_KEEP_TESTBED"):
+            for spec in started:
+                srtb.stop(spec)

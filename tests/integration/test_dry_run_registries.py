@@ -8,7 +8,6 @@ compatibility, the global levels) are snapshotted before and compared after.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -29,17 +28,6 @@ from kafka_ferry.operators.schemas import DecodeCheckOperator, MigrateSchemasOpe
 from kafka_ferry.operators.translation import TranslateOffsetsOperator
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def registries():
-    started_here = not all(srtb.answers(spec) for spec in srtb.REGISTRIES)
-    if started_here:
-        srtb.up()
-    yield srtb
-    if started_here and not os.environ.get("KFERRY_KEEP_TESTBED"):
-        for spec in srtb.REGISTRIES:
-            srtb.stop(spec)
 
 
 def registry_state(url: str, name: str, prefix: str) -> dict:

@@ -33,17 +33,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 
 @pytest.fixture(scope="module")
-def registries():
-    started_here = not all(srtb.answers(spec) for spec in srtb.REGISTRIES)
-    if started_here:
-        srtb.up()
-    yield srtb
-    if started_here and not os.environ.get("KFERRY_KEEP_TESTBED"):
-        for spec in srtb.REGISTRIES:
-            srtb.stop(spec)
-
-
-@pytest.fixture(scope="module")
 def tenant(registries, clusters):
     return seed_tenant(srtb.SOURCE.url, clusters, clusters.unique("srf"))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -36,17 +35,6 @@ from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import load_partition_copies, read_progress, translate_migration
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="session")
-def registries():
-    started_here = not all(srtb.answers(spec) for spec in srtb.REGISTRIES)
-    if started_here:
-        srtb.up()
-    yield srtb
-    if started_here and not os.environ.get("KFERRY_KEEP_TESTBED"):
-        for spec in srtb.REGISTRIES:
-            srtb.stop(spec)
 
 
 @pytest.fixture(scope="module")

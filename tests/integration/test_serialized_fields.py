@@ -42,20 +42,6 @@ ACCOUNT = {"type": "record", "name": "Account", "namespace": "acme",
            "fields": [{"name": "owner", "type": "string"}, {"name": "balance", "type": "long"}]}
 
 
-@pytest.fixture(scope="module")
-def registries():
-    """The source and remap registries; the ones this module started, it stops (by pid)."""
-    wanted = (srtb.SOURCE, srtb.REMAP)
-    started = tuple(spec for spec in wanted if not srtb.answers(spec))
-    try:
-        if started:
-            srtb.up(started)
-        yield srtb
-    finally:
-        for spec in started:
-            srtb.stop(spec)
-
-
 def long_key(n: int) -> bytes:
     return struct.pack(">q", n)
 
