@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: install demo demo-secure demo-promote e2e test test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference lock clean
+.PHONY: install demo demo-secure demo-promote e2e test test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference docs lock clean
 
 install: $(STAMP)
 
@@ -61,7 +61,7 @@ dags: install
 	$(PY) -m kafka_ferry.dag_factory dags
 
 ## Every problem of every migration spec (or SPECS="a.yaml b.yaml"), no Airflow needed; exit 1 on any.
-## TENANTS=platform/tenants.yaml also checks what each spec's tenant may use (README: Security).
+## TENANTS=platform/tenants.yaml also checks what each spec's tenant may use (docs/security.md).
 SPECS ?= dags/migrations/*.yaml
 TENANTS ?=
 check-spec: install
@@ -70,6 +70,14 @@ check-spec: install
 ## docs/spec-reference.md from the spec model (after a spec key changes; a unit test fails while it is stale).
 spec-reference: install
 	$(PY) -m kafka_ferry.core.spec_reference write docs/spec-reference.md
+
+## The manual (docs/, mkdocs.yml) built strictly: a warning (a broken link, a page outside the nav) fails it.
+## Built into a throwaway directory; DOCS_SITE=site keeps the HTML there. Browse: $(VENV)/bin/mkdocs serve
+DOCS_SITE ?=
+docs: install
+	site="$(DOCS_SITE)"; [ -n "$$site" ] || site="$$(mktemp -d)"; \
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -d "$$site" || exit 1; \
+	[ -n "$(DOCS_SITE)" ] || rm -rf "$$site"
 
 ## Re-pin constraints.txt from the current venv (after changing pyproject.toml).
 lock:

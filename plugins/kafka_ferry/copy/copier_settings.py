@@ -64,8 +64,7 @@ def collector_paused():
     which reference counting frees at once; a cycle made meanwhile (an exception's traceback) is
     collected after. Why it matters: every consume() batch allocates thousands of tracked messages, so
     the collector ran every few hundred records and, as batches aged into the old generation, walked the
-    whole heap; in a Spark worker (pyspark, pandas and pyarrow loaded) that was a fifth of the worker's
-    time (py-spy, 1 KB records).
+    whole heap, which in a Spark worker (pyspark, pandas and pyarrow loaded) is large (profile: docs/benchmarks.md).
     """
     global _pausers, _resume_gc
     with _pause_lock:  # copy lanes are threads: the last one out restores what the first one found

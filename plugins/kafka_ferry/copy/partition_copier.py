@@ -265,8 +265,7 @@ class PartitionCopier:
 
         Why: librdkafka's consumer learns the leader of a newly assigned, unknown topic only on its next 1 s
         metadata tick, so every partition of a lane's second, third... topic started with up to 1 s of idling
-        (measured: 1.0 s, against 0.01 s after this ask; the Spark Connect stage of a final copy of 100
-        partitions over 10 topics went from 9.3 s to 0.5-0.7 s). A failed ask costs only that time: the copy
+        (figures: docs/benchmarks.md). A failed ask costs only that time: the copy
         loop reports a topic it cannot read.
         """
         if topic in self._known_topics:

@@ -36,7 +36,8 @@ FAILED_EXIT = 4  # a failure no retry heals: its record is beside the report (co
 
 def spark_context(plan: CopyPlan):
     # A bare SparkContext, not a SparkSession: the job uses no SQL, and the session's start-up (pandas,
-    # SQL catalog) cost ~4 s of every batch. spark-submit's --master/--conf still apply (SparkConf reads them).
+    # SQL catalog) cost seconds of every batch (docs/benchmarks.md). spark-submit's --master/--conf still apply
+    # (SparkConf reads them).
     from pyspark import SparkConf, SparkContext
 
     _drop_numpy_converters()
@@ -51,7 +52,7 @@ def run_on_spark(sc, plan: CopyPlan, configs: dict) -> list[dict]:
     body = functools.partial(spark_task, plan.to_json(), configs, os.environ.get(FAULT_ENV))
     # No sc.stop(): spark-submit stops the context when this driver process ends (SparkContext's JVM
     # shutdown hook, on success and failure alike). sc.stop() would first wait for pyspark's accumulator
-    # server, whose handler polls its socket with a 1 s timeout: 0.98 s of every batch, measured.
+    # server, whose handler polls its socket with a 1 s timeout: nearly that second of every batch.
     return sc.parallelize(groups, len(groups)).mapPartitions(body).collect()
 
 
@@ -60,7 +61,7 @@ def _drop_numpy_converters() -> None:
 
     Why: py4j asks every registered converter about each Python object it hands the JVM; the numpy ones
     answer by importing ``pyspark.testing.utils``, which imports pandas, numpy and pyarrow to learn which
-    are installed: 0.27 s of every batch's driver. This job never hands the JVM a numpy value.
+    are installed, in every batch's driver (its cost: docs/benchmarks.md). This job never hands the JVM a numpy value.
     """
     from py4j import protocol
 
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         # The lease's and the report's idempotent producers start first and get their producer ids while Spark
         # starts: asked for one before its first broker connection is up, librdkafka retries 500 ms later,
-        # and a producer made just before its first write waited those 0.5 s in every batch (measured).
+        # and a producer made just before its first write would wait for that retry in every batch.
         lease = copy_lease(plan, configs)
         closing = state_clients(configs)
         sc = None if args.in_process else spark_context(plan)

@@ -297,10 +297,9 @@ def _settle(client: AdminClient, timeout_s: float) -> None:
 
     Why: librdkafka (2.10 and later) drops the bootstrap connection as soon as the first metadata names the
     brokers. A request that went out on it in that instant is lost, and the admin call behind it is retried
-    only on a timer: it returns 1 or 3 s late. Measured on the test bed, 8 new clients at a time on 2
-    cores: 36 of 480 ListOffsets calls took 1-3 s instead of milliseconds (every copy lane and every
-    batch's report starts new clients). A DescribeCluster first, which needs no ACL and is not delayed
-    that way, returns once the learned brokers are up: 0 of 480 late. Best effort: a cluster that does not
+    only on a timer: it returns seconds late (every copy lane and every batch's report starts new clients;
+    figures: docs/benchmarks.md). A DescribeCluster first, which needs no ACL and is not delayed
+    that way, returns once the learned brokers are up. Best effort: a cluster that does not
     answer in ``timeout_s`` fails the real call, with its own error, instead.
     """
     try:
