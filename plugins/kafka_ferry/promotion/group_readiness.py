@@ -14,9 +14,9 @@ from pathlib import Path
 
 from kafka_ferry.core.staged_cutover import GroupReadiness, group_readiness
 from kafka_ferry.core.state_records import GROUP_ACTIVITY_KIND
-from kafka_ferry.promotion.staged_state import promoted_groups
+from kafka_ferry.state.progress import migrated_groups
+from kafka_ferry.state.staged_cutover import promoted_groups
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.translate import migrated_groups
 
 
 def ready_groups(source, store: MigrationStateStore, quiet_ms: int, now_ms: int | None = None) -> list[GroupReadiness]:

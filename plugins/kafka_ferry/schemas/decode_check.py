@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kafka_ferry.copy.state import stored_progress
 from kafka_ferry.core.decode_faults import MIGRATION_FAULT_FIELD, FaultClassifier, describe
 from kafka_ferry.core.schema_decode import CHECKS, PLAIN, PayloadChecker
 from kafka_ferry.core.serialized_fields import FieldDecision
@@ -34,6 +33,7 @@ from kafka_ferry.core.state_records import DECODE_CHECK_KIND, partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.registry.client import SchemaRegistry
+from kafka_ferry.state.progress import read_progress
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def ranges_to_check(destination: KafkaCluster, store) -> dict[tuple[str, int], t
     """Per destination partition the copy has written to: [mark, last copied offset + 1)."""
     marks = store.read_kind(DECODE_CHECK_KIND)
     copied = {(p.destination_topic, p.partition): p.last_downstream_offset + 1
-              for p in stored_progress(store).values() if p.last_downstream_offset is not None}
+              for p in read_progress(store).values() if p.last_downstream_offset is not None}
     unmarked = [tp for tp in copied if partition_key(*tp) not in marks]
     earliest = destination.list_offsets(unmarked, "earliest") if unmarked else {}
     ranges = {}

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kafka_ferry.core.offset_decisions import OffsetDecision
 from kafka_ferry.core.state_records import TRANSLATION_PREFIX, under
-from kafka_ferry.translation.translate import OffsetDecision
 
 
 def stored_decisions(state: dict[str, dict]) -> list[OffsetDecision]:
