@@ -39,9 +39,9 @@ FLOORS: tuple[Floor, ...] = (
         ("triggers/", "the async side of the sensors; primitives only"),
     )),
     Floor("promotion", (
-        ("promotion/", "readiness gates, runner.py (the step table), commit.py (commits group offsets), "
-                       "reconcile.py, guard, report; staged cutover: group.py and topic.py (a group's or a topic's "
-                       "own step table), group_readiness.py"),
+        ("promotion/", "readiness gates, steps.py (the whole migration's step table), commit.py (commits group "
+                       "offsets), reconcile.py, guard, promotion_report.py; staged cutover: group.py and topic.py "
+                       "(a group's or a topic's own step table), group_readiness.py"),
     )),
     Floor("translation", (
         ("translation/", "offset syncs, MM2 checkpoints, translate.py (decides through core.offset_decisions; "

@@ -14,7 +14,7 @@ from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.group import GroupPromotionRefused, promote_group
-from kafka_ferry.promotion.runner import in_process_final_copy
+from kafka_ferry.promotion.steps import in_process_final_copy
 from kafka_ferry.state.staged_cutover import promoted_groups, read_promotions, save_promotion
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import translate_migration

@@ -28,7 +28,7 @@ from kafka_ferry.operators.provision import MigrationPreflightOperator, Provisio
 from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator
 from kafka_ferry.promotion.group import promote_group
 from kafka_ferry.promotion.readiness import check_group_offsets_synced
-from kafka_ferry.promotion.runner import PromotionRunner
+from kafka_ferry.promotion.steps import PromotionRunner
 from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.state.staged_cutover import promoted_groups, save_promotion
 from kafka_ferry.state.store import MigrationStateStore

@@ -19,7 +19,7 @@ from kafka_ferry.core.state_records import FENCE_KIND
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.acls import create_acls, describe_acls
 from kafka_ferry.promotion.group import promote_group
-from kafka_ferry.promotion.runner import PromotionRunner
+from kafka_ferry.promotion.steps import PromotionRunner
 from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.provision.fences import put_fences
 from kafka_ferry.state.store import MigrationStateStore

@@ -39,9 +39,9 @@ from kafka_ferry.core.time_fidelity import LOG_APPEND_TIME, TIMESTAMP_TYPE, Topi
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.guard import PROMOTED
+from kafka_ferry.promotion.promotion_report import build_report, write_report
 from kafka_ferry.promotion.readiness import replication_lag
 from kafka_ferry.promotion.reconcile import reconcile
-from kafka_ferry.promotion.report import build_report, write_report
 from kafka_ferry.provision.fences import lift_all_fences
 from kafka_ferry.state.offset_decisions import expected_group_offsets, stored_decisions  # noqa: F401 (public here too)
 from kafka_ferry.state.progress import migrated_groups
