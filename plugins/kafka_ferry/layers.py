@@ -60,10 +60,10 @@ FLOORS: tuple[Floor, ...] = (
                      "carry the registry wire format), decode_check.py"),
     )),
     Floor("state", (
-        ("state/", "store.py (the migration's state topic, only through declared kinds) and its one typed reader "
-                   "and writer per kind: progress.py (copy progress, migrated groups), staged_cutover.py "
-                   "(promotions), offset_decisions.py, fences.py, schema_ids.py, serialized_fields.py, "
-                   "topic_ownership.py"),
+        ("state/", "store.py (the migration's state topic, only through declared kinds) and the one typed reader "
+                   "and writer of each kind: progress.py (copy progress, migrated groups), staged_cutover.py "
+                   "(group and topic promotions), offset_decisions.py (the final translation), fences.py, "
+                   "schema_ids.py, serialized_fields.py, topic_ownership.py, time_plans.py, decode_marks.py"),
     )),
     Floor("clients", (
         ("kafka/", "cluster.py (KafkaCluster: the one Kafka client), waiting.py, reads.py (bounded reads), "

@@ -19,12 +19,11 @@ from kafka_ferry.provision.provision import (
     ensure_internal_topics,
     internal_topics,
     record_groups,
-    record_time_plans,
-    record_topics,
 )
 from kafka_ferry.schemas.serialized_fields import decide_from_registry
 from kafka_ferry.state.staged_cutover import recorded_promotions
-from kafka_ferry.state.topic_ownership import record_ownership
+from kafka_ferry.state.time_plans import record_time_plans
+from kafka_ferry.state.topic_ownership import record_ownership, record_topics
 
 
 class MigrationPreflightOperator(MigrationOperator):

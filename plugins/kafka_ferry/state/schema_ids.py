@@ -1,4 +1,4 @@
-"""The source -> destination schema id map (kind ``schema-id``) as stored in the state topic, and the record
+"""The source -> destination schema id map (kind ``schema_id``) as stored in the state topic, and the record
 rewriter the copy builds from it.
 
 ``migrate_schemas`` stores the map; the copy, the final copy, reconciliation and the decode check read it here.

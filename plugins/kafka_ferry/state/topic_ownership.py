@@ -33,3 +33,9 @@ def record_ownership(spec: MigrationSpec, plan: TopicPlan, store: MigrationState
     if records:
         store.put_many(OWNED_TOPIC_KIND, records)
     return sorted(records)
+
+
+def record_topics(spec: MigrationSpec, plan: TopicPlan, destination: KafkaCluster) -> None:
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    store.put_many(TOPIC_KIND, {a.source_topic: {"destination_topic": a.destination_topic, "partitions": a.partitions}
+                             for a in plan.actions})
