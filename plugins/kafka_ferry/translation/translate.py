@@ -19,10 +19,10 @@ from kafka_ferry.core.mm2_wire import Checkpoint
 from kafka_ferry.core.offset_decisions import OffsetDecision, PartitionCopy, partition_copy, translate_groups
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import groups_to_commit, promoted_names
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
+from kafka_ferry.core.staged_cutover import groups_to_commit
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.progress import migrated_groups, read_progress
+from kafka_ferry.state.staged_cutover import promoted_groups
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.offset_map import write_offset_map
 from kafka_ferry.translation.sync_log import read_migration_syncs, write_checkpoints
@@ -116,8 +116,7 @@ def translate_migration(spec: MigrationSpec, source: KafkaCluster, destination: 
     # (invariant A of core.staged_cutover), so no later run translates, checkpoints or commits them again.
     # Read from the snapshot above: a group promoted after it is translated once more from its final source
     # commit (the same answer its promotion gave), and a caller that commits re-reads the promotions first.
-    translating = set(groups_to_commit(wanted, promoted_names(GROUP_PROMOTION_KIND.records(state),
-                                                               GROUP_PROMOTION_KIND)))
+    translating = set(groups_to_commit(wanted, promoted_groups(store, state)))
     for group in sorted(set(wanted) - translating):
         log.info("translate: group %s is promoted: its consumers own its offsets, not translated again", group)
     wanted = {g: t for g, t in wanted.items() if g in translating}
