@@ -27,7 +27,7 @@ from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import promoted_names, topics_to_copy
 from kafka_ferry.core.state_records import GAP_KIND, PROGRESS_KIND, TOPIC_PROMOTION_KIND, gap_key, partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
-from kafka_ferry.state.progress import read_progress
+from kafka_ferry.state.progress import read_progress as stored_progress
 from kafka_ferry.state.schema_ids import record_rewriter
 from kafka_ferry.state.store import MigrationStateStore
 
@@ -52,7 +52,7 @@ def plan_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClust
         _check_destination(destination, partitions, rename)
     log_start = source.list_offsets(partitions, "earliest")
     stable_end = source.list_offsets(partitions, "latest", read_committed=True)
-    progress = read_progress(store)
+    progress = stored_progress(store)
     positions = [
         PartitionPosition(t, p, progress[(t, p)].next_upstream_offset if (t, p) in progress else None,
                           log_start[(t, p)], stable_end[(t, p)])
@@ -135,7 +135,7 @@ def record_accepted_gaps(plan: CopyPlan, store: MigrationStateStore, destination
     """
     if not plan.gaps:
         return []
-    progress = read_progress(store) if progress is None else progress
+    progress = stored_progress(store) if progress is None else progress
     now_ms = int(time.time() * 1000)
     store.put_many(GAP_KIND, {
         gap_key(g.topic, g.partition, g.lost_start):
