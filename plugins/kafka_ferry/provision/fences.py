@@ -6,7 +6,7 @@ on the mirror would break the copy's exactly-once resume and the offset maps. So
   group  every principal an ACL lets read the group (but the migration's) is denied READ on it
   topic  every principal an ACL lets write the mirror (but the migration's) is denied WRITE on it
 DENY wins over ALLOW in Kafka's authorizer, and a literal DENY names one group or topic, so nothing else
-changes. Each unit's fence is recorded in the state topic (kind ``fence``) before it is created, so a
+changes. Each unit's fence is recorded in the state topic (kind ``fence``, `state.fences`) before it is created, so a
 promotion lifts exactly what was put, never a DENY the tenant made. The ACLs on a unit are described first:
 a fence entry identical to one already there (an admin's DENY) is left alone and never recorded, so it
 survives the lift. A unit any principal may use through an ALLOW for ``User:*`` is refused (FenceRefused)

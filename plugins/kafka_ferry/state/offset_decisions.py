@@ -1,6 +1,6 @@
 """The final translation's decisions as stored in the state topic, and the group offsets they ask for.
 
-Shared by the promotion runner and the readiness checks (kept here so neither imports the other).
+Read by the promotion steps and the readiness checks; the decisions themselves are `core.offset_decisions`.
 """
 
 from __future__ import annotations
