@@ -296,7 +296,7 @@ def profile_one_partition(spec_path: Path, topic: str) -> str:
                                    "topics": spec.topics.model_copy(update={"rename": type(spec.topics.rename)(
                                        policy="prefix", prefix="ferryprof.")})})
     source, destination = kafka_cluster(SOURCE_CONN), kafka_cluster(DESTINATION_CONN)
-    from kafka_ferry.stages.provision import apply_topic_plan, compute_topic_plan, ensure_internal_topics
+    from kafka_ferry.provision.provision import apply_topic_plan, compute_topic_plan, ensure_internal_topics
 
     ensure_internal_topics(spec, destination)
     apply_topic_plan(compute_topic_plan(spec, source, destination), destination)

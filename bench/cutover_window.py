@@ -73,7 +73,7 @@ def connect_final_copy():
     """The test bed's Connect server (started unless running) and the promotion's final copy on it."""
     import spark_connect
     from kafka_ferry.copy.packaging import build_package_zip
-    from kafka_ferry.promotion.runner import spark_connect_final_copy
+    from kafka_ferry.promotion.steps import spark_connect_final_copy
 
     started_here = not spark_connect.answers()
     spark_connect.up()
@@ -88,7 +88,7 @@ def run(args, final_copy) -> None:
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.operators.provision import ProvisionMirrorGroupsOperator, ProvisionMirrorTopicsOperator
     from kafka_ferry.promotion import readiness
-    from kafka_ferry.promotion.runner import PromotionRunner, in_process_final_copy
+    from kafka_ferry.promotion.steps import PromotionRunner, in_process_final_copy
     from kafka_ferry.state.store import MigrationStateStore
 
     name = f"cut-{uuid.uuid4().hex[:6]}"

@@ -5,7 +5,7 @@
 One run, side by side, on one destination topic of Avro records in the Confluent wire format (a record of ten
 fields, ~200 bytes, one schema registered on an AxonOps registry this script starts and stops):
   (a) the raw read: `kafka.reads.read_ranges` over every record, nothing else (the floor of any check);
-  (b) the decode check: `stages.decode_check.check_decoding` over the same ranges (the read, plus fastavro on
+  (b) the decode check: `schemas.decode_check.check_decoding` over the same ranges (the read, plus fastavro on
       every value against the schema fetched once from the registry, plus the per-partition marks);
   (c) the decoder alone: `core.schema_decode.PayloadChecker` over the same payloads held in memory.
 Prints wall and CPU seconds, CPU per record, and the ratio (b)/(a) as JSON. Needs the test bed up.
@@ -82,7 +82,7 @@ def main() -> int:
     from kafka_ferry.kafka.cluster import KafkaCluster
     from kafka_ferry.kafka.reads import read_ranges
     from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry
-    from kafka_ferry.stages.decode_check import check_decoding
+    from kafka_ferry.schemas.decode_check import check_decoding
     from kafka_ferry.state.store import MigrationStateStore
 
     srtb.up((REGISTRY,))

@@ -166,7 +166,7 @@ def main() -> None:
     from kafka_ferry.core.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.operators.provision import ProvisionMirrorGroupsOperator, ProvisionMirrorTopicsOperator
-    from kafka_ferry.promotion.runner import in_process_final_copy
+    from kafka_ferry.promotion.steps import in_process_final_copy
     from kafka_ferry.state.store import MigrationStateStore
     from kafka_ferry.translation.translate import translate_migration
 

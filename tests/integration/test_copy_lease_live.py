@@ -214,7 +214,7 @@ def test_a_second_copy_job_of_the_same_plan_is_refused_naming_the_first_and_the_
 def test_the_promotions_final_copy_takes_the_same_lease(clusters, tmp_path, work_dir, cluster_configs):
     from scenarios import seed_plain
 
-    from kafka_ferry.promotion.runner import in_process_final_copy
+    from kafka_ferry.promotion.steps import in_process_final_copy
     from kafka_ferry.state.store import MigrationStateStore
 
     p = clusters.unique("leasefinal")

@@ -14,8 +14,8 @@ from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.group import GroupPromotionRefused, promote_group
-from kafka_ferry.promotion.runner import in_process_final_copy
-from kafka_ferry.promotion.staged_state import promoted_groups, read_promotions, save_promotion
+from kafka_ferry.promotion.steps import in_process_final_copy
+from kafka_ferry.state.staged_cutover import promoted_groups, read_promotions, save_promotion
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import translate_migration
 
@@ -45,7 +45,7 @@ def test_group_promoted_while_producer_writes_resumes_exactly_and_is_left_alone_
     committed = destination.group_offsets(group)
     commit_source_group(clusters, group, {(topic, 0): 25, (topic, 1): 25})
     in_process_final_copy(spec, source, destination, store)
-    from kafka_ferry.promotion.staged_state import without_promoted_groups
+    from kafka_ferry.state.staged_cutover import without_promoted_groups
 
     decisions = translate_migration(spec, source, destination, store).decisions
     commit_translated_offsets(destination, without_promoted_groups(store, decisions), strict=True)

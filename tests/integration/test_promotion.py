@@ -28,7 +28,7 @@ from kafka_ferry.operators.copy import PlanCopyBatchOperator
 from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promoted, reset_promotion
 from kafka_ferry.promotion.readiness import check_group_offsets_synced
 from kafka_ferry.promotion.reconcile import ReconciliationMismatch
-from kafka_ferry.promotion.runner import STEPS, PromotionRunner
+from kafka_ferry.promotion.steps import STEPS, PromotionRunner
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
@@ -98,7 +98,7 @@ KILL_SCRIPT = textwrap.dedent("""
     import os, sys
     from kafka_ferry.core.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
-    from kafka_ferry.promotion.runner import PromotionRunner
+    from kafka_ferry.promotion.steps import PromotionRunner
     spec = load_spec(sys.argv[1])
     def die(step):
         if step == sys.argv[3]:

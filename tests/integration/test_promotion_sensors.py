@@ -9,7 +9,7 @@ import pytest
 from airflow.sdk.exceptions import TaskDeferred
 from scenarios import one_group_migration, seed_plain
 
-from kafka_ferry.promotion.runner import PromotionRunner
+from kafka_ferry.promotion.steps import PromotionRunner
 from kafka_ferry.sensors.promotion_sensors import (
     GroupOffsetsSyncedSensor,
     ReplicationLagSensor,

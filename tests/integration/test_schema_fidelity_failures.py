@@ -26,7 +26,7 @@ from kafka_ferry.core.decode_faults import MIGRATION_FAULT_FIELD, MigrationFault
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.core.state_records import DECODE_CHECK_KIND, PROMOTION_KIND
 from kafka_ferry.operators.schemas import DecodeCheckOperator, MigrateSchemasOperator
-from kafka_ferry.promotion.runner import PromotionRunner
+from kafka_ferry.promotion.steps import PromotionRunner
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

@@ -29,10 +29,11 @@ from kafka_ferry.operators.schemas import MigrateSchemasOperator
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.reconcile import reconcile, reconcile_copies
 from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryUnavailable
-from kafka_ferry.stages.decode_check import check_decoding
-from kafka_ferry.stages.schemas import SchemaMigrationError, migrate_schemas
+from kafka_ferry.schemas.decode_check import check_decoding
+from kafka_ferry.schemas.schemas import SchemaMigrationError, migrate_schemas
+from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.translate import load_partition_copies, read_progress, translate_migration
+from kafka_ferry.translation.translate import load_partition_copies, translate_migration
 
 pytestmark = pytest.mark.integration
 

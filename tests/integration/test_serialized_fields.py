@@ -30,8 +30,8 @@ from kafka_ferry.operators.copy import PlanCopyBatchOperator
 from kafka_ferry.operators.provision import MigrationPreflightOperator
 from kafka_ferry.operators.schemas import MigrateSchemasOperator
 from kafka_ferry.promotion.reconcile import reconcile
-from kafka_ferry.stages.decode_check import check_decoding
-from kafka_ferry.stages.serialized_fields import fields_by_destination
+from kafka_ferry.schemas.decode_check import check_decoding
+from kafka_ferry.state.serialized_fields import fields_by_destination
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration

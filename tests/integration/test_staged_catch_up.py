@@ -28,9 +28,9 @@ from kafka_ferry.operators.provision import MigrationPreflightOperator, Provisio
 from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator
 from kafka_ferry.promotion.group import promote_group
 from kafka_ferry.promotion.readiness import check_group_offsets_synced
-from kafka_ferry.promotion.runner import PromotionRunner
-from kafka_ferry.promotion.staged_state import promoted_groups, save_promotion
+from kafka_ferry.promotion.steps import PromotionRunner
 from kafka_ferry.promotion.topic import promote_topics
+from kafka_ferry.state.staged_cutover import promoted_groups, save_promotion
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
@@ -243,7 +243,7 @@ def test_a_promoted_topic_is_left_as_its_new_producers_have_it_by_catch_up_provi
 
 
 def stored_decisions_of(store) -> list[dict]:
-    from kafka_ferry.promotion.decisions import stored_decisions
+    from kafka_ferry.state.offset_decisions import stored_decisions
 
     return [d.as_dict() for d in stored_decisions(store.read_kind(PROMOTION_KIND))]
 

@@ -9,7 +9,7 @@ from scenarios import one_group_migration
 
 from kafka_ferry.core.staged_cutover import StagedCutoverError
 from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator, PromoteTopicsOperator
-from kafka_ferry.promotion.staged_state import promoted_groups, promoted_topics
+from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration

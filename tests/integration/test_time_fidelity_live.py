@@ -14,7 +14,7 @@ from kafka_ferry.core.spec import load_spec
 from kafka_ferry.core.time_fidelity import AFTER_MAX_MS, BEFORE_MAX_MS, TIMESTAMP_TYPE, UNLIMITED
 from kafka_ferry.kafka.reads import read_whole_partitions
 from kafka_ferry.operators.provision import MigrationPreflightOperator
-from kafka_ferry.promotion.runner import PromotionRunner, in_process_final_copy
+from kafka_ferry.promotion.steps import PromotionRunner, in_process_final_copy
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import translate_migration
 

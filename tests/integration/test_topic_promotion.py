@@ -10,8 +10,8 @@ from kafka_ferry.copy.planning import plan_copy
 from kafka_ferry.core.staged_cutover import TOPIC_STEPS, StagedCutoverError
 from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
 from kafka_ferry.promotion.group import GroupPromotionRefused, promote_group
-from kafka_ferry.promotion.staged_state import promoted_topics, read_promotions
 from kafka_ferry.promotion.topic import promote_topics
+from kafka_ferry.state.staged_cutover import promoted_topics, read_promotions
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration

@@ -24,12 +24,12 @@ from scenarios import (
 )
 
 from kafka_ferry.core.mm2_wire import checkpoints_topic
+from kafka_ferry.core.offset_decisions import decide
 from kafka_ferry.core.offset_translation import AHEAD_OF_COPY
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.promotion.commit import GroupCommitRefused, commit_translated_offsets
-from kafka_ferry.promotion.runner import in_process_final_copy
+from kafka_ferry.promotion.steps import in_process_final_copy
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.decisions import decide
 from kafka_ferry.translation.offset_map import Run, translate_with_runs
 from kafka_ferry.translation.sync_log import read_checkpoints
 from kafka_ferry.translation.translate import checkpoint_translations, export_offset_map, translate_migration

@@ -1,4 +1,5 @@
-"""Imports between kafka_ferry modules go one way: no cycle, and only the Airflow edge imports the Airflow edge.
+"""Imports between kafka_ferry modules go one way: down the floors of ``kafka_ferry.layers``, with no cycle between
+modules nor between folders, and only the Airflow edge imports the Airflow edge.
 
 The graph is read from the source with ``ast``: module-level AND function-level imports count, so a lazy import
 cannot hide a cycle.
@@ -9,25 +10,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from kafka_ferry.layers import FLOOR, FLOOR_NAME, FLOORS, picture
+
 PACKAGE = Path(__file__).resolve().parents[2] / "plugins" / "kafka_ferry"
 ROOT = "kafka_ferry"
 
-# The Airflow edge: only these may import operators / sensors / triggers / dag_*.
-EDGE = ("hooks", "operators", "sensors", "triggers", "dag_factory", "dag_promotion", "plugin", "views", "cli")
+# The floors and their folders: one table, ``kafka_ferry.layers``, which docs/architecture.md shows too.
+EDGE = FLOORS[0].packages  # the Airflow edge: only it may import operators / sensors / triggers / dag_*
 EDGE_ONLY = ("operators", "sensors", "triggers", "dag_factory", "dag_promotion")
-
-# The floors, top to bottom: a module may import its own floor and the floors below, never one above.
-# Airflow edge -> stages -> state, clients -> core (the pure core imports nothing of kafka_ferry's I/O).
-LAYERS = {
-    "airflow edge": ("hooks", "operators", "sensors", "triggers", "dag_factory", "dag_promotion", "plugin",
-                     "task_support", "cli"),
-    "stages": ("stages", "copy", "translation", "promotion", "reports"),
-    "state": ("state",),
-    "clients": ("kafka", "registry"),
-    "core": ("core",),
-}
-FLOOR = {package: len(LAYERS) - i for i, packages in enumerate(LAYERS.values()) for package in packages}
-FLOOR_NAME = {len(LAYERS) - i: name for i, name in enumerate(LAYERS)}
+ARCHITECTURE = PACKAGE.parents[1] / "docs" / "architecture.md"  # the manual's architecture page
 
 # Cycles not broken yet, each as its sorted member modules. The test checks this list EXACTLY:
 # a new cycle fails, and a cycle that is fixed must be removed from here.
@@ -153,7 +144,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 def test_every_package_has_a_floor():
     unplaced = sorted({_top(m) for m in import_graph()} - set(FLOOR) - {""})
-    assert not unplaced, f"packages on no floor of LAYERS (place them): {unplaced}"
+    assert not unplaced, f"packages on no floor of kafka_ferry.layers (place them): {unplaced}"
 
 
 def test_imports_only_go_down_the_floors():
@@ -169,3 +160,56 @@ def test_an_upward_import_is_caught():
         "kafka_ferry.core.spec (core) imports kafka_ferry.state.store (state)",
         "kafka_ferry.kafka.cluster (clients) imports kafka_ferry.hooks.kafka_cluster (airflow edge)",
     ]
+
+
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Which folder (or top-level module) imports which other one."""
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        out.setdefault(_top(module), set()).update(_top(t) for t in targets if _top(t) != _top(module))
+    return out
+
+
+def folder_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    return sorted(sorted(c) for c in find_cycles(folder_graph(graph)))
+
+
+def test_no_import_cycles_between_folders():
+    cycles = folder_cycles(import_graph())
+    assert not cycles, f"folders importing each other (directly or round a loop): {cycles}"
+
+
+def test_a_folder_cycle_is_caught_where_no_module_cycle_is():
+    """Two folders on one floor, each importing a different module of the other: no module cycle, a folder one."""
+    graph = {"kafka_ferry.provision.acls": {"kafka_ferry.schemas.decode_check"},
+             "kafka_ferry.schemas.decode_check": set(),
+             "kafka_ferry.schemas.serialized_fields": {"kafka_ferry.provision.topic_ownership"},
+             "kafka_ferry.provision.topic_ownership": set(),
+             "kafka_ferry.core.spec": set()}
+    assert not find_cycles(graph)
+    assert not upward_imports(graph)
+    assert folder_cycles(graph) == [["provision", "schemas"]]
+
+
+def test_an_upward_import_is_caught_on_a_synthetic_graph():
+    graph = {"kafka_ferry.state.progress": {"kafka_ferry.promotion.guard", "kafka_ferry.core.progress"},
+             "kafka_ferry.promotion.guard": set(), "kafka_ferry.core.progress": set()}
+    assert upward_imports(graph) == [
+        "kafka_ferry.state.progress (state) imports kafka_ferry.promotion.guard (promotion)"]
+
+
+def test_the_table_lists_only_what_exists():
+    missing = [part for floor in FLOORS for part, _ in floor.parts
+               if not (PACKAGE / part.removesuffix("/")).exists()]
+    assert not missing, f"kafka_ferry.layers lists folders or modules that do not exist: {missing}"
+    packages = [p for floor in FLOORS for p in floor.packages]
+    assert len(packages) == len(set(packages)), "a folder is on two floors of kafka_ferry.layers"
+
+
+def test_the_readme_picture_is_the_table():
+    text = ARCHITECTURE.read_text()
+    begin, end = "<!-- layers: begin -->\n```text\n", "```\n<!-- layers: end -->"
+    assert begin in text and end in text, "docs/architecture.md lacks the layers markers around its picture"
+    shown = text[text.index(begin) + len(begin): text.index(end)]
+    assert shown == picture(), "docs/architecture.md's picture differs from kafka_ferry.layers: paste the output " \
+                               "of `python -m kafka_ferry.layers` between its layers markers"

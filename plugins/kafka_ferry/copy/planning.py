@@ -18,7 +18,6 @@ from dataclasses import asdict
 from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
-from kafka_ferry.copy.state import stored_progress
 from kafka_ferry.core.batch_planning import PartitionPosition, plan_ranges
 from kafka_ferry.core.mm2_wire import offset_syncs_topic
 from kafka_ferry.core.progress import PartitionProgress
@@ -28,7 +27,8 @@ from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import promoted_names, topics_to_copy
 from kafka_ferry.core.state_records import GAP_KIND, PROGRESS_KIND, TOPIC_PROMOTION_KIND, gap_key, partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
-from kafka_ferry.stages.schemas import record_rewriter
+from kafka_ferry.state.progress import read_progress as stored_progress
+from kafka_ferry.state.schema_ids import record_rewriter
 from kafka_ferry.state.store import MigrationStateStore
 
 log = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan
-from kafka_ferry.copy.state import stored_progress
 from kafka_ferry.core.state_records import parse_partition_key, partition_key
+from kafka_ferry.state.progress import read_progress as stored_progress
 from kafka_ferry.state.store import MigrationStateStore
 
 TOTALS = ("records_copied", "bytes_copied", "records_resumed", "records_skipped_loop", "syncs_written")

@@ -18,10 +18,10 @@ from kafka_ferry.copy.copy_failures import failure_record
 from kafka_ferry.copy.faults import Faults
 from kafka_ferry.copy.partition_copier import PartitionCopier
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
-from kafka_ferry.copy.state import stored_progress
 from kafka_ferry.copy.sync_writer import OffsetSyncWriter
 from kafka_ferry.core.batch_planning import split_into_task_groups
 from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.state.progress import read_progress as stored_progress
 from kafka_ferry.state.store import MigrationStateStore
 
 

@@ -17,7 +17,7 @@ The decision for topic T, first rule that applies (each decision carries its rea
      says nothing about which topic uses it, so the values of topics with no evidence of their own count as
      serialized (the spec listed record-name subjects for this migration); a key needs rule 1;
   5. otherwise neither field: both are copied byte for byte.
-Pure: no registry client here; `stages.serialized_fields` reads the subjects and stores the decisions.
+Pure: no registry client here; `schemas.serialized_fields` reads the subjects and stores the decisions.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ class SchemaRegistryRef(_Frozen):
     move_global_compatibility: bool = False
     unknown_id_policy: Literal["fail", "pass-through"] = "fail"
     # After each catch-up batch, decode the newly copied keys and values on the destination against the
-    # destination registry (stages.decode_check): `report` puts the counts and failures on the run's page,
+    # destination registry (schemas.decode_check): `report` puts the counts and failures on the run's page,
     # `enforce` also fails the run (before translation) when one does not decode, `off` skips the check.
     # Not `enforce` by default: a source record that never decoded is copied faithfully and fails here too.
     decode_check: Literal["off", "report", "enforce"] = "report"

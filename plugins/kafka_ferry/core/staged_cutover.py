@@ -1,8 +1,8 @@
 """Staged cutover rules: consumer groups move one by one while producers still write to the source, then topics.
 
-Pure (no Kafka, no Airflow): the stages feed it what they read from the clusters and the state topic.
+Pure (no Kafka, no Airflow): the folders above feed it what they read from the clusters and the state topic.
 
-Invariants (the stages rely on them; tests assert them):
+Invariants (provisioning, copy and promotion rely on them; tests assert them):
   A. A promoted group is never committed by the tool again: ``groups_to_commit`` drops it whatever the input.
   B. A topic may be promoted only when every migrated group reading it is promoted or explicitly waived;
      otherwise ``check_topic_promotion`` refuses and names every blocking group.
@@ -185,6 +185,6 @@ def promoted_names(records: Mapping[str, Mapping[str, object]], kind: StateKind)
 
 def fences_overtaken(fenced: Iterable[str], promoted: Iterable[str], still_recorded: Iterable[str]) -> list[str]:
     """The fences a run just put that must go again: their unit is promoted by now, or a promotion lifted their
-    record while the run made the ACLs (fence keys; ``stages.fences.put_fences`` has the whole race)."""
+    record while the run made the ACLs (fence keys; ``provision.fences.put_fences`` has the whole race)."""
     gone, recorded = set(promoted), set(still_recorded)
     return sorted(k for k in set(fenced) if k in gone or k not in recorded)

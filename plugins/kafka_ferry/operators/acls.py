@@ -6,7 +6,7 @@ from typing import Any
 
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.operators.base import MigrationOperator
-from kafka_ferry.stages.acls import migrate_acls
+from kafka_ferry.provision.acls import migrate_acls
 
 
 class MigrateAclsOperator(MigrationOperator):

@@ -17,7 +17,7 @@ from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.copy import SPARK_CONNECT_CONN_TYPE
 from kafka_ferry.operators.failures import fail_fast
-from kafka_ferry.promotion.runner import STEPS, FinalCopy, PromotionRunner, spark_connect_final_copy
+from kafka_ferry.promotion.steps import STEPS, FinalCopy, PromotionRunner, spark_connect_final_copy
 from kafka_ferry.reports.publish import batch_history, publish_promotion_run
 
 

@@ -12,20 +12,19 @@ from kafka_ferry.core.trigger_form import check_trigger
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
-from kafka_ferry.stages.fences import check_fenceable, has_authorizer, put_fences, wanted_fences
-from kafka_ferry.stages.provision import (
+from kafka_ferry.provision.fences import check_fenceable, has_authorizer, put_fences, wanted_fences
+from kafka_ferry.provision.provision import (
     apply_topic_plan,
     compute_group_plan,
     compute_topic_plan,
     ensure_internal_topics,
     internal_topics,
     record_groups,
-    record_time_plans,
-    record_topics,
-    recorded_promotions,
 )
-from kafka_ferry.stages.serialized_fields import decide_from_registry
-from kafka_ferry.stages.topic_ownership import record_ownership
+from kafka_ferry.schemas.serialized_fields import decide_from_registry
+from kafka_ferry.state.staged_cutover import recorded_promotions
+from kafka_ferry.state.time_plans import record_time_plans
+from kafka_ferry.state.topic_ownership import record_ownership, record_topics
 
 
 class MigrationPreflightOperator(MigrationOperator):

@@ -1,5 +1,5 @@
 """The `migrate_schemas` task: subjects, versions, references and settings of the migrated topics move from the
-source registry to the destination's before any mirror topic exists (stage: `stages.schemas`).
+source registry to the destination's before any mirror topic exists (stage: `schemas.schemas`).
 
 Idempotent: the stage plans from the destination's current state, so a rerun registers nothing new; the id
 map (source id -> destination id) is stored in the migration's state topic as `schema_id` records, and only
@@ -27,9 +27,11 @@ from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted, promotion_status
 from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryRefused
 from kafka_ferry.reports.publish import publish_batch_run
-from kafka_ferry.stages.decode_check import check_decoding
-from kafka_ferry.stages.schemas import SchemaMigrationError, id_map_storer, migrate_schemas, stored_id_map
-from kafka_ferry.stages.serialized_fields import decide_from_registry, fields_by_destination, store_decisions
+from kafka_ferry.schemas.decode_check import check_decoding
+from kafka_ferry.schemas.schemas import SchemaMigrationError, migrate_schemas
+from kafka_ferry.schemas.serialized_fields import decide_from_registry
+from kafka_ferry.state.schema_ids import id_map_storer, stored_id_map
+from kafka_ferry.state.serialized_fields import fields_by_destination, store_decisions
 
 
 class MigrateSchemasOperator(MigrationOperator):
@@ -92,7 +94,7 @@ def registry(conn_id: str) -> SchemaRegistry:
 
 class DecodeCheckOperator(MigrationOperator):
     """After a catch-up batch: decode what the copy wrote on the destination against the destination registry
-    (stage: `stages.decode_check`). The counts and the first failures go into the batch report, so the run's
+    (stage: `schemas.decode_check`). The counts and the first failures go into the batch report, so the run's
     page (written by `translate_offsets`, next) shows them; `decode_check: enforce` fails the run on a failure.
 
     Moves only its own marks (kind `decode-check`): a rerun checks nothing twice, a run cut short rechecks.

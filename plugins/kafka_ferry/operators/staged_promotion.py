@@ -21,7 +21,7 @@ from kafka_ferry.promotion.group import promote_group
 from kafka_ferry.promotion.group_readiness import ready_groups
 from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.reports.publish import publish_staged_run
-from kafka_ferry.translation.translate import migrated_groups
+from kafka_ferry.state.progress import migrated_groups
 
 
 class StagedPromotionOperator(MigrationOperator):

@@ -13,9 +13,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kafka_ferry.core.offset_decisions import OffsetDecision
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
-from kafka_ferry.translation.decisions import OffsetDecision
 
 log = logging.getLogger(__name__)
 

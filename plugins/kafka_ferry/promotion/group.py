@@ -24,11 +24,13 @@ from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.reconcile import reconcile_copies
-from kafka_ferry.promotion.staged_state import read_promotions, save_promotion
-from kafka_ferry.stages.fences import group_fence_key, lift_after_promoted, lift_fence
-from kafka_ferry.stages.schemas import record_rewriter
+from kafka_ferry.provision.fences import lift_after_promoted, lift_fence
+from kafka_ferry.state.fences import group_fence_key
+from kafka_ferry.state.progress import migrated_groups, read_progress
+from kafka_ferry.state.schema_ids import record_rewriter
+from kafka_ferry.state.staged_cutover import read_promotions, save_promotion
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.translate import load_partition_copies, migrated_groups, read_progress, translate_migration
+from kafka_ferry.translation.translate import load_partition_copies, translate_migration
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +74,7 @@ def promote_group(spec: MigrationSpec, source, destination, store: MigrationStat
         save_promotion(store, GROUP_PROMOTION_KIND, record)
         log.info("group promotion %s: %s done %s", group, step, detail or "")
     # The promoted mark is stored: look at the fences once more (a catch-up run's provisioning may have put one
-    # after the "promoted" step lifted it; see stages.fences.put_fences for both sides of this race).
+    # after the "promoted" step lifted it; see provision.fences.put_fences for both sides of this race).
     lift_after_promoted(destination, store, group_fence_key(group))
     return record
 

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 from kafka_ferry.core.staged_cutover import GroupReadiness, group_readiness
-from kafka_ferry.core.state_records import GROUP_ACTIVITY_KIND
-from kafka_ferry.promotion.staged_state import promoted_groups
+from kafka_ferry.state.group_activity import group_activity, save_group_activity
+from kafka_ferry.state.progress import migrated_groups
+from kafka_ferry.state.staged_cutover import promoted_groups
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.translate import migrated_groups
 
 
 def ready_groups(source, store: MigrationStateStore, quiet_ms: int, now_ms: int | None = None) -> list[GroupReadiness]:
@@ -24,7 +24,7 @@ def ready_groups(source, store: MigrationStateStore, quiet_ms: int, now_ms: int 
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     state = store.read_all()
     groups = sorted(migrated_groups(store, state))
-    seen = GROUP_ACTIVITY_KIND.records(state)
+    seen = group_activity(store, state)
     members = {g: info.member_count for g, info in source.describe_groups(groups).items()}
     last_change, changed = {}, {}
     for g in groups:
@@ -38,7 +38,7 @@ def ready_groups(source, store: MigrationStateStore, quiet_ms: int, now_ms: int 
         else:
             last_change[g] = int(previous["changed_at_ms"])
     if changed:
-        store.put_many(GROUP_ACTIVITY_KIND, changed)
+        save_group_activity(store, changed)
     return group_readiness(groups, members, last_change, promoted_groups(store, state), now_ms, quiet_ms)
 
 

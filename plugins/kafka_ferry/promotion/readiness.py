@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 
 from kafka_ferry.core.state_records import PROMOTION_KIND, QUIESCE_KEY, STEP_PREFIX, partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
-from kafka_ferry.promotion.decisions import expected_group_offsets, stored_decisions
+from kafka_ferry.state.offset_decisions import expected_group_offsets, stored_decisions
+from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.translate import read_progress
 
 
 def replication_lag(source: KafkaCluster, store: MigrationStateStore, topics: Iterable[str]) -> dict:

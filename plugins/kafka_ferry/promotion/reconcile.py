@@ -16,15 +16,16 @@ from dataclasses import asdict, dataclass
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
+from kafka_ferry.core.offset_decisions import PartitionCopy, decide
 from kafka_ferry.core.serialized_fields import RecordRewriter
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.promotion.digest import PartitionDigest, encode_record
-from kafka_ferry.stages.schemas import record_rewriter
+from kafka_ferry.state.progress import read_progress
+from kafka_ferry.state.schema_ids import record_rewriter
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.decisions import PartitionCopy, decide
-from kafka_ferry.translation.translate import load_partition_copies, read_progress
+from kafka_ferry.translation.translate import load_partition_copies
 
 log = logging.getLogger(__name__)
 

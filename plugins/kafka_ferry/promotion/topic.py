@@ -24,11 +24,13 @@ from kafka_ferry.core.staged_cutover import (
 from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
 from kafka_ferry.promotion.group import GroupPromotionRefused, RunPlan, copy_up_to_source_end
 from kafka_ferry.promotion.reconcile import reconcile_copies
-from kafka_ferry.promotion.staged_state import promoted_groups, read_promotions, save_promotion
-from kafka_ferry.stages.fences import lift_after_promoted, lift_fence, topic_fence_key
-from kafka_ferry.stages.schemas import record_rewriter
+from kafka_ferry.provision.fences import lift_after_promoted, lift_fence
+from kafka_ferry.state.fences import topic_fence_key
+from kafka_ferry.state.progress import migrated_groups, read_progress
+from kafka_ferry.state.schema_ids import record_rewriter
+from kafka_ferry.state.staged_cutover import promoted_groups, read_promotions, save_promotion
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.translate import load_partition_copies, migrated_groups, read_progress
+from kafka_ferry.translation.translate import load_partition_copies
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +60,7 @@ def promote_topics(spec: MigrationSpec, source, destination, store: MigrationSta
             record = record.with_step(TOPIC_PROMOTION_KIND, step, _now_ms(), **extra)
             save_promotion(store, TOPIC_PROMOTION_KIND, record)
             log.info("topic promotion %s: %s done %s", topic, step, detail or "")
-        # the promoted mark is stored: a fence a catch-up run put meanwhile goes too (stages.fences.put_fences)
+        # the promoted mark is stored: a fence a catch-up run put meanwhile goes too (provision.fences.put_fences)
         lift_after_promoted(destination, store, topic_fence_key(spec.topics.rename.destination_topic(topic)))
         out[topic] = record
     return out

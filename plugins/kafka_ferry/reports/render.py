@@ -1,4 +1,4 @@
-"""HTML pages from the reports the stages already produce (batch report, offset decisions, promotion report).
+"""HTML pages from the reports copy and promotion already write (batch report, offset decisions, promotion report).
 
 Pure: dicts in, one self-contained HTML string out (inline CSS, the chart as inline SVG; no script, no
 asset from the internet). Every value from a cluster or a spec is escaped.

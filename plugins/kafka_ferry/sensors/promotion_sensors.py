@@ -16,8 +16,8 @@ from airflow.sdk.exceptions import AirflowException
 
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.promotion import readiness
+from kafka_ferry.state.progress import migrated_groups
 from kafka_ferry.task_support import MigrationContext, fail_fast
-from kafka_ferry.translation.translate import migrated_groups
 from kafka_ferry.triggers.promotion_triggers import (
     GroupOffsetsSyncedTrigger,
     PromotionCheckTrigger,

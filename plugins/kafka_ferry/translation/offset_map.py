@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from kafka_ferry.core.offset_decisions import PartitionCopy
 from kafka_ferry.core.offset_sync_policy import SyncPoint
-from kafka_ferry.translation.decisions import PartitionCopy
 
 RULE = ("U inside a run: downstream_first + (U - upstream_first); U before a run (hole or before the first run): "
         "that run's downstream_first; U after the last run: next_downstream_offset. Offsets above "

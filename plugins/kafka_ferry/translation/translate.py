@@ -16,13 +16,14 @@ from pathlib import Path
 
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.mm2_wire import Checkpoint
+from kafka_ferry.core.offset_decisions import OffsetDecision, PartitionCopy, partition_copy, translate_groups
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import groups_to_commit, promoted_names
-from kafka_ferry.core.state_records import GROUP_KIND, GROUP_PROMOTION_KIND, PROGRESS_KIND
+from kafka_ferry.core.staged_cutover import groups_to_commit
 from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.state.progress import migrated_groups, read_progress
+from kafka_ferry.state.staged_cutover import promoted_groups
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.decisions import OffsetDecision, PartitionCopy, partition_copy, translate_groups
 from kafka_ferry.translation.offset_map import write_offset_map
 from kafka_ferry.translation.sync_log import read_migration_syncs, write_checkpoints
 
@@ -33,18 +34,6 @@ log = logging.getLogger(__name__)
 def default_work_dir(spec: MigrationSpec) -> Path:
     """Per-migration files (offset maps, reports), next to the copy's plans and reports."""
     return work_dir(spec.name)
-
-
-def read_progress(store: MigrationStateStore, state: Mapping | None = None) -> dict[tuple[str, int], PartitionProgress]:
-    records = PROGRESS_KIND.records(state or store.read_all())
-    progress = [PartitionProgress.from_record(v) for v in records.values()]
-    return {(p.source_topic, p.partition): p for p in progress}
-
-
-def migrated_groups(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, list[str]]:
-    """Groups recorded by ProvisionMirrorGroupsOperator -> their migrated source topics."""
-    records = GROUP_KIND.records(state or store.read_all())
-    return {g: list(v.get("source_topics", [])) for g, v in sorted(records.items())}
 
 
 def load_partition_copies(
@@ -127,8 +116,7 @@ def translate_migration(spec: MigrationSpec, source: KafkaCluster, destination: 
     # (invariant A of core.staged_cutover), so no later run translates, checkpoints or commits them again.
     # Read from the snapshot above: a group promoted after it is translated once more from its final source
     # commit (the same answer its promotion gave), and a caller that commits re-reads the promotions first.
-    translating = set(groups_to_commit(wanted, promoted_names(GROUP_PROMOTION_KIND.records(state),
-                                                               GROUP_PROMOTION_KIND)))
+    translating = set(groups_to_commit(wanted, promoted_groups(store, state)))
     for group in sorted(set(wanted) - translating):
         log.info("translate: group %s is promoted: its consumers own its offsets, not translated again", group)
     wanted = {g: t for g, t in wanted.items() if g in translating}

@@ -11,7 +11,7 @@ import pytest
 from fault_support import count_exact
 from test_promotion import KILL_SCRIPT, assert_groups_resume_exactly, migration, runner
 
-from kafka_ferry.promotion.runner import STEPS
+from kafka_ferry.promotion.steps import STEPS
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 

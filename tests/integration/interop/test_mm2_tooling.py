@@ -13,7 +13,7 @@ from scenarios import one_group_migration, run_batch
 import kafka_testbed as tb
 from kafka_ferry.core.mm2_wire import HEARTBEATS_TOPIC, Heartbeat, remote_heartbeats_topic
 from kafka_ferry.operators.translation import TranslateOffsetsOperator
-from kafka_ferry.promotion.runner import PromotionRunner
+from kafka_ferry.promotion.steps import PromotionRunner
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

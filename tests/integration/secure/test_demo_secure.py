@@ -17,7 +17,7 @@ from kafka_ferry.core.mm2_wire import checkpoints_topic, offset_syncs_topic
 from kafka_ferry.core.schema_wire import SchemaIdRewriter
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.kafka.acls import describe_acls
-from kafka_ferry.stages.schemas import stored_id_map
+from kafka_ferry.state.schema_ids import stored_id_map
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark]

@@ -21,8 +21,8 @@ from kafka_ferry.core.state_records import FENCE_KIND
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.acls import create_acls, describe_acls
 from kafka_ferry.operators.provision import MigrationPreflightOperator
-from kafka_ferry.promotion.runner import PromotionRunner
-from kafka_ferry.stages.acls import migrate_acls
+from kafka_ferry.promotion.steps import PromotionRunner
+from kafka_ferry.provision.acls import migrate_acls
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration

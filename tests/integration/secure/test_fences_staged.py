@@ -19,9 +19,9 @@ from kafka_ferry.core.state_records import FENCE_KIND
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.acls import create_acls, describe_acls
 from kafka_ferry.promotion.group import promote_group
-from kafka_ferry.promotion.runner import PromotionRunner
+from kafka_ferry.promotion.steps import PromotionRunner
 from kafka_ferry.promotion.topic import promote_topics
-from kafka_ferry.stages.fences import put_fences
+from kafka_ferry.provision.fences import put_fences
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
@@ -93,15 +93,15 @@ def test_the_whole_migration_promotion_lifts_every_fence_before_it_marks_the_mig
 def test_a_fence_put_while_its_unit_is_promoted_does_not_outlive_the_promotion(private, tmp_path, work_dir,
                                                                                 monkeypatch):
     """A catch-up run's provisioning fences while promotions run; in each interleaving one side sees the other and
-    the promoted unit ends unfenced (stages.fences.put_fences). Driven through the run's ACL creation (test seam):
+    the promoted unit ends unfenced (provision.fences.put_fences). Driven through the run's ACL creation (test seam):
       group    the whole promotion runs between the run's fence record and its ACLs
       topic 0  the promotion's lift runs there, its promoted mark after the run (the run finds its record gone)
       topic 1  the promotion lifted before the run; its mark and second look come after the run
     """
-    import kafka_ferry.stages.fences as fences
+    import kafka_ferry.provision.fences as fences
     from kafka_ferry.core.staged_cutover import UnitPromotion
     from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
-    from kafka_ferry.promotion.staged_state import save_promotion
+    from kafka_ferry.state.staged_cutover import save_promotion
 
     m, config = fenced_migration(private, tmp_path, "fenrace")
     spec, group, topics = m["spec"], m["group"], m["topics"]

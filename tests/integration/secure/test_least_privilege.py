@@ -28,7 +28,7 @@ from kafka_ferry.core.acl_plan import minimum_acls
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.kafka.acls import create_acls, describe_acls
 from kafka_ferry.operators.translation import TranslateOffsetsOperator
-from kafka_ferry.promotion.runner import PromotionRunner
+from kafka_ferry.promotion.steps import PromotionRunner
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafka_ferry.core.spec import parse_spec
 from kafka_ferry.core.state_records import STEP_PREFIX
-from kafka_ferry.promotion.report import build_report
+from kafka_ferry.promotion.promotion_report import build_report
 from kafka_ferry.reports.render import promotion_page
 
 SPEC = parse_spec({"name": "orders", "tenant": "acme", "source": {"connection_id": "a", "alias": "a"},

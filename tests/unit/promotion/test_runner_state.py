@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from kafka_ferry.promotion.runner import expected_group_offsets, stored_decisions
-from kafka_ferry.translation.decisions import OffsetDecision
+from kafka_ferry.core.offset_decisions import OffsetDecision
+from kafka_ferry.promotion.steps import expected_group_offsets, stored_decisions
 
 
 def test_stored_decisions_round_trip():

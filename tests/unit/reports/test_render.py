@@ -144,7 +144,7 @@ def test_a_staged_cutover_page_shows_each_group_and_topic_and_the_offsets_commit
 
 
 def test_a_promotion_page_sums_the_decode_check_over_the_whole_migration():
-    from kafka_ferry.promotion.report import decode_totals
+    from kafka_ferry.promotion.promotion_report import decode_totals
 
     marks = {"orders.events:0": {"destination_topic": "orders.events", "partition": 0, "records": 10, "decoded": 10,
                                  "plain": 10, "failed": 0},

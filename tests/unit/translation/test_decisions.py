@@ -5,10 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
-from kafka_ferry.core.offset_translation import AHEAD_OF_COPY, AT_COPIED_END, EXACT_RUN, HOLE_NEXT_RECORD
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.translation.decisions import (
+from kafka_ferry.core.offset_decisions import (
     BELOW_LOG_START,
     FIRST_COPIED_RECORD,
     NOT_COPIED,
@@ -17,6 +14,9 @@ from kafka_ferry.translation.decisions import (
     partition_copy,
     translate_groups,
 )
+from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
+from kafka_ferry.core.offset_translation import AHEAD_OF_COPY, AT_COPIED_END, EXACT_RUN, HOLE_NEXT_RECORD
+from kafka_ferry.core.progress import PartitionProgress
 
 # Upstream 100..109 -> 0..9, hole 110..119, 120..124 -> 10..14, copied end 127 (tracker interval 4).
 SYNCS = [(100, 0), (104, 4), (108, 8), (109, 9), (120, 10), (124, 14)]

@@ -17,12 +17,12 @@ from kafka_ferry.core.mm2_wire import (
 from kafka_ferry.core.provisioning_plan import GroupPlan, TopicPlan, plan_groups, plan_topics, select_topics
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import topics_to_copy
-from kafka_ferry.core.state_records import GROUP_KIND, TIMESTAMPS_KIND, TOPIC_KIND
-from kafka_ferry.core.time_fidelity import TopicTimePlan
 from kafka_ferry.kafka.cluster import KafkaCluster
-from kafka_ferry.promotion.staged_state import promoted_groups, promoted_topics
-from kafka_ferry.stages.topic_ownership import check_ownership
+from kafka_ferry.provision.topic_ownership import check_ownership
+from kafka_ferry.state.progress import save_migrated_groups
+from kafka_ferry.state.staged_cutover import recorded_promotions
 from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.state.time_plans import recorded_time_plans
 
 log = logging.getLogger(__name__)
 
@@ -44,23 +44,6 @@ def compute_topic_plan(spec: MigrationSpec, source: KafkaCluster, destination: K
     plan = plan_topics(spec, {t: i for t, i in source_topics.items() if t in copying}, destination_topics,
                        destination.describe_cluster().broker_count, recorded_time_plans(spec, destination))
     return check_ownership(spec, plan, source, destination, destination_topics)  # only what it owns or adopts
-
-
-def recorded_promotions(spec: MigrationSpec, destination: KafkaCluster) -> tuple[list[str], list[str]]:
-    """(promoted groups, promoted topics) as the state topic says now; none before the first provisioning."""
-    if spec.state_topic_name not in destination.list_topic_names():
-        return [], []
-    store = MigrationStateStore(destination, spec.state_topic_name)
-    state = store.read_all()
-    return promoted_groups(store, state), promoted_topics(store, state)
-
-
-def recorded_time_plans(spec: MigrationSpec, destination: KafkaCluster) -> dict[str, TopicTimePlan]:
-    """The timestamp plans of earlier provisionings (their values to restore), by source topic."""
-    if spec.state_topic_name not in destination.list_topic_names():
-        return {}
-    records = MigrationStateStore(destination, spec.state_topic_name).read_kind(TIMESTAMPS_KIND)
-    return {topic: TopicTimePlan.from_record(value) for topic, value in records.items()}
 
 
 def apply_topic_plan(plan: TopicPlan, destination: KafkaCluster) -> list[str]:
@@ -124,22 +107,4 @@ def compute_group_plan(spec: MigrationSpec, source: KafkaCluster, destination: K
 
 def record_groups(spec: MigrationSpec, plan: GroupPlan, destination: KafkaCluster) -> None:
     plan.raise_if_refused()
-    store = MigrationStateStore(destination, spec.state_topic_name)
-    store.put_many(GROUP_KIND, {g: {"source_topics": list(t)} for g, t in plan.migrated.items()})
-
-
-def record_topics(spec: MigrationSpec, plan: TopicPlan, destination: KafkaCluster) -> None:
-    store = MigrationStateStore(destination, spec.state_topic_name)
-    store.put_many(TOPIC_KIND, {a.source_topic: {"destination_topic": a.destination_topic, "partitions": a.partitions}
-                             for a in plan.actions})
-
-
-def record_time_plans(spec: MigrationSpec, plan: TopicPlan, destination: KafkaCluster) -> None:
-    """The timestamp plan of each mirror not planned before; written before the limits are lifted.
-
-    Why before: a provisioning killed after lifting would otherwise leave no record of the values to restore.
-    """
-    store = MigrationStateStore(destination, spec.state_topic_name)
-    recorded = store.read_kind(TIMESTAMPS_KIND)
-    store.put_many(TIMESTAMPS_KIND, {a.source_topic: {**a.time.as_record(), "status": "copying"}
-                                     for a in plan.actions if a.time and a.source_topic not in recorded})
+    save_migrated_groups(MigrationStateStore(destination, spec.state_topic_name), plan.migrated)

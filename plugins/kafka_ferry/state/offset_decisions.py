@@ -1,14 +1,14 @@
 """The final translation's decisions as stored in the state topic, and the group offsets they ask for.
 
-Shared by the promotion runner and the readiness checks (kept here so neither imports the other).
+Read by the promotion steps and the readiness checks; the decisions themselves are `core.offset_decisions`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kafka_ferry.core.offset_decisions import OffsetDecision
 from kafka_ferry.core.state_records import TRANSLATION_PREFIX, under
-from kafka_ferry.translation.translate import OffsetDecision
 
 
 def stored_decisions(state: dict[str, dict]) -> list[OffsetDecision]:

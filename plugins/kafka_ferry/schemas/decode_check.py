@@ -26,14 +26,15 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kafka_ferry.copy.state import stored_progress
 from kafka_ferry.core.decode_faults import MIGRATION_FAULT_FIELD, FaultClassifier, describe
 from kafka_ferry.core.schema_decode import CHECKS, PLAIN, PayloadChecker
 from kafka_ferry.core.serialized_fields import FieldDecision
-from kafka_ferry.core.state_records import DECODE_CHECK_KIND, partition_key
+from kafka_ferry.core.state_records import partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.registry.client import SchemaRegistry
+from kafka_ferry.state.decode_marks import decode_marks, save_decode_marks
+from kafka_ferry.state.progress import read_progress
 
 log = logging.getLogger(__name__)
 
@@ -76,9 +77,9 @@ class DecodeCheckReport:
 
 def ranges_to_check(destination: KafkaCluster, store) -> dict[tuple[str, int], tuple[int, int]]:
     """Per destination partition the copy has written to: [mark, last copied offset + 1)."""
-    marks = store.read_kind(DECODE_CHECK_KIND)
+    marks = decode_marks(store)
     copied = {(p.destination_topic, p.partition): p.last_downstream_offset + 1
-              for p in stored_progress(store).values() if p.last_downstream_offset is not None}
+              for p in read_progress(store).values() if p.last_downstream_offset is not None}
     unmarked = [tp for tp in copied if partition_key(*tp) not in marks]
     earliest = destination.list_offsets(unmarked, "earliest") if unmarked else {}
     ranges = {}
@@ -180,7 +181,7 @@ def _move_marks(store, ranges, per_partition, batch_id: str, faults: list[dict[s
     A partition with a migration fault keeps its offset (checked again next run) and records the fault."""
     if not ranges:
         return
-    marks = store.read_kind(DECODE_CHECK_KIND)
+    marks = decode_marks(store)
     faulted: dict[tuple[str, int], list[str]] = defaultdict(list)
     for fault in faults:
         faulted[(fault["topic"], fault["partition"])].append(fault["description"])
@@ -196,4 +197,4 @@ def _move_marks(store, ranges, per_partition, batch_id: str, faults: list[dict[s
         updates[partition_key(*tp)] = {
             "destination_topic": tp[0], "partition": tp[1], "checked_through": end, "batch_id": batch_id,
             **{k: int(before.get(k, 0)) + counts.get(k, 0) for k in ("records", "decoded", "plain", "failed")}}
-    store.put_many(DECODE_CHECK_KIND, updates)
+    save_decode_marks(store, updates)

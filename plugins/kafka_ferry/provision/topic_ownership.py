@@ -10,31 +10,18 @@ import dataclasses
 
 from kafka_ferry.core.cluster_model import TopicInfo
 from kafka_ferry.core.provenance import read_provenance
-from kafka_ferry.core.provisioning_plan import ProvisioningRefused, TopicPlan
+from kafka_ferry.core.provisioning_plan import TopicPlan
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import OWNED_TOPIC_KIND, TOPIC_KIND
 from kafka_ferry.core.topic_ownership import (
-    ADOPT,
-    ADOPTED_HOW,
-    CREATED_HOW,
-    OWNED,
     TopicContents,
     decide_ownership,
 )
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.reads import read_ranges
-from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.state.topic_ownership import owned_topics
 
 # An adopted topic's records are each checked for provenance; beyond this many the pre-flight would take minutes.
 ADOPT_SCAN_LIMIT = 200_000
-
-
-def owned_topics(spec: MigrationSpec, destination: KafkaCluster) -> set[str]:
-    """Destination topics this migration recorded as its own: created or adopted (``owned-topic``), or mirrored
-    by a provisioning from before ownership was recorded (``topic``)."""
-    state = MigrationStateStore(destination, spec.state_topic_name).read_all()  # empty when the topic is missing
-    return set(OWNED_TOPIC_KIND.records(state)) | {
-        v["destination_topic"] for v in TOPIC_KIND.records(state).values() if v.get("destination_topic")}
 
 
 def topic_contents(destination: KafkaCluster, topic: TopicInfo, source_cluster_id: str, scan: bool) -> TopicContents:
@@ -68,18 +55,3 @@ def check_ownership(spec: MigrationSpec, plan: TopicPlan, source: KafkaCluster, 
                     for a in existing if a.destination_topic not in owned}
     decided = decide_ownership(spec.name, plan.actions, destination_topics, owned, adopt, contents)
     return dataclasses.replace(plan, refusals=plan.refusals + decided.refusals, ownership=decided.as_dict())
-
-
-def record_ownership(spec: MigrationSpec, plan: TopicPlan, store: MigrationStateStore) -> list[str]:
-    """Record each topic provisioning is about to create or adopt (before it does); returns their names."""
-    if not plan.ownership:
-        raise ProvisioningRefused(["the topic plan was not checked for ownership; nothing was changed"])
-    adopted = set(plan.ownership.get(ADOPT, {}))
-    owned = set(plan.ownership.get(OWNED, ()))
-    records = {a.destination_topic: {"destination_topic": a.destination_topic, "source_topic": a.source_topic,
-                                     "how": CREATED_HOW if a.action == "create" else ADOPTED_HOW}
-               for a in plan.actions
-               if a.action == "create" or (a.destination_topic in adopted and a.destination_topic not in owned)}
-    if records:
-        store.put_many(OWNED_TOPIC_KIND, records)
-    return sorted(records)

@@ -6,7 +6,7 @@ on the mirror would break the copy's exactly-once resume and the offset maps. So
   group  every principal an ACL lets read the group (but the migration's) is denied READ on it
   topic  every principal an ACL lets write the mirror (but the migration's) is denied WRITE on it
 DENY wins over ALLOW in Kafka's authorizer, and a literal DENY names one group or topic, so nothing else
-changes. Each unit's fence is recorded in the state topic (kind ``fence``) before it is created, so a
+changes. Each unit's fence is recorded in the state topic (kind ``fence``, `state.fences`) before it is created, so a
 promotion lifts exactly what was put, never a DENY the tenant made. The ACLs on a unit are described first:
 a fence entry identical to one already there (an admin's DENY) is left alone and never recorded, so it
 survives the lift. A unit any principal may use through an ALLOW for ``User:*`` is refused (FenceRefused)
@@ -26,25 +26,17 @@ from kafka_ferry.core.acl_plan import AclEntry, fence_to_own, group_read_fence, 
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import fences_overtaken
-from kafka_ferry.core.state_records import FENCE_KIND
 from kafka_ferry.kafka.acls import create_acls, delete_acls, describe_acls
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
-from kafka_ferry.promotion.staged_state import promoted_groups, promoted_topics
+from kafka_ferry.state.fences import forget_fence, group_fence_key, recorded_fences, save_fences, topic_fence_key
+from kafka_ferry.state.progress import migrated_groups
+from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.translate import migrated_groups
 
 log = logging.getLogger(__name__)
 
 SECURITY_DISABLED = 54  # Kafka's error code when the cluster has no authorizer
-
-
-def group_fence_key(group: str) -> str:
-    return f"GROUP:{group}"
-
-
-def topic_fence_key(mirror_topic: str) -> str:
-    return f"TOPIC:{mirror_topic}"
 
 
 def has_authorizer(destination: KafkaCluster) -> bool:
@@ -108,7 +100,7 @@ def put_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClus
                     "are not kept off the destination before promotion)")
         return {}
     plans = _fence_plans(spec, source, destination, store)  # every unit planned (or refused) before any change
-    recorded = FENCE_KIND.records(store.read_all())
+    recorded = recorded_fences(store)
     owned, lines = {}, {}
     for key, (entries, existing) in plans.items():
         before = [AclEntry(**e) for e in (recorded.get(key) or {}).get("entries", [])]
@@ -118,7 +110,7 @@ def put_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClus
     # Record first: a crash after create leaves a fence its promotion still knows to lift. Only what the
     # migration owns is recorded: a binding that was there before is never lifted.
     written = {key: _merged(recorded.get(key), entries) for key, entries in owned.items() if entries}
-    store.put_many(FENCE_KIND, {key: {"entries": entries} for key, entries in written.items()})
+    save_fences(store, written)
     existing_now = {e for _, existing in plans.values() for e in existing}
     create_acls(destination, [e for entries in owned.values() for e in entries if e not in existing_now])
     # A unit promoted while this run fenced it must not stay fenced: its consumers or producers would be denied on
@@ -134,7 +126,7 @@ def put_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClus
     for key in overtaken_fences(spec, store, written):
         lines.pop(key, None)
         delete_acls(destination, [AclEntry(**e) for e in written[key]])
-        store.put(FENCE_KIND, key, None)
+        forget_fence(store, key)
         log.warning("fence %s: its unit was promoted while this run fenced it: not kept", key)
     for key, described in lines.items():
         log.info("fence %s: %s", key, "; ".join(described))
@@ -146,7 +138,7 @@ def overtaken_fences(spec: MigrationSpec, store: MigrationStateStore, fence_keys
     state = store.read_all()
     promoted = {group_fence_key(g) for g in promoted_groups(store, state)}
     promoted |= {topic_fence_key(spec.topics.rename.destination_topic(t)) for t in promoted_topics(store, state)}
-    return fences_overtaken(fence_keys, promoted, FENCE_KIND.records(state))
+    return fences_overtaken(fence_keys, promoted, recorded_fences(store, state))
 
 
 def lift_after_promoted(destination: KafkaCluster, store: MigrationStateStore, key: str) -> list[str]:
@@ -160,12 +152,12 @@ def lift_after_promoted(destination: KafkaCluster, store: MigrationStateStore, k
 
 def lift_fence(destination: KafkaCluster, store: MigrationStateStore, key: str) -> list[str]:
     """Delete the ACLs the unit's fence put, then its record; nothing recorded, nothing deleted."""
-    record = store.read_kind(FENCE_KIND).get(key)
+    record = recorded_fences(store).get(key)
     if record is None:
         return []
     entries = [AclEntry(**e) for e in record["entries"]]
     delete_acls(destination, entries)
-    store.put(FENCE_KIND, key, None)
+    forget_fence(store, key)
     log.info("fence %s lifted: %s", key, "; ".join(e.describe() for e in entries))
     return [e.describe() for e in entries]
 
@@ -174,21 +166,21 @@ def release_from_fences(store: MigrationStateStore, kept: list[AclEntry]) -> lis
     """ACL migration wants these bindings on the destination for good: a fence that recorded one of them no
     longer owns it, so no lift deletes a DENY the source holds. Returns the released entries, described."""
     kept_set, released, updates = set(kept), [], {}
-    for key, record in sorted(store.read_kind(FENCE_KIND).items()):
+    for key, record in sorted(recorded_fences(store).items()):
         entries = [AclEntry(**e) for e in record.get("entries", [])]
         remaining = [e for e in entries if e not in kept_set]
         if len(remaining) < len(entries):
             released += [f"{key}: {e.describe()}" for e in entries if e in kept_set]
-            updates[key] = {"entries": [asdict(e) for e in remaining]} if remaining else None
+            updates[key] = [asdict(e) for e in remaining] if remaining else None
     if updates:
-        store.put_many(FENCE_KIND, updates)
+        save_fences(store, updates)
         log.info("fence entries now the tenant's (ACL migration keeps them): %s", "; ".join(released))
     return released
 
 
 def lift_all_fences(destination: KafkaCluster, store: MigrationStateStore) -> list[str]:
     """The whole migration is promoted: every recorded fence goes."""
-    return [line for key in sorted(store.read_kind(FENCE_KIND)) for line in lift_fence(destination, store, key)]
+    return [line for key in sorted(recorded_fences(store)) for line in lift_fence(destination, store, key)]
 
 
 def _merged(recorded: dict | None, entries: tuple[AclEntry, ...]) -> list[dict]:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import UnitPromotion, groups_to_commit, promoted_names
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.store import MigrationStateStore
 
 
@@ -51,3 +53,12 @@ def reset_staged_promotions(store: MigrationStateStore) -> dict[str, list[str]]:
             store.put_many(kind, {k: None for k in keys})
         out[kind] = keys
     return out
+
+
+def recorded_promotions(spec: MigrationSpec, destination: KafkaCluster) -> tuple[list[str], list[str]]:
+    """(promoted groups, promoted topics) as the state topic says now; none before the first provisioning."""
+    if spec.state_topic_name not in destination.list_topic_names():
+        return [], []
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    state = store.read_all()
+    return promoted_groups(store, state), promoted_topics(store, state)

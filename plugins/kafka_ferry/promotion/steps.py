@@ -25,7 +25,6 @@ from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until, spark_co
 from kafka_ferry.core.decode_faults import MigrationFaultsFound, blocking
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import (
-    DECODE_CHECK_KIND,
     MIGRATION_KEY,
     PROMOTED_GROUP_PREFIX,
     PROMOTED_TOPIC_PREFIX,
@@ -38,18 +37,19 @@ from kafka_ferry.core.state_records import (
 from kafka_ferry.core.time_fidelity import LOG_APPEND_TIME, TIMESTAMP_TYPE, TopicTimePlan
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.commit import commit_translated_offsets
-from kafka_ferry.promotion.decisions import expected_group_offsets, stored_decisions  # noqa: F401 (public here too)
 from kafka_ferry.promotion.guard import PROMOTED
+from kafka_ferry.promotion.promotion_report import build_report, write_report
 from kafka_ferry.promotion.readiness import replication_lag
 from kafka_ferry.promotion.reconcile import reconcile
-from kafka_ferry.promotion.report import build_report, write_report
-from kafka_ferry.stages.fences import lift_all_fences
+from kafka_ferry.provision.fences import lift_all_fences
+from kafka_ferry.state.decode_marks import decode_marks
+from kafka_ferry.state.offset_decisions import expected_group_offsets, stored_decisions  # noqa: F401 (public here too)
+from kafka_ferry.state.progress import migrated_groups
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import (
     checkpoint_translations,
     default_work_dir,
     export_offset_map,
-    migrated_groups,
     translate_migration,
 )
 
@@ -121,7 +121,7 @@ class PromotionRunner:
             raise ValueError(f"unknown promotion steps {sorted(unknown)}; known: {list(STEPS)}")
         started = time.monotonic()
         done = set(self.completed_steps())
-        standing = blocking(self.store.read_kind(DECODE_CHECK_KIND)) if "mark_promoted" not in done else []
+        standing = blocking(decode_marks(self.store)) if "mark_promoted" not in done else []
         if standing:
             raise MigrationFaultsFound(
                 f"promotion of {self.spec.name!r} refused: copied records decode on the source but not on the "
@@ -144,7 +144,7 @@ class PromotionRunner:
                 self.after_step(step)
         report = build_report(self.spec, self._state(), timings, self._reconciliation,
                               time.monotonic() - started, self.store.read_kind(TIMESTAMPS_KIND),
-                              self.store.read_kind(DECODE_CHECK_KIND))
+                              decode_marks(self.store))
         path = write_report(report, self.work_dir)
         report["report_path"] = str(path)
         return report

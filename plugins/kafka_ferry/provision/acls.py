@@ -12,9 +12,9 @@ from kafka_ferry.core.acl_migration import AclMigrationPlan, plan_acl_migration
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.kafka.acls import create_acls, describe_acls
-from kafka_ferry.stages.fences import release_from_fences
+from kafka_ferry.provision.fences import release_from_fences
+from kafka_ferry.state.progress import migrated_groups
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.translate import migrated_groups
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,31 @@
+"""Timestamp plans (kind ``timestamps``) as stored in the state topic: the values each mirror's timestamp type and
+limits had before provisioning lifted them, so promotion restores them (``core.time_fidelity`` holds the rules).
+"""
+
+from __future__ import annotations
+
+from kafka_ferry.core.provisioning_plan import TopicPlan
+from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.state_records import TIMESTAMPS_KIND
+from kafka_ferry.core.time_fidelity import TopicTimePlan
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.state.store import MigrationStateStore
+
+
+def recorded_time_plans(spec: MigrationSpec, destination: KafkaCluster) -> dict[str, TopicTimePlan]:
+    """The timestamp plans of earlier provisionings (their values to restore), by source topic."""
+    if spec.state_topic_name not in destination.list_topic_names():
+        return {}
+    records = MigrationStateStore(destination, spec.state_topic_name).read_kind(TIMESTAMPS_KIND)
+    return {topic: TopicTimePlan.from_record(value) for topic, value in records.items()}
+
+
+def record_time_plans(spec: MigrationSpec, plan: TopicPlan, destination: KafkaCluster) -> None:
+    """The timestamp plan of each mirror not planned before; written before the limits are lifted.
+
+    Why before: a provisioning killed after lifting would otherwise leave no record of the values to restore.
+    """
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    recorded = store.read_kind(TIMESTAMPS_KIND)
+    store.put_many(TIMESTAMPS_KIND, {a.source_topic: {**a.time.as_record(), "status": "copying"}
+                                     for a in plan.actions if a.time and a.source_topic not in recorded})
