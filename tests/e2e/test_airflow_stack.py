@@ -53,7 +53,8 @@ def tenant(clusters, tmp_path):
         "name": name, "tenant": "acme", "schedule": "*/1 * * * *",
         "source": {"connection_id": clusters.SOURCE_CONN, "alias": "src"},
         "destination": {"connection_id": clusters.DESTINATION_CONN, "alias": f"dst-{name}"},
-        "topics": {"include": [f"{name}\\..*"]}, "groups": {"include": [f"{name}-.*"]},
+        # the tenant has no consumer group yet: an empty group selection is intended (pre-flight refuses one otherwise)
+        "topics": {"include": [f"{name}\\..*"]}, "groups": {"include": [f"{name}-.*"], "allow_empty": True},
         "copy": {"spark_connection_id": clusters.SPARK_CONN}}))
     write_stubs(dags)
     return name, f"kafka_ferry__{name}", dags
