@@ -16,12 +16,13 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry
 
 CONN_TYPE = "schema_registry"
 
 
-class SchemaRegistryError(ValueError):
+class SchemaRegistryError(Permanent, ValueError):
     """The connection cannot describe a registry; names the connection and the field, never a secret."""
 
 

@@ -33,7 +33,6 @@ from kafka_ferry.copy.plan import CopyPlan, work_dir
 from kafka_ferry.copy.planning import plan_copy, record_accepted_gaps
 from kafka_ferry.copy.report import report_lines
 from kafka_ferry.copy.runner import check_planned_topics
-from kafka_ferry.core.batch_planning import RetentionGapError
 from kafka_ferry.core.driver_jvm import DRIVER_OPTIONS_CONF, DriverStart
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.spark_credentials import (
@@ -51,7 +50,7 @@ from kafka_ferry.kafka.configs import CLUSTER_CONFIGS_ENV, encode_cluster_config
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.copy_failure import fail_copy
 from kafka_ferry.operators.failures import fail_fast
-from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promoted
+from kafka_ferry.promotion.guard import assert_not_promoted
 from kafka_ferry.translation.sync_log import write_heartbeat
 
 APPLICATION_ENV = "KFERRY_COPY_APPLICATION"
@@ -76,16 +75,10 @@ class PlanCopyBatchOperator(MigrationOperator):
 
     @fail_fast
     def execute(self, context: Any) -> dict:
-        try:
-            assert_not_promoted(self.state_store)
-        except MigrationPromotedError as exc:
-            raise AirflowFailException(str(exc)) from exc
+        assert_not_promoted(self.state_store)
         dry_run = parse_bool(self.dry_run)
-        try:
-            plan = plan_copy(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
-                             dry_run=dry_run)
-        except RetentionGapError as exc:
-            raise AirflowFailException(str(exc)) from exc  # a retry cannot bring deleted records back
+        # RetentionGapError is Permanent: a retry cannot bring deleted records back (fail_fast fails the task once).
+        plan = plan_copy(self.spec, self.source_cluster, self.destination_cluster, self.state_store, dry_run=dry_run)
         if plan.gaps and not dry_run:
             record_accepted_gaps(plan, self.state_store, self.spec.topics.rename.destination_topic)
         path = plan.write(work_dir(self.spec.name))

@@ -21,11 +21,11 @@ from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.copy.report import write_report
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.hooks.schema_registry import SchemaRegistryError, SchemaRegistryHook
+from kafka_ferry.hooks.schema_registry import SchemaRegistryHook
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted, promotion_status
-from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryRefused
+from kafka_ferry.registry.client import SchemaRegistry
 from kafka_ferry.reports.publish import publish_batch_run
 from kafka_ferry.stages.decode_check import check_decoding
 from kafka_ferry.stages.schemas import SchemaMigrationError, id_map_storer, migrate_schemas, stored_id_map
@@ -73,9 +73,7 @@ class MigrateSchemasOperator(MigrationOperator):
             fields = decide_from_registry(source, self.settings, topics)
             if not dry_run:
                 store_decisions(self.state_store, fields, str(context.get("run_id", "")))
-        except (SchemaMigrationError, SchemaRegistryRefused) as exc:  # the same answer on every try
-            raise AirflowFailException(str(exc)) from exc
-        finally:
+        finally:  # SchemaMigrationError, SchemaRegistryRefused: Permanent, fail_fast fails the task once
             source.close()
             destination.close()
         return {**result.as_dict(),  # the stage logged the plan, line by line
@@ -83,10 +81,7 @@ class MigrateSchemasOperator(MigrationOperator):
 
 
 def registry(conn_id: str) -> SchemaRegistry:
-    try:
-        return SchemaRegistryHook(conn_id).get_conn()
-    except SchemaRegistryError as exc:  # a malformed connection: no retry changes it
-        raise AirflowFailException(str(exc)) from exc
+    return SchemaRegistryHook(conn_id).get_conn()  # a malformed connection: SchemaRegistryError, Permanent
 
 
 class DecodeCheckOperator(MigrationOperator):
@@ -126,9 +121,7 @@ class DecodeCheckOperator(MigrationOperator):
                                     str(plan.get("batch_id") or context.get("run_id") or ""),
                                     fields=fields_by_destination(self.spec, self.state_store), source=source,
                                     id_map=id_map)
-        except SchemaRegistryRefused as exc:
-            raise AirflowFailException(str(exc)) from exc
-        finally:
+        finally:  # SchemaRegistryRefused is Permanent: fail_fast fails the task once
             destination.close()
             source.close()
         result = report.as_dict()

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.schema_compat import LevelMismatch, global_line, mismatches
 from kafka_ferry.core.schema_plan import (
     Register,
@@ -72,7 +73,7 @@ def record_rewriter(spec: MigrationSpec, store) -> RecordRewriter | None:
     return rewriter_from_store(SchemaIdRewriter(stored_id_map(store), settings.unknown_id_policy), store)
 
 
-class SchemaMigrationError(RuntimeError):
+class SchemaMigrationError(Permanent, RuntimeError):
     """The migration cannot proceed; the message names subjects, versions and ids. Nothing was written
     unless the message says so."""
 
