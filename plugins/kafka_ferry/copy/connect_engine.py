@@ -10,8 +10,8 @@ Delivery is unchanged: each group copies with the same copier, progress written 
 failed or retried batch resumes exactly-once from the destination's tail, whatever the engine.
 
 One session per migration and package, kept between batches: a Connect server (Spark 4.2) starts a
-Python daemon and workers for each session, 1.3-2 s before the first record, and never stops the daemon
-when the session ends (one ~50 MB process left behind per session). Re-attaching to the same session id
+Python daemon and workers for each session, seconds before the first record, and never stops the daemon
+when the session ends (one process left behind per session). Re-attaching to the same session id
 (``session_id=`` in the URL, the id kept in a file beside the package zip) reuses that session's workers:
 a batch starts copying at once and the server holds one daemon per migration. A new package version gets
 a new session (its workers must import the new code); a session the server closed (idle timeout, restart

@@ -6,7 +6,7 @@ raises ``RetentionGapError`` naming every lost range unless the spec accepts gap
 
 Apart from ``copy.plan`` (the plan type and its file) because the Spark job's driver and every Python
 worker import that one: planning needs the spec (pydantic) and the schema stage (the registry client),
-0.25 s of imports per process that the copy itself never uses.
+imports per process that the copy itself never uses.
 """
 
 from __future__ import annotations

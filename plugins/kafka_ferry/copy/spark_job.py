@@ -34,7 +34,7 @@ FAILED_EXIT = 4  # a failure no retry heals: its record is beside the report (co
 
 def spark_context(plan: CopyPlan):
     # A bare SparkContext, not a SparkSession: the job uses no SQL, and the session's start-up (pandas,
-    # SQL catalog) cost ~4 s of every batch. spark-submit's --master/--conf still apply (SparkConf reads them).
+    # SQL catalog) is fixed cost in every batch. spark-submit's --master/--conf still apply (SparkConf reads them).
     from pyspark import SparkConf, SparkContext
 
     _drop_numpy_converters()
@@ -56,7 +56,7 @@ def run_on_spark(sc, plan: CopyPlan, configs: dict, fault: str | None = None) ->
     body = functools.partial(spark_task, plan.to_json(), configs, fault)
     # No sc.stop(): spark-submit stops the context when this driver process ends (SparkContext's JVM
     # shutdown hook, on success and failure alike). sc.stop() would first wait for pyspark's accumulator
-    # server, whose handler polls its socket with a 1 s timeout: 0.98 s of every batch, measured.
+    # server, whose handler polls its socket with a timeout: that wait in every batch.
     return sc.parallelize(groups, len(groups)).mapPartitions(body).collect()
 
 
@@ -65,7 +65,7 @@ def _drop_numpy_converters() -> None:
 
     Why: py4j asks every registered converter about each Python object it hands the JVM; the numpy ones
     answer by importing ``pyspark.testing.utils``, which imports pandas, numpy and pyarrow to learn which
-    are installed: 0.27 s of every batch's driver. This job never hands the JVM a numpy value.
+    are installed, in every batch's driver. This job never hands the JVM a numpy value.
     """
     from py4j import protocol
 

@@ -23,7 +23,7 @@ from kafka_ferry.core.mm2_wire import (
     remote_heartbeats_topic,
 )
 
-if TYPE_CHECKING:  # annotations only: the Kafka layer imports this module, and the spec (pydantic) costs 0.1 s
+if TYPE_CHECKING:  # annotations only: the Kafka layer imports this module, and the spec (pydantic) is slow to import
     from kafka_ferry.core.spec import MigrationSpec
 
 ANY_HOST = "*"

@@ -2,14 +2,13 @@
 
 A copy batch's driver JVM does almost no work (record data never enters the JVM; the driver schedules a
 handful of tasks and collects small results), so its start is fixed cost paid by every batch. Two JVM
-features cut it, measured on this project's 2-core machine with a one-job `spark-submit` (the same job
-each time, local[2]):
+features cut it (the figures: docs/benchmark-notes.md):
 
 - ``-XX:TieredStopAtLevel=1`` (C1 only): the JVM stops spending CPU on optimising compilations that a
-  job of seconds never profits from. 4.6 s -> 3.8 s.
+  job of seconds never profits from.
 - An application class-data archive (JDK 13+ dynamic CDS): the classes Spark's driver loads, parsed and
-  verified once, mapped from a file on every later start. 3.8 s -> 2.7 s. The first batch on a host writes
-  it (``-XX:ArchiveClassesAtExit``, about 4 s more for that batch, once); later batches read it
+  verified once, mapped from a file on every later start. The first batch on a host writes
+  it (``-XX:ArchiveClassesAtExit``, a slower start for that batch, once); later batches read it
   (``-XX:SharedArchiveFile``). A JVM that finds the archive unusable (another JVM build, another class
   path) says so in one warning line and starts without it: a stale archive costs time, never correctness.
 

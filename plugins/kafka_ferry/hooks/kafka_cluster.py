@@ -26,7 +26,7 @@ class KafkaClusterHook(KafkaBaseHook):
         super().__init__(kafka_config_id=kafka_config_id)
 
     def _get_client(self, config: dict[str, Any]) -> KafkaCluster:
-        # A task writes state more than once (report, heartbeat, marks): one producer, one 0.5 s id wait.
+        # A task writes state more than once (report, heartbeat, marks): one producer, one producer-id wait.
         return KafkaCluster(self.kafka_config_id, config, reuse_producers=True)
 
 

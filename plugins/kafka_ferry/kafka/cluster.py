@@ -49,8 +49,8 @@ class KafkaCluster(AdminWaits):
     """One cluster: ``name`` is what errors call it (the Airflow connection id, or the role in the Spark job).
 
     ``reuse_producers`` keeps one producer per override set. Why it matters: librdkafka asks for an idempotent
-    producer's id on a fixed 500 ms timer after creating it (it assumes no broker is up that early), so every
-    fresh producer's first write waits ~0.5 s, whatever the cluster; a caller writing state more than once
+    producer's id on a fixed timer after creating it (it assumes no broker is up that early), so every
+    fresh producer's first write waits for that timer, whatever the cluster; a caller writing state more than once
     (per partition, or report then heartbeat) would pay it each time. ``start_durable_producer`` starts that
     timer early, while other work runs. A write that fails drops its producer: the next write gets a new one.
     """
@@ -281,10 +281,9 @@ def _settle(client: AdminClient, timeout_s: float) -> None:
 
     Why: librdkafka (2.10 and later) drops the bootstrap connection as soon as the first metadata names the
     brokers. A request that went out on it in that instant is lost, and the admin call behind it is retried
-    only on a timer: it returns 1 or 3 s late. Measured on the test bed, 8 new clients at a time on 2
-    cores: 36 of 480 ListOffsets calls took 1-3 s instead of milliseconds (every copy lane and every
-    batch's report starts new clients). A DescribeCluster first, which needs no ACL and is not delayed
-    that way, returns once the learned brokers are up: 0 of 480 late. Best effort: a cluster that does not
+    only on a timer: it returns seconds late, and every copy lane and every batch's report starts new
+    clients. A DescribeCluster first, which needs no ACL and is not delayed that way, returns once the
+    learned brokers are up. Best effort: a cluster that does not
     answer in ``timeout_s`` fails the real call, with its own error, instead.
     """
     try:

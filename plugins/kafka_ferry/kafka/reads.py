@@ -101,7 +101,7 @@ def start_reader(cluster: KafkaCluster, topic: str, group_id: str, enable_eof: b
     """A consumer assigned to partition 0 of ``topic`` at its earliest offset, named as a number.
 
     Why not OFFSET_BEGINNING: librdkafka then looks the offset up itself and the first record arrives half a
-    second later (measured: 504 ms against 6 ms), and the state is read several times per task. Should the
+    second later, and the state is read several times per task. Should the
     log start move between the lookup and the fetch, ``auto.offset.reset: earliest`` still starts at the
     first record there is. A short fetch wait: an empty fetch at the end answers at once.
     """
