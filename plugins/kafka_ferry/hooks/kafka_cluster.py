@@ -18,7 +18,10 @@ from kafka_ferry.kafka.cluster import KafkaCluster
 
 
 class KafkaClusterHook(KafkaBaseHook):
-    """``KafkaClusterHook(conn_id).get_conn`` is the cluster of that connection."""
+    """``KafkaClusterHook(conn_id).get_conn`` is the cluster of that connection.
+
+    :param kafka_config_id: the Airflow connection (type ``kafka``) whose extra holds the librdkafka client config.
+    """
 
     hook_name = "Kafka cluster (kafka-ferry)"
 

@@ -27,7 +27,11 @@ class SchemaRegistryError(Permanent, ValueError):
 
 
 class SchemaRegistryHook(BaseHook):
-    """One registry per Airflow connection."""
+    """One registry per Airflow connection.
+
+    :param schema_registry_conn_id: the Airflow connection (type ``schema_registry``): host is the registry URL,
+        login/password or Extra ``bearer_token`` the credentials.
+    """
 
     conn_name_attr = "schema_registry_conn_id"
     default_conn_name = "schema_registry_default"

@@ -60,6 +60,10 @@ class PlanCopyBatchOperator(MigrationOperator):
 
     Fails without retry when source retention deleted uncopied records, naming every lost range, unless
     the spec accepts gaps: then they go to the gap ledger first. ``dry_run`` plans without recording.
+
+    :param dry_run: plan the batch and list its ranges, record nothing (no accepted gaps); a bool or a template
+        (``parse_bool`` at run time).
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
     """
 
     template_fields = (*MigrationOperator.template_fields, "dry_run")
@@ -236,6 +240,10 @@ class CopyReportOperator(MigrationOperator):
     """Logs and returns the batch report (records, bytes, lag before/after, syncs, gaps, duration).
 
     Runs also when the copy was skipped (nothing to copy): the report then says so, with the lag.
+
+    :param plan_task_id: task id of the planning task whose XCom summary names the batch, its plan and its report.
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``. The trigger rule defaults
+        to ``none_failed_min_one_success``: it reports a skipped (empty) copy too.
     """
 
     def __init__(self, *, plan_task_id: str = "plan_copy", **kwargs) -> None:

@@ -33,7 +33,12 @@ from kafka_ferry.stages.serialized_fields import decide_from_registry, fields_by
 
 
 class MigrateSchemasOperator(MigrationOperator):
-    """Migrates the schemas of the spec's `schema_registry` section; `dry_run` returns the diff only."""
+    """Migrates the schemas of the spec's `schema_registry` section; `dry_run` returns the diff only.
+
+    :param dry_run: plan and report only, change nothing (a bool, or a template such as the run form's ``dry_run``,
+        read with ``parse_bool`` at run time).
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
+    """
 
     template_fields = (*MigrationOperator.template_fields, "dry_run")
     ui_color = "#e8dcf4"
@@ -91,6 +96,11 @@ class DecodeCheckOperator(MigrationOperator):
 
     Moves only its own marks (kind `decode-check`): a rerun checks nothing twice, a run cut short rechecks.
     Skipped in a dry run (it would move marks) and once the migration is promoted (the tenant writes there).
+
+    :param dry_run: skip the check (it would move the check's marks); a bool or a template.
+    :param plan_task_id: task id of the planning task whose XCom summary names the batch, its plan and its report.
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``. The trigger rule defaults
+        to ``none_failed_min_one_success``.
     """
 
     template_fields = (*MigrationOperator.template_fields, "dry_run")
