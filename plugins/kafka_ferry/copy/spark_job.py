@@ -97,5 +97,6 @@ def main(argv: list[str] | None = None) -> int:
         return FAILED_EXIT
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())
