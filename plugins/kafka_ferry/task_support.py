@@ -18,19 +18,10 @@ from typing import Any, TypeVar
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
-from kafka_ferry.core.acl_plan import FenceRefused
-from kafka_ferry.core.batch_planning import RetentionGapError
-from kafka_ferry.core.decode_faults import MigrationFaultsFound
-from kafka_ferry.core.provisioning_plan import ProvisioningRefused
-from kafka_ferry.core.selection_check import EmptySelection
-from kafka_ferry.core.serialized_fields import FieldsUndecided
-from kafka_ferry.core.spark_credentials import InsecureChannelRefused
-from kafka_ferry.core.spec import MigrationSpec, SpecError, load_spec
-from kafka_ferry.core.trigger_form import TriggerRefused
+from kafka_ferry.core.failures import retry_cannot_help
+from kafka_ferry.core.spec import MigrationSpec, load_spec
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.cluster import KafkaCluster
-from kafka_ferry.kafka.errors import KafkaClusterError
-from kafka_ferry.promotion.guard import MigrationPromotedError
 from kafka_ferry.state.store import MigrationStateStore
 
 
@@ -59,17 +50,16 @@ class MigrationContext:
         return MigrationStateStore(self.destination_cluster, self.spec.state_topic_name)
 
 
-# AirflowNotFoundException: a connection the task looks up is not defined (hooks raise it on first use).
-DETERMINISTIC = (SpecError, ProvisioningRefused, RetentionGapError, MigrationPromotedError, AirflowNotFoundException,
-                 TriggerRefused, FieldsUndecided, FenceRefused, InsecureChannelRefused, MigrationFaultsFound,
-                 EmptySelection)
+# Airflow's own exceptions cannot declare ``Permanent``: the one foreign type read here. AirflowNotFoundException:
+# a connection the task looks up is not defined (hooks raise it on first use).
+DETERMINISTIC = (AirflowNotFoundException,)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def is_deterministic(exc: BaseException) -> bool:
-    """True when trying again cannot change the outcome."""
-    return isinstance(exc, DETERMINISTIC) or (isinstance(exc, KafkaClusterError) and exc.permanent)
+    """True when trying again cannot change the outcome: the exception declares it (``core.failures``)."""
+    return retry_cannot_help(exc) or isinstance(exc, DETERMINISTIC)
 
 
 def fail_fast(method: F) -> F:

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from kafka_ferry.copy.batch_runner import run_partitions
 from kafka_ferry.copy.lease import CopyLease
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.planning import plan_copy, record_accepted_gaps
@@ -48,7 +49,9 @@ def copy_until(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClus
                 record_accepted_gaps(plan, store, spec.topics.rename.destination_topic)
             if caught_up(plan):
                 return {"batches": batches, "records_copied": records}
-            results = run_plan(plan, configs)
+            # The batch runner's run step: a failure no retry heals, even one a Spark task returned as a row,
+            # is raised once as CopyFailed with its cause.
+            results = run_partitions(plan, configs, lambda plan, configs, fault: run_plan(plan, configs))
             batches += 1
             records += sum(r.get("records_copied", 0) for r in results)
     raise NotCaughtUp(f"still records to copy after {max_batches} batches")

@@ -30,11 +30,12 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kafka_ferry.copy.packaging import build_package_zip
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.runner import spark_task, task_groups
 from kafka_ferry.core.spark_credentials import check_connect_url
@@ -51,6 +52,15 @@ def run_on_spark_connect(url: str, plan: CopyPlan, configs: Mapping[str, Mapping
     """Copy the plan's partitions on the Connect server at ``url``; one result dict per partition."""
     with connect_session(url, package_zip) as spark:
         return copy_on_session(spark, plan, configs, fault_spec)
+
+
+@contextmanager
+def connect_batch_engine(url: str, packages_dir: Path) -> Iterator[Callable[..., list[dict]]]:
+    """The Spark Connect engine of ``batch_runner.run_batch``: the package built from the code this worker runs,
+    the migration's kept session attached; the partition tasks run as one stage of it."""
+    package_zip = build_package_zip(packages_dir)
+    with connect_session(url, package_zip) as spark:
+        yield lambda plan, configs, fault: copy_on_session(spark, plan, configs, fault)
 
 
 @contextmanager

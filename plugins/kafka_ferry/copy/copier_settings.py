@@ -22,9 +22,9 @@ PRODUCER_CONFIG = {
     "batch.num.messages": 10000,
     "queue.buffering.max.messages": 100000,
     # What bounds the copier's memory, whatever the backlog: at most this many records and bytes queued for
-    # the destination (librdkafka's defaults: 100k records, 1 GB). Either is ~1 s of a fast copy in
-    # flight, far above a round trip; small records are bound by the count (each carries ~200 bytes of
-    # librdkafka's own bookkeeping the byte bound does not see).
+    # the destination (librdkafka's defaults: 100k records, 1 GB). Either is far more than a round trip of a
+    # fast copy in flight; small records are bound by the count (each carries librdkafka's own bookkeeping,
+    # which the byte bound does not see).
     "queue.buffering.max.kbytes": 64 * 1024,
 }
 # No group commits: positions live in the state topic. An offset below the log start is an error,
@@ -41,7 +41,7 @@ CONSUMER_CONFIG = {
     "queued.max.messages.kbytes": 32 * 1024,
     "queued.min.messages": 20000,
     # The consumer is reassigned per partition, and a new partition is fetched only after the previous
-    # fetch returns: with the 500 ms default long poll, every partition started with ~0.5 s of idling.
+    # fetch returns: with the default long poll (fetch.wait.max.ms 500), every partition started idling.
     "fetch.wait.max.ms": 10,
 }
 CONSUME_BATCH = 5000

@@ -15,6 +15,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from kafka_ferry.copy.delivery import ChunkAcks, CopyError
 from kafka_ferry.copy.plan import PartitionTask
+from kafka_ferry.core.failures import Permanent, retry_cannot_help
 from kafka_ferry.kafka.errors import KafkaClusterError
 
 TOO_LARGE_CODES = (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD)
@@ -72,14 +73,12 @@ def read_failure(source, task: PartitionTask, migration: str, offset: int, error
                                      "GROUP": ("DESCRIBE", f"kafka-ferry-copy.{migration}")})
 
 
-class UnmappedSchemaId(CopyError):
+class UnmappedSchemaId(Permanent, CopyError):
     """A record carries a schema id the migration did not map (remap, ``unknown_id_policy: fail``): no retry maps it.
 
     Carries where (topic, partition, offset, key or value) and the source id, so the task, which can ask the
     source registry, names the subject and version too.
     """
-
-    deterministic = True
 
     def __init__(self, topic: str, partition: int, offset: int, field: str, schema_id: int):
         self.topic, self.partition, self.offset, self.field, self.schema_id = topic, partition, offset, field, schema_id
@@ -97,14 +96,14 @@ def failure_record(exc: BaseException) -> dict[str, Any] | None:
     if isinstance(exc, UnmappedSchemaId):
         return {"message": str(exc), "topic": exc.topic, "partition": exc.partition, "offset": exc.offset,
                 "field": exc.field, "schema_id": exc.schema_id, "kind": "unmapped-schema-id"}
-    if getattr(exc, "deterministic", False):  # e.g. runner.PlannedTopicMissing: a planned topic was deleted
-        return {"message": str(exc), "kind": type(exc).__name__}
     if isinstance(exc, KafkaClusterError) and exc.permanent:
         return {"message": str(exc), "kind": "refused"}
+    if retry_cannot_help(exc):  # e.g. runner.PlannedTopicMissing: a planned topic was deleted
+        return {"message": str(exc), "kind": type(exc).__name__}
     return None
 
 
-class CopyFailed(RuntimeError):
+class CopyFailed(Permanent, RuntimeError):
     """The copy job stopped on a failure no retry can heal; the message is the cause, with its record."""
 
     def __init__(self, record: dict[str, Any]):

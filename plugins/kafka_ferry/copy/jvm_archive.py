@@ -15,10 +15,11 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
-from kafka_ferry.core.driver_jvm import DriverStart, archive_name, driver_start
+from kafka_ferry.core.driver_jvm import DRIVER_OPTIONS_CONF, DriverStart, archive_name, driver_start
 
 log = logging.getLogger(__name__)
 ARCHIVE_DIR = "jvm"
@@ -104,3 +105,22 @@ class DriverArchive:
                      start.archive)
         else:
             written.unlink(missing_ok=True)
+
+
+@contextmanager
+def driver_options(work_root: Path, enabled: bool, master: str, deploy_mode: str | None,
+                   conf: Mapping[str, str] | None) -> Iterator[dict[str, str]]:
+    """The driver JVM's start options as Spark conf for one spark-submit run (none when the spec turns them off);
+    after the run, a freshly written archive goes into place only if the run succeeded (``settle``)."""
+    if not enabled:
+        yield {}
+        return
+    archive = DriverArchive(work_root)
+    theirs = (conf or {}).get(DRIVER_OPTIONS_CONF) or archive.spark_defaults().get(DRIVER_OPTIONS_CONF)
+    start = archive.start(master, deploy_mode, theirs)
+    succeeded = False
+    try:
+        yield {DRIVER_OPTIONS_CONF: start.java_options} if start else {}
+        succeeded = True
+    finally:
+        archive.settle(start, succeeded)

@@ -21,30 +21,26 @@ import time
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, KafkaException, TopicPartition
 
 from kafka_ferry.copy.copier_settings import (
-    CONSUME_BATCH,
     CONSUMER_CONFIG,
     FAILURE_REPORTS_TIMEOUT_S,
     FLUSH_TIMEOUT_S,
     METADATA_TIMEOUT_S,
     PRODUCER_CONFIG,
-    STALL_TIMEOUT_S,
     collector_paused,
 )
 from kafka_ferry.copy.copy_failures import UnmappedSchemaId, delivery_failure, read_failure
-from kafka_ferry.copy.delivery import Chunk, ChunkAcks, CopyError
+from kafka_ferry.copy.delivery import ChunkAcks, CopyError
 from kafka_ferry.copy.destination_tail import copied_pairs
 from kafka_ferry.copy.faults import Faults
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
+from kafka_ferry.copy.range_copy import ChunkProducer, RangeCursor, StallWatch
 from kafka_ferry.copy.report import PartitionResult
 from kafka_ferry.copy.sync_writer import OffsetSyncWriter
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker, SyncPoint
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.provenance import (
-    PROVENANCE_HEADERS,
     SOURCE_CLUSTER_HEADER,
-    SOURCE_OFFSET_HEADER,
-    is_loop,
-    user_headers,
+    copy_headers,
 )
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownSchemaId
 from kafka_ferry.core.state_records import PROGRESS_KIND
@@ -158,107 +154,73 @@ class PartitionCopier:
         return start
 
     def _copy_range(self, task: PartitionTask, start: int, tracker, emit, result: PartitionResult) -> None:
-        """The hot loop: per record only what the guarantees need; bookkeeping per consume() batch."""
+        """The hot loop, MirrorMaker's ``poll()`` shape: read a batch, copy it as one chunk, watch for a stall,
+        serve the delivery reports; per record only what the guarantees need, bookkeeping per batch."""
         acks = self._acks = ChunkAcks(self.destination, task.destination_topic, task.partition,
                                       self.plan.source_cluster_id, tracker, emit,
                                       self._fault_hook(task) if self.faults else None)
-        topic, partition, dest_topic = task.source_topic, task.partition, task.destination_topic
-        tp = TopicPartition(topic, partition)
-        self._learn_topic(topic)
-        self.consumer.assign([TopicPartition(topic, partition, start)])
-        consume, position, produce, poll = (self.consumer.consume, self.consumer.position, self.producer.produce,
-                                            self.producer.poll)
-        faults = self.faults if self.faults else None
-        stamp = self.plan.provenance_headers
-        cluster_header = (SOURCE_CLUSTER_HEADER, self.plan.source_cluster_id.encode())
-        destination_cluster = self.plan.destination_cluster_id
-        per_record = not stamp  # without provenance a chunk could not be read back: a report per record
+        self._learn_topic(task.source_topic)
+        self.consumer.assign([TopicPartition(task.source_topic, task.partition, start)])
+        cursor = RangeCursor(start, task.end_offset, self.plan.max_records_per_partition,
+                             self.plan.max_bytes_per_partition)
+        # Without provenance a chunk could not be read back from the tail: a delivery report per record.
+        producer = ChunkProducer(self.producer.produce, self.producer.poll, acks, task.destination_topic,
+                                 task.partition, per_record=not self.plan.provenance_headers)
+        stall = StallWatch(start)
+        tp = TopicPartition(task.source_topic, task.partition)
+        cluster_header = ((SOURCE_CLUSTER_HEADER, self.plan.source_cluster_id.encode())
+                          if self.plan.provenance_headers else None)
         remap = self._remapper(task)  # remap-mode schema migration, on the topic's serialized fields only
-        end, next_offset, last_activity, last_position = task.end_offset, start, time.monotonic(), start
-        max_records, max_bytes = self.plan.max_records_per_partition, self.plan.max_bytes_per_partition
-        copied = copied_bytes = skipped = 0
-        done = False
-        while not done:
-            # consume() waits for all it asks for: near the end ask only for what is left, or it idles.
-            messages = consume(min(CONSUME_BATCH, max(1, end - next_offset)), 0.2)
-            chunk = acks.open = Chunk()
-            ups = chunk.upstream
-            held = None  # the chunk's last record is produced after the loop, with its delivery report
-            first_report = chunk.on_first
-            for msg in messages:
-                if msg.error():
-                    raise self._read_error(task, next_offset, msg.error())
-                if msg.partition() != partition or msg.topic() != topic:
-                    continue  # fetched for the previous assignment of this reused consumer
-                offset = msg.offset()
-                if offset >= end:
-                    next_offset, done = end, True
-                    break
-                headers = msg.headers()
-                next_offset = offset + 1
-                if headers:
-                    for name, _ in headers:
-                        if name in PROVENANCE_HEADERS:  # copied before: loop guard, then drop the old stamp
-                            if is_loop(headers, destination_cluster):
-                                skipped += 1
-                                headers = None
-                            elif stamp:
-                                headers = user_headers(headers)
-                            break
-                    if headers is None:
-                        continue
-                if stamp:
-                    if headers:
-                        headers.append(cluster_header)  # msg.headers() is this message's own list
-                        headers.append((SOURCE_OFFSET_HEADER, b"%d" % offset))
-                    else:
-                        headers = [cluster_header, (SOURCE_OFFSET_HEADER, b"%d" % offset)]
-                if faults is not None and faults.armed("before_produce", topic, partition, copied):
-                    if held is not None:  # "n records produced": the held one too, before the crash
-                        self._produce_last(produce, poll, acks, dest_topic, partition, held, chunk)
-                    faults.hit("before_produce", topic, partition, copied)
-                if held is not None:
-                    if per_record:
-                        self._produce_last(produce, poll, acks, dest_topic, partition, held, chunk)
-                        chunk = acks.open = Chunk()
-                        ups, first_report = chunk.upstream, chunk.on_first
-                    else:
-                        try:
-                            produce(dest_topic, held[1], held[0], partition, on_delivery=first_report,
-                                    timestamp=held[3], headers=held[2])
-                        except BufferError:  # local queue full: the slow path serves reports and retries
-                            self._produce(produce, poll, acks, dest_topic, partition, held, first_report)
-                        first_report = None
-                key, value = msg.key(), msg.value()
-                if remap is not None:
-                    key, value = remap(task, offset, key, value)
-                ts_type, ts = msg.timestamp()
-                held = (key, value, headers, ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0)
-                ups.append(offset)
-                copied += 1
-                copied_bytes += (len(key) if key else 0) + (len(value) if value else 0)
-                if (copied >= max_records or copied_bytes >= max_bytes) and next_offset < end:
-                    result.capped = done = True
-                    break
-            if held is not None:
-                self._produce_last(produce, poll, acks, dest_topic, partition, held, chunk)
-            at = last_position
-            if not done:
-                at = position([tp])[0].offset
-                if at >= end:
-                    next_offset, done = end, True
-            now = time.monotonic()
-            if messages or at > last_position:  # skipping aborted records moves only the position
-                last_activity, last_position = now, at
-            elif not done and now - last_activity > STALL_TIMEOUT_S:
-                raise CopyError(f"{topic}-{partition}: no record for {STALL_TIMEOUT_S:.0f} s at "
-                                f"offset {next_offset}, planned end {end} (source truncated or unreachable?)")
-            poll(0)
+        while not cursor.done:
+            messages = self.consumer.consume(cursor.batch_size(), 0.2)
+            self._copy_batch(task, messages, cursor, producer, cluster_header, remap)
+            position = None if cursor.done else self.consumer.position([tp])[0].offset
+            if position is not None:
+                cursor.position_moved(position)
+            stall.check(task, bool(messages), cursor, position)
+            self.producer.poll(0)
             acks.settle()
-        result.records_copied, result.bytes_copied, result.records_skipped_loop = copied, copied_bytes, skipped
+        result.records_copied, result.bytes_copied = cursor.copied, cursor.copied_bytes
+        result.records_skipped_loop, result.capped = cursor.skipped, cursor.capped
         self._drain(task, acks)
-        self.faults.hit("after_produce", topic, partition)
-        result.next_upstream_offset = next_offset
+        self.faults.hit("after_produce", task.source_topic, task.partition)
+        result.next_upstream_offset = cursor.next_offset
+
+    def _copy_batch(self, task: PartitionTask, messages, cursor: RangeCursor, producer: ChunkProducer,
+                    cluster_header: tuple[str, bytes] | None, remap) -> None:
+        """One consume() batch as one chunk: each record through the loop guard, provenance and the schema id
+        remap, produced in order; the chunk's last record goes out with the report that closes it."""
+        producer.open_chunk()
+        topic, partition = task.source_topic, task.partition
+        destination_cluster = self.plan.destination_cluster_id
+        faults = self.faults if self.faults else None
+        for msg in messages:
+            if msg.error():
+                raise self._read_error(task, cursor.next_offset, msg.error())
+            if msg.partition() != partition or msg.topic() != topic:
+                continue  # fetched for the previous assignment of this reused consumer
+            offset = msg.offset()
+            if offset >= cursor.end:
+                cursor.reached_end()
+                break
+            cursor.next_offset = offset + 1
+            copy, headers = copy_headers(msg.headers(), offset, destination_cluster, cluster_header)
+            if not copy:
+                cursor.skipped += 1
+                continue
+            if faults is not None and faults.armed("before_produce", topic, partition, cursor.copied):
+                if producer.held is not None:  # "n records produced": the held one too, before the crash
+                    producer.produce_last(producer.held)
+                faults.hit("before_produce", topic, partition, cursor.copied)
+            producer.release_held()
+            key, value = msg.key(), msg.value()
+            if remap is not None:
+                key, value = remap(task, offset, key, value)
+            ts_type, ts = msg.timestamp()
+            producer.hold(offset, (key, value, headers, ts if ts_type != TIMESTAMP_NOT_AVAILABLE else 0))
+            if cursor.count(key, value):
+                break
+        producer.close_chunk()
 
     def _learn_topic(self, topic: str) -> None:
         """Ask for a topic's metadata before this reused consumer is first assigned one of its partitions.
@@ -275,23 +237,6 @@ class PartitionCopier:
         except KafkaException:
             pass
         self._known_topics.add(topic)
-
-    def _produce(self, produce, poll, acks: ChunkAcks, topic: str, partition: int, record, on_delivery) -> None:
-        key, value, headers, timestamp = record
-        while True:
-            try:
-                produce(topic, value, key, partition, on_delivery=on_delivery, timestamp=timestamp, headers=headers)
-                return
-            except BufferError:  # local queue full: serve delivery reports, then retry
-                poll(0.05)
-                acks.settle()
-
-    def _produce_last(self, produce, poll, acks: ChunkAcks, topic, partition, record, chunk: Chunk) -> None:
-        """Produce the chunk's last record (unless already produced) with the report that closes it."""
-        if record is not None:
-            self._produce(produce, poll, acks, topic, partition, record,
-                          chunk.on_only if len(chunk.upstream) == 1 else chunk.on_last)
-        acks.pending.append(chunk)
 
     def _fault_hook(self, task: PartitionTask):
         """Crash tests: ``after_produce:<n>`` fires once n records are acknowledged (and observed)."""

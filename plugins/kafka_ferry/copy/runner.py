@@ -20,6 +20,7 @@ from kafka_ferry.copy.partition_copier import PartitionCopier
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.sync_writer import OffsetSyncWriter
 from kafka_ferry.core.batch_planning import split_into_task_groups
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.progress import read_progress as stored_progress
 from kafka_ferry.state.store import MigrationStateStore
@@ -31,10 +32,9 @@ def task_groups(plan: CopyPlan, task_count: int) -> list[list[tuple[str, int]]]:
     return [[(r.topic, r.partition) for r in group] for group in groups]
 
 
-class PlannedTopicMissing(RuntimeError):
-    """A topic of the plan was deleted (or shrunk) after planning: the batch copies nothing."""
-
-    deterministic = True  # planning again is the way on, not a retry of this plan
+class PlannedTopicMissing(Permanent, RuntimeError):
+    """A topic of the plan was deleted (or shrunk) after planning: the batch copies nothing. Permanent: planning
+    again is the way on, not a retry of this plan."""
 
 
 def check_planned_topics(plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]]) -> None:

@@ -15,17 +15,15 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
-import os
 import sys
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from kafka_ferry.copy.batch import finish_batch, report_path_for, state_clients
-from kafka_ferry.copy.copy_failures import failure_path_for, failure_record, first_failure, write_failure
-from kafka_ferry.copy.faults import FAULT_ENV
-from kafka_ferry.copy.lease import copy_lease
+from kafka_ferry.copy.batch import report_path_for
+from kafka_ferry.copy.batch_runner import RunTasks, in_process_engine, run_batch
+from kafka_ferry.copy.copy_failures import CopyFailed, failure_path_for, write_failure
 from kafka_ferry.copy.plan import CopyPlan
-from kafka_ferry.copy.report import report_lines
-from kafka_ferry.copy.runner import check_planned_topics, copy_plan_in_process, spark_task, task_groups
+from kafka_ferry.copy.runner import spark_task, task_groups
 from kafka_ferry.core.copy_lease import CopyLeaseHeld
 from kafka_ferry.kafka.configs import load_cluster_configs
 
@@ -44,15 +42,22 @@ def spark_context(plan: CopyPlan):
     return SparkContext.getOrCreate(SparkConf().setAppName(f"kafka-ferry {plan.migration}"))
 
 
-def run_on_spark(sc, plan: CopyPlan, configs: dict) -> list[dict]:
+@contextmanager
+def spark_engine(plan: CopyPlan) -> Iterator[RunTasks]:
+    """The spark-submit engine: this driver's SparkContext runs the partition tasks."""
+    sc = spark_context(plan)
+    yield lambda plan, configs, fault: run_on_spark(sc, plan, configs, fault)
+
+
+def run_on_spark(sc, plan: CopyPlan, configs: dict, fault: str | None = None) -> list[dict]:
     groups = task_groups(plan, sc.defaultParallelism)
     sc.setJobDescription(f"kafka-ferry copy: migration {plan.migration}, batch {plan.batch_id} "
                          f"({len(plan.tasks)} partitions in {len(groups)} tasks)")
     # The configs travel in the task closure: standalone executors do not inherit the driver's env.
-    body = functools.partial(spark_task, plan.to_json(), configs, os.environ.get(FAULT_ENV))
+    body = functools.partial(spark_task, plan.to_json(), configs, fault)
     # No sc.stop(): spark-submit stops the context when this driver process ends (SparkContext's JVM
     # shutdown hook, on success and failure alike). sc.stop() would first wait for pyspark's accumulator
-    # server, whose handler polls its socket with a 1 s timeout: nearly that second of every batch.
+    # server, whose handler polls its socket with a timeout: that wait in every batch.
     return sc.parallelize(groups, len(groups)).mapPartitions(body).collect()
 
 
@@ -78,43 +83,19 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     plan = CopyPlan.read(args.plan)
-    configs = load_cluster_configs()
-    started_at_ms = int(time.time() * 1000)
     report_path = args.report or report_path_for(args.plan, plan)
     failure_path_for(report_path).unlink(missing_ok=True)  # a retry must not leave an earlier try's failure
-    if plan.is_empty:
-        report = finish_batch(plan, [], configs, started_at_ms, report_path)
-    else:
-        # The lease's and the report's idempotent producers start first and get their producer ids while Spark
-        # starts: asked for one before its first broker connection is up, librdkafka retries 500 ms later,
-        # and a producer made just before its first write would wait for that retry in every batch.
-        lease = copy_lease(plan, configs)
-        closing = state_clients(configs)
-        sc = None if args.in_process else spark_context(plan)
-        try:
-            lease.acquire()  # one copy job per migration at a time, whoever started it
-        except CopyLeaseHeld as exc:
-            log.error("%s", exc)
-            return LEASE_HELD_EXIT
-        with lease:
-            try:
-                check_planned_topics(plan, configs)  # a topic deleted after planning fails here, before any record
-                fault = os.environ.get(FAULT_ENV)
-                results = (copy_plan_in_process(plan, configs, fault) if sc is None
-                           else run_on_spark(sc, plan, configs))
-                failure = first_failure(results)
-            except Exception as exc:
-                failure = failure_record(exc)
-                if failure is None:
-                    raise  # may heal: a non-zero exit, and the task's retry resumes exactly-once
-            if failure is not None:
-                # Why a file: spark-submit's exit says only "failed"; the task reads this and fails once, with it.
-                write_failure(report_path, failure)
-                log.error("copy failed, no retry can heal it: %s", failure["message"])
-                return FAILED_EXIT
-            report = finish_batch(plan, results, configs, started_at_ms, report_path, closing)
-    for line in report_lines(report):
-        log.info("%s", line)
+    engine = in_process_engine if args.in_process else functools.partial(spark_engine, plan)
+    try:
+        run_batch(plan, load_cluster_configs(), engine, report_path)
+    except CopyLeaseHeld as exc:
+        log.error("%s", exc)
+        return LEASE_HELD_EXIT
+    except CopyFailed as exc:
+        # Why a file: spark-submit's exit says only "failed"; the task reads this and fails once, with it.
+        write_failure(report_path, exc.record)
+        log.error("copy failed, no retry can heal it: %s", exc.record["message"])
+        return FAILED_EXIT
     return 0
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.mm2_wire import (
     HEARTBEATS_TOPIC,
     checkpoints_topic,
@@ -157,7 +158,7 @@ def minimum_acls(spec: MigrationSpec, source_principal: str, destination_princip
 WILDCARD_PRINCIPAL = "User:*"  # Kafka's only wildcard principal (the authorizer matches no other `Type:*`)
 
 
-class FenceRefused(ValueError):
+class FenceRefused(Permanent, ValueError):
     """A fence cannot be put without denying everyone, the migration included: the message names the ALLOW."""
 
 

@@ -16,8 +16,10 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from kafka_ferry.core.failures import Permanent
 
-class RetentionGapError(RuntimeError):
+
+class RetentionGapError(Permanent, RuntimeError):
     """Source retention deleted records that were never copied; ``gaps`` lists every lost range."""
 
     def __init__(self, gaps: Sequence[RetentionGap]) -> None:

@@ -20,12 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.schema_wire import schema_id_of, with_schema_id
 
 MIGRATION_FAULT_FIELD = "migration_fault"  # in a partition's decode-check mark while its fault stands
 
 
-class MigrationFaultsFound(RuntimeError):
+class MigrationFaultsFound(Permanent, RuntimeError):
     """Copied records decode on the source but not on the destination: the run (or the promotion) stops."""
 
 

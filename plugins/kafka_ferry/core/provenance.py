@@ -40,3 +40,35 @@ def is_loop(headers: Iterable[tuple[str, bytes | None]] | None, destination_clus
     """True when a record was itself copied from the destination: copying it back would loop."""
     cluster, _ = read_provenance(headers)
     return cluster == destination_cluster_id
+
+
+Stamped = list[tuple[str, bytes | None]]
+
+
+def copy_headers(headers: list[tuple[str, bytes | None]] | None, offset: int, destination_cluster_id: str,
+                 cluster_header: tuple[str, bytes] | None) -> tuple[bool, Stamped | None]:
+    """The loop guard and provenance stamping of one record: ``(copy it, the headers to produce it with)``.
+
+    - a record whose provenance names the destination cluster was copied from there: not copied (loop guard);
+    - stamping (``cluster_header`` given): an earlier hop's provenance is dropped, and this hop's
+      ``(cluster_header, source offset)`` appended, after the record's own headers, in their order;
+    - without stamping the headers go as they are (an earlier hop's stamp included: at-least-once keeps it).
+
+    ``headers`` is the consumed record's own list: when stamping appends to it, it is extended in place (no copy
+    per record on the hot path).
+    """
+    if headers:
+        for name, _ in headers:
+            if name in PROVENANCE_HEADERS:  # copied before: the loop guard, then drop the old stamp
+                if is_loop(headers, destination_cluster_id):
+                    return False, None
+                if cluster_header is not None:
+                    headers = user_headers(headers)
+                break
+    if cluster_header is None:
+        return True, headers
+    if headers:
+        headers.append(cluster_header)
+        headers.append((SOURCE_OFFSET_HEADER, b"%d" % offset))
+        return True, headers
+    return True, [cluster_header, (SOURCE_OFFSET_HEADER, b"%d" % offset)]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_ferry.core.cluster_model import GroupInfo, TopicInfo
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.time_fidelity import TopicTimePlan, plan_topic_time
 
@@ -27,7 +28,7 @@ MIRRORED_CONFIGS = (
 )
 
 
-class ProvisioningRefused(RuntimeError):
+class ProvisioningRefused(Permanent, RuntimeError):
     """Raised with every refusal at once, before any change is made."""
 
     def __init__(self, refusals: list[str]):

@@ -13,12 +13,13 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.spec import MigrationSpec, Selection
 
 CLOSEST = 3
 
 
-class EmptySelection(ValueError):
+class EmptySelection(Permanent, ValueError):
     """The spec's selection matched nothing on the source; the same on every try (deterministic)."""
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.patterns import any_full_match, full_match
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownIdPolicy
 
@@ -127,7 +128,7 @@ def _decide(topic: str, subjects: set[str], overrides: Sequence[tuple[str, str]]
                                               "no record-name subjects listed: copied byte for byte")
 
 
-class FieldsUndecided(ValueError):
+class FieldsUndecided(Permanent, ValueError):
     """A topic to rewrite has no stored decision: the schema migration has not seen it yet."""
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.patterns import SECRET_REF  # <Secret name>:<key>
 
 CONFIGS_ENV = "KFERRY_CLUSTER_CONFIGS"
@@ -96,7 +97,7 @@ def secret_values(configs: dict[str, dict]) -> list[str]:
                    if any(m in k.lower() for m in marks) and len(str(v)) >= 4})
 
 
-class InsecureChannelRefused(ValueError):
+class InsecureChannelRefused(Permanent, ValueError):
     """A Spark Connect server off the loopback without TLS and a token: both clusters' configs would go in clear."""
 
 

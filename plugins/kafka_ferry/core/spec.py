@@ -200,7 +200,7 @@ class CopySettings(_Frozen):
     # Ship the configs as a 0600 credentials file (--files) on every master, not only on YARN.
     credentials_file: bool = False
     # spark-submit's driver JVM, where it runs on the Airflow worker: C1-only JIT and a class-data archive
-    # kept on the host (core/driver_jvm.py), about 2 s less per batch; false leaves the JVM's flags alone.
+    # kept on the host (core/driver_jvm.py), a faster start per batch; false leaves the JVM's flags alone.
     fast_driver_start: bool = True
 
     @field_validator("kubernetes_credentials_secret")

@@ -17,6 +17,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from kafka_ferry.core.failures import Permanent
+
 Location = tuple[Any, ...]  # a path into the document: mapping keys and list indexes
 Position = tuple[int, int]  # 1-based line and column
 
@@ -61,7 +63,7 @@ def missing_value() -> Any:
     return _MISSING
 
 
-class SpecError(ValueError):
+class SpecError(Permanent, ValueError):
     """Every problem of one spec file, sorted by their position in it; one line per problem."""
 
     def __init__(self, path: str | Path, problems: list[SpecProblem]):

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafka_ferry.core.failures import Permanent
+
 CATCH_UP, PROMOTE, DRY_RUN = "catch-up", "promote", "dry-run"
 PROMOTE_GROUPS, PROMOTE_TOPICS = "promote-groups", "promote-topics"  # staged cutover: groups first, then topics
 MODES = (CATCH_UP, PROMOTE, PROMOTE_GROUPS, PROMOTE_TOPICS, DRY_RUN)
@@ -22,7 +24,7 @@ GROUPS_FIELD, TOPICS_FIELD, WAIVE_FIELD = "groups", "topics", "waive_groups"
 DRY_RUN_TEMPLATE = f"{{{{ params.mode == '{DRY_RUN}' }}}}"
 
 
-class TriggerRefused(ValueError):
+class TriggerRefused(Permanent, ValueError):
     """The run's parameters ask for something invalid or unconfirmed; the run stops before any change."""
 
 

@@ -18,7 +18,10 @@ from kafka_ferry.kafka.cluster import KafkaCluster
 
 
 class KafkaClusterHook(KafkaBaseHook):
-    """``KafkaClusterHook(conn_id).get_conn`` is the cluster of that connection."""
+    """``KafkaClusterHook(conn_id).get_conn`` is the cluster of that connection.
+
+    :param kafka_config_id: the Airflow connection (type ``kafka``) whose extra holds the librdkafka client config.
+    """
 
     hook_name = "Kafka cluster (kafka-ferry)"
 
@@ -26,7 +29,7 @@ class KafkaClusterHook(KafkaBaseHook):
         super().__init__(kafka_config_id=kafka_config_id)
 
     def _get_client(self, config: dict[str, Any]) -> KafkaCluster:
-        # A task writes state more than once (report, heartbeat, marks): one producer, one 0.5 s id wait.
+        # A task writes state more than once (report, heartbeat, marks): one producer, one producer-id wait.
         return KafkaCluster(self.kafka_config_id, config, reuse_producers=True)
 
 

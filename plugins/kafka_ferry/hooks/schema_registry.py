@@ -16,17 +16,22 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry
 
 CONN_TYPE = "schema_registry"
 
 
-class SchemaRegistryError(ValueError):
+class SchemaRegistryError(Permanent, ValueError):
     """The connection cannot describe a registry; names the connection and the field, never a secret."""
 
 
 class SchemaRegistryHook(BaseHook):
-    """One registry per Airflow connection."""
+    """One registry per Airflow connection.
+
+    :param schema_registry_conn_id: the Airflow connection (type ``schema_registry``): host is the registry URL,
+        login/password or Extra ``bearer_token`` the credentials.
+    """
 
     conn_name_attr = "schema_registry_conn_id"
     default_conn_name = "schema_registry_default"

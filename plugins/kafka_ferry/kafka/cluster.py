@@ -51,8 +51,8 @@ class KafkaCluster(AdminWaits):
     """One cluster: ``name`` is what errors call it (the Airflow connection id, or the role in the Spark job).
 
     ``reuse_producers`` keeps one producer per override set. Why it matters: librdkafka asks for an idempotent
-    producer's id on a fixed 500 ms timer after creating it (it assumes no broker is up that early), so every
-    fresh producer's first write waits ~0.5 s, whatever the cluster; a caller writing state more than once
+    producer's id on a fixed timer after creating it (it assumes no broker is up that early), so every
+    fresh producer's first write waits for that timer, whatever the cluster; a caller writing state more than once
     (per partition, or report then heartbeat) would pay it each time. ``start_durable_producer`` starts that
     timer early, while other work runs. A write that fails drops its producer: the next write gets a new one.
     """

@@ -14,6 +14,10 @@ class MigrateAclsOperator(MigrationOperator):
 
     Idempotent (present entries are left alone); entries that would grant more than the source are refused and
     listed in the result (`refused`), never created. ``dry_run`` returns the diff without changing anything.
+
+    :param dry_run: plan and report only, change nothing (a bool, or a template such as the run form's ``dry_run``,
+        read with ``parse_bool`` at run time).
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
     """
 
     template_fields = (*MigrationOperator.template_fields, "dry_run")

@@ -14,7 +14,11 @@ from kafka_ferry.task_support import MigrationContext
 
 
 class MigrationOperator(MigrationContext, BaseOperator):
-    """Base for operators that act for one migration spec."""
+    """Base for operators that act for one migration spec.
+
+    :param spec_path: path of the migration's YAML spec, read at run time (data, never rendered).
+    :param kwargs: passed to ``BaseOperator`` (``task_id``, ``retries``, ...).
+    """
 
     # spec_path is no template field: a file name is data, never rendered (issue 24: `{{ 7*7 }}` in a name)
     template_fields: Sequence[str] = ()

@@ -8,13 +8,13 @@ records written after the last stored progress.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import sys
-import tempfile
-import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,35 +23,29 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from kafka_ferry.copy.batch import finish_batch, report_path_for, state_clients
-from kafka_ferry.copy.copy_failures import failure_path_for, failure_record, first_failure, stored_failure
-from kafka_ferry.copy.faults import FAULT_ENV
-from kafka_ferry.copy.jvm_archive import DriverArchive
-from kafka_ferry.copy.lease import copy_lease
+from kafka_ferry.copy.batch import finish_batch, report_path_for
+from kafka_ferry.copy.batch_runner import clear_outputs, run_batch
+from kafka_ferry.copy.copy_failures import CopyFailed, stored_failure
+from kafka_ferry.copy.credentials import (
+    SparkConnectionRefused,
+    check_connect_server,
+    refuse_leaks,
+    submit_credentials,
+)
+from kafka_ferry.copy.jvm_archive import driver_options
 from kafka_ferry.copy.packaging import build_package_zip, write_launcher
 from kafka_ferry.copy.plan import CopyPlan, work_dir
 from kafka_ferry.copy.planning import plan_copy, record_accepted_gaps
 from kafka_ferry.copy.report import report_lines
-from kafka_ferry.copy.runner import check_planned_topics
-from kafka_ferry.core.batch_planning import RetentionGapError
-from kafka_ferry.core.driver_jvm import DRIVER_OPTIONS_CONF, DriverStart
 from kafka_ferry.core.flags import parse_bool
-from kafka_ferry.core.spark_credentials import (
-    CREDENTIALS_FILE_NAME,
-    InsecureChannelRefused,
-    SparkTarget,
-    check_connect_url,
-    delivery_for,
-    secret_values,
-)
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.spark_credentials import SparkTarget
+from kafka_ferry.core.spec import MigrationSpec, load_spec
 from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
-from kafka_ferry.kafka.configs import CLUSTER_CONFIGS_ENV, encode_cluster_configs
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.copy_failure import fail_copy
 from kafka_ferry.operators.failures import fail_fast
-from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promoted
+from kafka_ferry.promotion.guard import assert_not_promoted
 from kafka_ferry.translation.sync_log import write_heartbeat
 
 APPLICATION_ENV = "KFERRY_COPY_APPLICATION"
@@ -66,6 +60,10 @@ class PlanCopyBatchOperator(MigrationOperator):
 
     Fails without retry when source retention deleted uncopied records, naming every lost range, unless
     the spec accepts gaps: then they go to the gap ledger first. ``dry_run`` plans without recording.
+
+    :param dry_run: plan the batch and list its ranges, record nothing (no accepted gaps); a bool or a template
+        (``parse_bool`` at run time).
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
     """
 
     template_fields = (*MigrationOperator.template_fields, "dry_run")
@@ -76,16 +74,10 @@ class PlanCopyBatchOperator(MigrationOperator):
 
     @fail_fast
     def execute(self, context: Any) -> dict:
-        try:
-            assert_not_promoted(self.state_store, self.spec_path)
-        except MigrationPromotedError as exc:
-            raise AirflowFailException(str(exc)) from exc
+        assert_not_promoted(self.state_store, self.spec_path)
         dry_run = parse_bool(self.dry_run)
-        try:
-            plan = plan_copy(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
-                             dry_run=dry_run)
-        except RetentionGapError as exc:
-            raise AirflowFailException(str(exc)) from exc  # a retry cannot bring deleted records back
+        # RetentionGapError is Permanent: a retry cannot bring deleted records back (fail_fast fails the task once).
+        plan = plan_copy(self.spec, self.source_cluster, self.destination_cluster, self.state_store, dry_run=dry_run)
         if plan.gaps and not dry_run:
             record_accepted_gaps(plan, self.state_store, self.spec.topics.rename.destination_topic)
         path = plan.write(work_dir(self.spec.name))
@@ -107,13 +99,21 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
     empty.
 
     The Spark connection's type picks the engine: ``spark`` (a master URL) runs spark-submit; ``spark_connect``
-    (a running Spark Connect server) runs the same copy as a client session, without a JVM start per batch.
+    (a running Spark Connect server) runs the same copy (``copy.batch_runner``) as a client session, without a JVM
+    start per batch.
 
-    Both clusters' client configs reach the job as ``core.spark_credentials`` says for the master: the
-    ``KFERRY_CLUSTER_CONFIGS`` environment of the spark-submit process (local, spark://), a Kubernetes
-    Secret (k8s://) or a 0600 credentials file shipped with --files and removed after the run (YARN) - set
-    here at run time, never a template field, never on the command line, never in XCom. The package goes
-    to executors as a zip built from the code this worker runs.
+    Both clusters' client configs reach the job as ``core.spark_credentials`` decides for the master and
+    ``copy.credentials`` delivers: the ``KFERRY_CLUSTER_CONFIGS`` environment of the spark-submit process (local,
+    spark://), a Kubernetes Secret (k8s://) or a 0600 credentials file shipped with --files and removed after the
+    run (YARN) - set here at run time, never a template field, never on the command line, never in XCom. The
+    package goes to executors as a zip built from the code this worker runs.
+
+    :param spec_path: path of the migration's YAML spec, read at run time (data, never rendered).
+    :param plan_task_id: task id of the planning task whose XCom summary names the plan and report paths.
+    :param application: the file spark-submit runs; default: ``$KFERRY_COPY_APPLICATION`` or a launcher of the
+        packaged job written to the migration's work dir.
+    :param kwargs: passed to ``SparkSubmitOperator`` (``conn_id`` names the Spark connection: its type picks the
+        engine; ``conf``, ``env_vars``, ``files`` are kept and extended for the run only).
     """
 
     template_fields: Sequence[str] = SparkSubmitOperator.template_fields  # spec_path is data, never rendered
@@ -128,147 +128,100 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
 
     @fail_fast
     def execute(self, context: Any) -> None:
-        summary = context["ti"].xcom_pull(task_ids=self.plan_task_id)
-        if not summary or summary.get("empty") or summary.get("dry_run"):
-            reason = "dry run" if summary and summary.get("dry_run") else "nothing to copy"
-            raise AirflowSkipException(f"{reason}: batch {summary.get('batch_id') if summary else '?'}")
+        summary = _planned_batch(context["ti"].xcom_pull(task_ids=self.plan_task_id))
         spec = load_spec(self.spec_path)
         connection = BaseHook.get_connection(self._conn_id)
-        if connection.conn_type == SPARK_CONNECT_CONN_TYPE:
-            self._copy_on_spark_connect(spec, summary, str(context.get("run_id") or ""))
-            return
-        master = (connection.host or "").strip()  # the local[*] check below; delivery reads the hook's resolution
+        try:
+            if connection.conn_type == SPARK_CONNECT_CONN_TYPE:
+                self._copy_on_spark_connect(spec, summary)
+            else:
+                self._spark_submit(spec, summary, connection, context)
+        except CopyFailed as exc:  # no retry heals it: the task fails once, naming the record and the cause
+            fail_copy(spec, summary, exc.record, str(context.get("run_id") or ""))
+
+    def _spark_submit(self, spec: MigrationSpec, summary: dict, connection: Any, context: Any) -> None:
+        """One spark-submit of the job; the operator's public attributes are this run's only while it runs."""
+        master = (connection.host or "").strip()  # the local[*] check; delivery reads the hook's resolution
         packages = work_dir(spec.name) / "packages"
         self.application = self.application or _application(packages)
         self.application_args = ["--plan", summary["plan_path"], "--report", summary["report_path"]]
-        package = build_package_zip(packages)
-        self.py_files = ",".join(filter(None, [str(package), self.py_files]))
+        self.py_files = ",".join(filter(None, [str(build_package_zip(packages)), self.py_files]))
         self.name = f"kafka-ferry {spec.name} {summary['batch_id']}"
-        public = (self.env_vars, self.conf, self.files)
-        env = dict(self.env_vars or {})
-        if master.startswith("local") and "PYSPARK_PYTHON" not in env and "PYSPARK_PYTHON" not in os.environ:
-            env["PYSPARK_PYTHON"] = sys.executable  # local executors: this worker's Python has confluent-kafka
-        credentials_dir = Path(tempfile.mkdtemp(prefix="kferry-credentials-"))  # 0700, this run only
-        archive = driver = None
-        succeeded = False
-        try:  # from here on, whatever fails: the public attributes come back and the credentials dir goes
-            target = self._resolved_target()
-            try:
-                delivery = delivery_for(target, spec.copy_settings.kubernetes_credentials_secret,
-                                        credentials_dir / CREDENTIALS_FILE_NAME, spec.copy_settings.credentials_file)
-            except ValueError as exc:
-                raise AirflowFailException(f"Spark connection '{self._conn_id}': {exc}") from None
-            secret_env, secrets = {}, []
-            if delivery.needs_secret_env or delivery.needs_file:
-                configs = {"source": kafka_cluster(spec.source.connection_id).client_config,
-                           "destination": kafka_cluster(spec.destination.connection_id).client_config}
-                secrets = [*secret_values(configs), secret := encode_cluster_configs(**configs)]
-                if delivery.needs_file:
-                    _write_private(credentials_dir / CREDENTIALS_FILE_NAME, secret)
-                else:
-                    secret_env = {CLUSTER_CONFIGS_ENV: secret}
-            self.env_vars = {**env, **delivery.env, **secret_env}
-            deploy_mode = self._deploy_mode or connection.extra_dejson.get("deploy-mode")
-            archive, driver = self._driver_start(spec, master, deploy_mode)
-            self.conf = {**(self.conf or {}), **delivery.conf,
-                         **({DRIVER_OPTIONS_CONF: driver.java_options} if driver else {})}
-            self.files = ",".join(filter(None, [*delivery.files, self.files]))
+        deploy_mode = self._deploy_mode or connection.extra_dejson.get("deploy-mode")
+        with (self._attributes_restored(),
+              submit_credentials(self._conn_id, self._resolved_target(), spec.copy_settings,
+                                 lambda: _cluster_configs(spec)) as credentials,
+              driver_options(work_dir(spec.name).parent, spec.copy_settings.fast_driver_start, master, deploy_mode,
+                             self.conf) as driver_conf):
+            self.env_vars = {**_local_python(master, self.env_vars), **credentials.env}
+            self.conf = {**(self.conf or {}), **credentials.conf, **driver_conf}
+            self.files = ",".join(filter(None, [*credentials.files, self.files]))
             _put_spark_submit_on_path()
             self._hook = self._get_hook()
-            self._refuse_leaks(target, secrets)
-            Path(summary["report_path"]).unlink(missing_ok=True)  # the report task must never read a stale one
-            failure_path_for(summary["report_path"]).unlink(missing_ok=True)
+            refuse_leaks(self._conn_id, self._hook, self.application, credentials)
+            clear_outputs(summary["report_path"])  # the report task must never read a stale report or failure
             try:
                 super().execute(context)
             except Exception:
                 record = stored_failure(summary["report_path"])
                 if record is None:
                     raise  # may heal (the job crashed, a broker was down): the task's retries resume it
-                fail_copy(spec, summary, record, str(context.get("run_id") or ""))
-            succeeded = True
+                raise CopyFailed(record) from None
+
+    @contextmanager
+    def _attributes_restored(self) -> Iterator[None]:
+        """Whatever happens: env_vars, conf and files come back as configured, and the hook (it holds the env) goes."""
+        public = (self.env_vars, self.conf, self.files)
+        try:
+            yield
         finally:
-            if archive is not None:
-                archive.settle(driver, succeeded)
             self.env_vars, self.conf, self.files = public
-            self._hook = None  # the hook holds the env; do not keep it past the run
-            shutil.rmtree(credentials_dir, ignore_errors=True)  # the credentials file lives for the run only
+            self._hook = None
 
     def _resolved_target(self) -> SparkTarget:
         """The master as the hook that submits resolves and classifies it (the provider's own rules)."""
         try:
             probe = self._get_hook()
         except Exception as exc:  # the provider refuses the connection (e.g. a k8s master without its client)
-            raise AirflowFailException(f"Spark connection '{self._conn_id}': {exc}") from None
+            raise SparkConnectionRefused(self._conn_id, str(exc)) from None
         resolved = probe._connection
         return SparkTarget(resolved["master"], probe._is_yarn, probe._is_kubernetes, resolved.get("deploy_mode"))
 
-    def _refuse_leaks(self, target: SparkTarget, secrets: list[str]) -> None:
-        """Invariant before submitting: the command the hook will run, and the env it would copy into Spark conf,
-        hold no secret; and the hook classifies the master as the delivery was decided for."""
-        hook = self._hook
-        if (hook._is_yarn, hook._is_kubernetes) != (target.provider_yarn, target.provider_kubernetes):
-            raise AirflowFailException(f"Spark connection '{self._conn_id}': the master changed while submitting")
-        command = " ".join(hook._build_spark_submit_command(self.application))
-        if any(s in command for s in secrets):
-            raise AirflowFailException(f"Spark connection '{self._conn_id}': refused to submit: a credential would "
-                                       f"be on the spark-submit command line for master {target.master!r}")
-
-    def _copy_on_spark_connect(self, spec, summary: dict, run_id: str = "") -> None:
+    def _copy_on_spark_connect(self, spec: MigrationSpec, summary: dict) -> None:
         """The batch as a session on a running Spark Connect server: no JVM start; this task is the client."""
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
-        from kafka_ferry.copy.connect_engine import connect_session, copy_on_session
+        from kafka_ferry.copy.connect_engine import connect_batch_engine
 
         url = SparkConnectHook(self._conn_id).get_connection_url()
-        try:
-            check_connect_url(url)  # before any client is made: the configs go to that server
-        except InsecureChannelRefused as exc:
-            raise AirflowFailException(f"Spark connection '{self._conn_id}': {exc}") from None
+        check_connect_server(self._conn_id, url)  # before any client is made: the configs go to that server
         plan = CopyPlan.read(summary["plan_path"])
-        configs = {"source": kafka_cluster(spec.source.connection_id).client_config,
-                   "destination": kafka_cluster(spec.destination.connection_id).client_config}
-        report_path = Path(summary["report_path"])
-        report_path.unlink(missing_ok=True)  # the report task must never read a stale one
-        started_at_ms = int(time.time() * 1000)
-        # The lease's and the report's producers first: they get their producer ids while the session attaches
-        # (copy.spark_job says why that saves 0.5 s); the lease is claimed once the session is there.
-        lease = copy_lease(plan, configs)
-        closing = state_clients(configs)
-        package = build_package_zip(work_dir(spec.name) / "packages")
+        Path(summary["report_path"]).unlink(missing_ok=True)  # the report task must never read a stale one
         self.log.info("batch %s on Spark Connect (connection '%s'): %d partitions", plan.batch_id, self._conn_id,
                       len(plan.tasks))
-        failure = None
-        with connect_session(url, package) as spark:
-            with lease:  # one copy job per migration at a time, whoever started it
-                try:
-                    check_planned_topics(plan, configs)  # a topic deleted after planning: nothing copied
-                    results = copy_on_session(spark, plan, configs, os.environ.get(FAULT_ENV))
-                    failure = first_failure(results)  # a Spark task's failure no retry heals, as a row
-                except Exception as exc:
-                    failure = failure_record(exc)
-                    if failure is None:
-                        raise
-                if failure is None:
-                    report = finish_batch(plan, results, configs, started_at_ms, report_path, closing)
-        if failure is not None:
-            fail_copy(spec, summary, failure, run_id)
-        for line in report_lines(report):
-            self.log.info("%s", line)
-
-    def _driver_start(self, spec, master: str, deploy_mode: str | None
-                      ) -> tuple[DriverArchive | None, DriverStart | None]:
-        """The driver JVM's start options (``core.driver_jvm``), unless the spec turns them off."""
-        if not spec.copy_settings.fast_driver_start:
-            return None, None
-        archive = DriverArchive(work_dir(spec.name).parent)
-        theirs = (self.conf or {}).get(DRIVER_OPTIONS_CONF) or archive.spark_defaults().get(DRIVER_OPTIONS_CONF)
-        return archive, archive.start(master, deploy_mode, theirs)
+        run_batch(plan, _cluster_configs(spec), functools.partial(connect_batch_engine, url,
+                                                                  work_dir(spec.name) / "packages"),
+                  summary["report_path"], logger=self.log)
 
 
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
+def _planned_batch(summary: dict | None) -> dict:
+    """The planning task's summary of a batch to copy; the copy is skipped for an empty plan or a dry run."""
+    if not summary or summary.get("empty") or summary.get("dry_run"):
+        reason = "dry run" if summary and summary.get("dry_run") else "nothing to copy"
+        raise AirflowSkipException(f"{reason}: batch {summary.get('batch_id') if summary else '?'}")
+    return summary
+
+
+def _cluster_configs(spec: MigrationSpec) -> dict[str, dict]:
+    return {"source": kafka_cluster(spec.source.connection_id).client_config,
+            "destination": kafka_cluster(spec.destination.connection_id).client_config}
+
+
+def _local_python(master: str, env_vars: dict | None) -> dict:
+    env = dict(env_vars or {})
+    if master.startswith("local") and "PYSPARK_PYTHON" not in env and "PYSPARK_PYTHON" not in os.environ:
+        env["PYSPARK_PYTHON"] = sys.executable  # local executors: this worker's Python has confluent-kafka
+    return env
 
 
 def _put_spark_submit_on_path() -> None:
@@ -287,6 +240,10 @@ class CopyReportOperator(MigrationOperator):
     """Logs and returns the batch report (records, bytes, lag before/after, syncs, gaps, duration).
 
     Runs also when the copy was skipped (nothing to copy): the report then says so, with the lag.
+
+    :param plan_task_id: task id of the planning task whose XCom summary names the batch, its plan and its report.
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``. The trigger rule defaults
+        to ``none_failed_min_one_success``: it reports a skipped (empty) copy too.
     """
 
     def __init__(self, *, plan_task_id: str = "plan_copy", **kwargs) -> None:

@@ -22,7 +22,15 @@ from kafka_ferry.reports.publish import batch_history, publish_promotion_run
 
 
 class PromoteMigrationOperator(MigrationOperator):
-    """Runs promotion ``steps`` (subset of STEPS, in order); returns the report without per-row detail."""
+    """Runs promotion ``steps`` (subset of STEPS, in order); returns the report without per-row detail.
+
+    :param steps: the promotion steps to run, a subset of ``STEPS``, run in ``STEPS`` order; an unknown step is
+        refused when the DAG is parsed.
+    :param allow_rewind: let the final offset commit move a destination group's offset backwards (a bool or a
+        template, read at run time).
+    :param work_dir: where the promotion writes its report and offset map; default: the migration's work dir.
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
+    """
 
     template_fields = (*MigrationOperator.template_fields, "allow_rewind")
     ui_color = "#f8d8d8"

@@ -33,6 +33,8 @@ class MigrationPreflightOperator(MigrationOperator):
     Any refusal (an unreachable cluster, a selection that matches nothing, more destination partitions,
     incompatible cleanup.policy, active destination group) fails this task, so the run stops before the first
     change.
+
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
     """
 
     @fail_fast
@@ -128,7 +130,12 @@ class MigrationPreflightOperator(MigrationOperator):
 
 
 class ProvisionMirrorTopicsOperator(MigrationOperator):
-    """Creates or grows destination topics to mirror the selected source topics; `dry_run` only plans."""
+    """Creates or grows destination topics to mirror the selected source topics; `dry_run` only plans.
+
+    :param dry_run: plan and report only, change nothing (a bool, or a template such as the run form's ``dry_run``,
+        read with ``parse_bool`` at run time).
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
+    """
 
     template_fields = (*MigrationOperator.template_fields, "dry_run")
 
@@ -155,7 +162,12 @@ class ProvisionMirrorTopicsOperator(MigrationOperator):
 
 class ProvisionMirrorGroupsOperator(MigrationOperator):
     """Resolves the groups to migrate and records them in the migration's state topic; `dry_run` only plans
-    (the groups, and the fences it would put)."""
+    (the groups, and the fences it would put).
+
+    :param dry_run: plan and report only, change nothing (a bool, or a template such as the run form's ``dry_run``,
+        read with ``parse_bool`` at run time).
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
+    """
 
     template_fields = (*MigrationOperator.template_fields, "dry_run")
 

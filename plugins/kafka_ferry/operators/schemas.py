@@ -21,11 +21,11 @@ from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.copy.report import write_report
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.hooks.schema_registry import SchemaRegistryError, SchemaRegistryHook
+from kafka_ferry.hooks.schema_registry import SchemaRegistryHook
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted, promotion_status
-from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryRefused
+from kafka_ferry.registry.client import SchemaRegistry
 from kafka_ferry.reports.publish import publish_batch_run
 from kafka_ferry.schemas.decode_check import check_decoding
 from kafka_ferry.schemas.schemas import SchemaMigrationError, migrate_schemas
@@ -35,7 +35,12 @@ from kafka_ferry.state.serialized_fields import fields_by_destination, store_dec
 
 
 class MigrateSchemasOperator(MigrationOperator):
-    """Migrates the schemas of the spec's `schema_registry` section; `dry_run` returns the diff only."""
+    """Migrates the schemas of the spec's `schema_registry` section; `dry_run` returns the diff only.
+
+    :param dry_run: plan and report only, change nothing (a bool, or a template such as the run form's ``dry_run``,
+        read with ``parse_bool`` at run time).
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
+    """
 
     template_fields = (*MigrationOperator.template_fields, "dry_run")
     ui_color = "#e8dcf4"
@@ -76,9 +81,7 @@ class MigrateSchemasOperator(MigrationOperator):
             fields = decide_from_registry(source, self.settings, topics)
             if not dry_run:
                 store_decisions(self.state_store, fields, str(context.get("run_id", "")))
-        except (SchemaMigrationError, SchemaRegistryRefused) as exc:  # the same answer on every try
-            raise AirflowFailException(str(exc)) from exc
-        finally:
+        finally:  # SchemaMigrationError, SchemaRegistryRefused: Permanent, fail_fast fails the task once
             source.close()
             destination.close()
         return {**result.as_dict(),  # the stage logged the plan, line by line
@@ -86,10 +89,7 @@ class MigrateSchemasOperator(MigrationOperator):
 
 
 def registry(conn_id: str) -> SchemaRegistry:
-    try:
-        return SchemaRegistryHook(conn_id).get_conn()
-    except SchemaRegistryError as exc:  # a malformed connection: no retry changes it
-        raise AirflowFailException(str(exc)) from exc
+    return SchemaRegistryHook(conn_id).get_conn()  # a malformed connection: SchemaRegistryError, Permanent
 
 
 class DecodeCheckOperator(MigrationOperator):
@@ -99,6 +99,11 @@ class DecodeCheckOperator(MigrationOperator):
 
     Moves only its own marks (kind `decode-check`): a rerun checks nothing twice, a run cut short rechecks.
     Skipped in a dry run (it would move marks) and once the migration is promoted (the tenant writes there).
+
+    :param dry_run: skip the check (it would move the check's marks); a bool or a template.
+    :param plan_task_id: task id of the planning task whose XCom summary names the batch, its plan and its report.
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``. The trigger rule defaults
+        to ``none_failed_min_one_success``.
     """
 
     template_fields = (*MigrationOperator.template_fields, "dry_run")
@@ -129,9 +134,7 @@ class DecodeCheckOperator(MigrationOperator):
                                     str(plan.get("batch_id") or context.get("run_id") or ""),
                                     fields=fields_by_destination(self.spec, self.state_store), source=source,
                                     id_map=id_map)
-        except SchemaRegistryRefused as exc:
-            raise AirflowFailException(str(exc)) from exc
-        finally:
+        finally:  # SchemaRegistryRefused is Permanent: fail_fast fails the task once
             destination.close()
             source.close()
         result = report.as_dict()

@@ -25,7 +25,10 @@ from kafka_ferry.state.progress import migrated_groups
 
 
 class StagedPromotionOperator(MigrationOperator):
-    """What both staged tasks share: the run's page of where every group and topic stands."""
+    """What both staged tasks share: the run's page of where every group and topic stands.
+
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
+    """
 
     ui_color = "#f8e0c8"
 
@@ -39,7 +42,11 @@ class StagedPromotionOperator(MigrationOperator):
 
 
 class PromoteGroupsOperator(StagedPromotionOperator):
-    """Promotes each group named in the form's ``groups`` field, in order; returns each group's record."""
+    """Promotes each group named in the form's ``groups`` field, in order; returns each group's record.
+
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``. The groups come from the
+        run form (``params``), not from arguments.
+    """
 
     @fail_fast
     def execute(self, context: Any) -> dict:
@@ -58,7 +65,13 @@ class PromoteGroupsOperator(StagedPromotionOperator):
 
 
 class PromoteTopicsOperator(StagedPromotionOperator):
-    """Promotes the topics named in the form's ``topics`` field, with the groups waived in ``waive_groups``."""
+    """Promotes the topics named in the form's ``topics`` field, with the groups waived in ``waive_groups``.
+
+    :param quiet_window_s: seconds the promoted topics' source end offsets must stay unchanged before they are
+        promoted.
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``. The topics and waived
+        groups come from the run form (``params``).
+    """
 
     def __init__(self, *, quiet_window_s: float = 10.0, **kwargs) -> None:
         super().__init__(**kwargs)

@@ -25,7 +25,16 @@ from kafka_ferry.translation.translate import checkpoint_translations, export_of
 
 
 class TranslateOffsetsOperator(MigrationOperator):
-    """Translates every migrated group's source offsets; writes MM2 checkpoints and the offset map."""
+    """Translates every migrated group's source offsets; writes MM2 checkpoints and the offset map.
+
+    :param commit_offsets: also commit the translated offsets to the destination groups (promoted groups are left to
+        their consumers); a bool or a template.
+    :param allow_rewind: let that commit move a group's destination offset backwards; a bool or a template.
+    :param plan_task_id: task id of the planning task whose XCom summary names the batch, its plan and its report.
+    :param dry_run: translate and report only: no checkpoint, commit, file or state (a bool or a template).
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``. The trigger rule defaults
+        to ``none_failed_min_one_success``.
+    """
 
     template_fields = (*MigrationOperator.template_fields, "commit_offsets", "allow_rewind", "dry_run")
 

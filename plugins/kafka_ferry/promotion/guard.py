@@ -8,13 +8,14 @@ records behind consumers that already moved. Only an explicit ``reset_promotion`
 from __future__ import annotations
 
 from kafka_ferry.core.dates import iso_utc
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.state_records import MIGRATION_KEY, PROMOTION_KIND
 from kafka_ferry.state.store import MigrationStateStore
 
 PROMOTED = "promoted"
 
 
-class MigrationPromotedError(RuntimeError):
+class MigrationPromotedError(Permanent, RuntimeError):
     """The migration was promoted: copy runs are refused until ``reset_promotion``."""
 
 

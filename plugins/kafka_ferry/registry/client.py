@@ -23,6 +23,7 @@ import httpx2
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.schema_compat import own_level
 from kafka_ferry.core.schema_decode import RegisteredSchema
 from kafka_ferry.core.schema_forms import canonical
@@ -64,7 +65,7 @@ class SchemaRegistryUnavailable(RuntimeError):
         super().__init__(f"schema registry {conn.name!r} ({conn.url}): {operation} failed: {cause}")
 
 
-class SchemaRegistryRefused(SchemaRegistryUnavailable):
+class SchemaRegistryRefused(Permanent, SchemaRegistryUnavailable):
     """The registry answered 401/403: the credentials or the principal's permissions are wrong, and no retry
     changes that (an outage stays `SchemaRegistryUnavailable`, which retries may heal)."""
 

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.schema_compat import LevelMismatch, global_line, mismatches
 from kafka_ferry.core.schema_plan import (
     Register,
@@ -33,7 +34,7 @@ IMPORT_PROBE_SUBJECT = "_kafka-ferry-import-probe"
 PROBE_ID_ATTEMPTS = 50  # free ids looked up above the source ids before giving up the probe
 
 
-class SchemaMigrationError(RuntimeError):
+class SchemaMigrationError(Permanent, RuntimeError):
     """The migration cannot proceed; the message names subjects, versions and ids. Nothing was written
     unless the message says so."""
 

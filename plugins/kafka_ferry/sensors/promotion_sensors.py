@@ -28,7 +28,12 @@ from kafka_ferry.triggers.promotion_triggers import (
 
 
 class MigrationSensor(MigrationContext, BaseSensorOperator):
-    """A sensor for one migration spec; subclasses give ``check()`` and ``build_trigger()``."""
+    """A sensor for one migration spec; subclasses give ``check()`` and ``build_trigger()``.
+
+    :param spec_path: path of the migration's YAML spec, read at run time (data, never rendered).
+    :param deferrable: wait in the triggerer instead of a worker slot; default: ``[operators] default_deferrable``.
+    :param kwargs: passed to ``BaseSensorOperator`` (``poke_interval``, ``timeout``, ``mode``, ...).
+    """
 
     template_fields: Sequence[str] = ()  # spec_path is data, never rendered
     ui_color = "#e8f0d8"
@@ -79,7 +84,13 @@ class MigrationSensor(MigrationContext, BaseSensorOperator):
 
 
 class ReplicationLagSensor(MigrationSensor):
-    """Max per-partition lag (source end - copied progress) <= ``max_lag`` (default: the spec's)."""
+    """Max per-partition lag (source end - copied progress) <= ``max_lag`` (default: the spec's).
+
+    :param max_lag: the largest per-partition lag (records) that counts as caught up; default: the spec's
+        ``promotion.max_lag_records``.
+    :param kwargs: passed to ``MigrationSensor`` (``spec_path``, ``deferrable``) and ``BaseSensorOperator``
+        (``poke_interval``, ``timeout``, ``mode``).
+    """
 
     def __init__(self, *, max_lag: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -103,6 +114,11 @@ class SourceQuiescedSensor(MigrationSensor):
     """Source end offsets unchanged for ``window_seconds`` (default: the spec's quiesce window).
 
     Poke/reschedule mode keeps the first observation in the migration state, so reschedules see it.
+
+    :param window_seconds: how long the source end offsets must stay unchanged; default: the spec's
+        ``promotion.quiesce_window_seconds``.
+    :param kwargs: passed to ``MigrationSensor`` (``spec_path``, ``deferrable``) and ``BaseSensorOperator``
+        (``poke_interval``, ``timeout``, ``mode``).
     """
 
     def __init__(self, *, window_seconds: float | None = None, **kwargs: Any) -> None:
@@ -123,7 +139,11 @@ class SourceQuiescedSensor(MigrationSensor):
 
 
 class SourceGroupsInactiveSensor(MigrationSensor):
-    """The migrated groups (state kind "group") have no members on the source."""
+    """The migrated groups (state kind "group") have no members on the source.
+
+    :param kwargs: passed to ``MigrationSensor`` (``spec_path``, ``deferrable``) and ``BaseSensorOperator``
+        (``poke_interval``, ``timeout``, ``mode``).
+    """
 
     def groups(self) -> list[str]:
         return sorted(migrated_groups(self.state_store))
@@ -137,7 +157,11 @@ class SourceGroupsInactiveSensor(MigrationSensor):
 
 
 class GroupOffsetsSyncedSensor(MigrationSensor):
-    """Destination group offsets equal the final translation the promotion recorded."""
+    """Destination group offsets equal the final translation the promotion recorded.
+
+    :param kwargs: passed to ``MigrationSensor`` (``spec_path``, ``deferrable``) and ``BaseSensorOperator``
+        (``poke_interval``, ``timeout``, ``mode``).
+    """
 
     def check(self) -> tuple[bool, dict]:
         return readiness.check_group_offsets_synced(self.destination_cluster, self.state_store)

@@ -22,7 +22,11 @@ from kafka_ferry.state.store import MigrationStateStore
 
 
 class PromotionCheckTrigger(BaseTrigger):
-    """Polls ``check()`` every ``poll_interval`` seconds; yields success with its details, or the error."""
+    """Polls ``check()`` every ``poll_interval`` seconds; yields success with its details, or the error.
+
+    :param poll_interval: seconds between two checks while deferred (the sensor's ``poke_interval``).
+    :param kwargs: the subclass's arguments, primitives only: they are what ``serialize`` hands the triggerer.
+    """
 
     def __init__(self, poll_interval: float = 10.0, **kwargs: Any) -> None:
         super().__init__()
@@ -54,7 +58,15 @@ class PromotionCheckTrigger(BaseTrigger):
 
 
 class ReplicationLagTrigger(PromotionCheckTrigger):
-    """Max per-partition lag (source LSO - copied progress) <= ``max_lag``."""
+    """Max per-partition lag (source LSO - copied progress) <= ``max_lag``.
+
+    :param source_conn_id: the source cluster's Kafka connection id.
+    :param destination_conn_id: the destination cluster's Kafka connection id (it holds the state topic).
+    :param state_topic: the migration's state topic, where the copied progress is read.
+    :param topics: the source topics whose lag is measured.
+    :param max_lag: the largest per-partition lag (records) that counts as caught up.
+    :param poll_interval: seconds between two checks while deferred (the sensor's ``poke_interval``).
+    """
 
     def __init__(self, source_conn_id: str, destination_conn_id: str, state_topic: str, topics: list[str],
                  max_lag: int, poll_interval: float = 10.0) -> None:
@@ -72,7 +84,13 @@ class ReplicationLagTrigger(PromotionCheckTrigger):
 
 
 class SourceQuiescedTrigger(PromotionCheckTrigger):
-    """Source end offsets unchanged for ``window_seconds`` (tracked in memory while deferred)."""
+    """Source end offsets unchanged for ``window_seconds`` (tracked in memory while deferred).
+
+    :param source_conn_id: the source cluster's Kafka connection id.
+    :param topics: the source topics whose end offsets are watched.
+    :param window_seconds: how long the end offsets must stay unchanged.
+    :param poll_interval: seconds between two checks while deferred (the sensor's ``poke_interval``).
+    """
 
     def __init__(self, source_conn_id: str, topics: list[str], window_seconds: float,
                  poll_interval: float = 10.0) -> None:
@@ -93,7 +111,12 @@ class SourceQuiescedTrigger(PromotionCheckTrigger):
 
 
 class SourceGroupsInactiveTrigger(PromotionCheckTrigger):
-    """None of ``groups`` has members on the source."""
+    """None of ``groups`` has members on the source.
+
+    :param source_conn_id: the source cluster's Kafka connection id.
+    :param groups: the migrated consumer groups that must have no members on the source.
+    :param poll_interval: seconds between two checks while deferred (the sensor's ``poke_interval``).
+    """
 
     def __init__(self, source_conn_id: str, groups: list[str], poll_interval: float = 10.0) -> None:
         super().__init__(poll_interval, source_conn_id=source_conn_id, groups=list(groups))
@@ -106,7 +129,12 @@ class SourceGroupsInactiveTrigger(PromotionCheckTrigger):
 
 
 class GroupOffsetsSyncedTrigger(PromotionCheckTrigger):
-    """Destination group offsets equal the final translation recorded by the promotion."""
+    """Destination group offsets equal the final translation recorded by the promotion.
+
+    :param destination_conn_id: the destination cluster's Kafka connection id.
+    :param state_topic: the migration's state topic, where the promotion recorded the final translation.
+    :param poll_interval: seconds between two checks while deferred (the sensor's ``poke_interval``).
+    """
 
     def __init__(self, destination_conn_id: str, state_topic: str, poll_interval: float = 10.0) -> None:
         super().__init__(poll_interval, destination_conn_id=destination_conn_id, state_topic=state_topic)

@@ -1,0 +1,94 @@
+"""One copy batch, whatever engine copies its partitions: lease -> state clients -> engine -> run -> finish.
+
+spark-submit's driver (``copy.spark_job``), the Airflow task on Spark Connect (``operators.copy``) and the
+promotion's final copy (``copy.catch_up``) all go through here; only the step that runs the partition tasks
+differs (``Engine``). The order is what keeps a batch exact and cheap:
+
+1. the lease's and the report's idempotent producers are made first, so they get their producer ids while the
+   engine starts (a producer made just before its first write waits for its id; librdkafka retries the
+   request only some time later);
+2. the engine starts (a SparkContext, a Connect session, nothing in process);
+3. the lease is claimed (one copy job per migration at a time, whoever started it; ``CopyLeaseHeld`` if not);
+4. the planned partitions are checked (a topic deleted after planning fails here, before any record);
+5. the engine runs the partition tasks; a failure no retry heals (``core.failures.Permanent``, a refused
+   record) comes back as a failure record and is raised as ``CopyFailed``, once, with its cause; anything
+   else propagates and the task's retry resumes exactly-once;
+6. ``finish_batch`` measures lag and keeps the report; its lines are logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from kafka_ferry.copy.batch import finish_batch, state_clients
+from kafka_ferry.copy.copy_failures import CopyFailed, failure_path_for, failure_record, first_failure
+from kafka_ferry.copy.faults import FAULT_ENV
+from kafka_ferry.copy.lease import copy_lease
+from kafka_ferry.copy.plan import CopyPlan
+from kafka_ferry.copy.report import report_lines
+from kafka_ferry.copy.runner import check_planned_topics, copy_plan_in_process
+
+Configs = Mapping[str, Mapping[str, Any]]
+# The engine-specific step: a plan, both clusters' configs and the fault spec -> one result row per partition
+# (a row {"failure": record} when a task stopped on a failure no retry heals).
+RunTasks = Callable[[CopyPlan, Configs, "str | None"], list[dict]]
+# An engine: entered once the state producers exist, it starts what runs the tasks and stops it after the batch.
+Engine = Callable[[], AbstractContextManager[RunTasks]]
+
+log = logging.getLogger("kafka_ferry.copy_batch")
+
+
+def in_process_engine() -> AbstractContextManager[RunTasks]:
+    """The copy without Spark: the plan's partitions one after another in this process."""
+    return nullcontext(copy_plan_in_process)
+
+
+def run_batch(plan: CopyPlan, configs: Configs, engine: Engine, report_path: str | Path,
+              started_at_ms: int | None = None, logger: logging.Logger = log) -> dict[str, Any]:
+    """Copy the plan's batch with ``engine`` and keep its report; raises ``CopyLeaseHeld`` (nothing copied) or
+    ``CopyFailed`` (a failure no retry heals, with its record)."""
+    started_at_ms = int(time.time() * 1000) if started_at_ms is None else started_at_ms
+    if plan.is_empty:  # nothing to copy: no lease, no engine; the report still says the lag
+        report = finish_batch(plan, [], configs, started_at_ms, report_path)
+    else:
+        lease = copy_lease(plan, configs)
+        closing = state_clients(configs)
+        with engine() as run_tasks:
+            lease.acquire()
+            with lease:
+                results = run_partitions(plan, configs, run_tasks, check_topics=True)
+                report = finish_batch(plan, results, configs, started_at_ms, report_path, closing)
+    for line in report_lines(report):
+        logger.info("%s", line)
+    return report
+
+
+def run_partitions(plan: CopyPlan, configs: Configs, run_tasks: RunTasks, check_topics: bool = False) -> list[dict]:
+    """Run the plan's partition tasks (the caller holds the lease); a failure no retry heals, raised in this
+    process or returned as a row by a Spark task, becomes one ``CopyFailed``."""
+    try:
+        if check_topics:
+            check_planned_topics(plan, configs)
+        results = run_tasks(plan, configs, os.environ.get(FAULT_ENV))
+        failure = first_failure(results)
+    except Exception as exc:
+        failure = failure_record(exc)
+        if failure is None:
+            raise  # may heal: the task's retry resumes exactly-once
+        raise CopyFailed(failure) from exc
+    if failure is not None:
+        raise CopyFailed(failure)
+    return results
+
+
+
+def clear_outputs(report_path: str | Path) -> None:
+    """Before a run: no report or failure record of an earlier try stays for the report task to read."""
+    Path(report_path).unlink(missing_ok=True)
+    failure_path_for(report_path).unlink(missing_ok=True)
