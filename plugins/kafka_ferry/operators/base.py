@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from airflow.sdk import BaseHook, BaseOperator, conf
 from airflow.sdk.exceptions import AirflowNotFoundException
 
+from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec_check import check_connections, check_tenant, connection_refs
 from kafka_ferry.core.tenants import AIRFLOW_CONFIG, load_tenants, tenants_file_path
@@ -51,3 +52,24 @@ class MigrationOperator(MigrationContext, BaseOperator):
         tenants = load_tenants(path)
         destination_topics = select_topics(self.spec, self.source_cluster.list_topic_names())
         check_tenant(self.spec, self.spec_path, tenants, path, destination_topics)
+
+
+class DryRunOperator(MigrationOperator):
+    """Base for the tasks a run's ``mode: dry-run`` reaches: with ``dry_run`` they plan and report only, and change
+    nothing anywhere (no topic, state record, checkpoint, ACL, registry write or group offset).
+
+    :param dry_run: plan and report only (a bool, or a template such as the run form's ``dry_run``, read with
+        ``parse_bool`` at run time).
+    :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
+    """
+
+    template_fields: Sequence[str] = (*MigrationOperator.template_fields, "dry_run")
+
+    def __init__(self, *, dry_run: bool | str = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.dry_run = dry_run
+
+    @property
+    def is_dry_run(self) -> bool:
+        """The rendered ``dry_run`` as a bool."""
+        return parse_bool(self.dry_run)

@@ -37,12 +37,11 @@ from kafka_ferry.copy.packaging import build_package_zip, write_launcher
 from kafka_ferry.copy.plan import CopyPlan, work_dir
 from kafka_ferry.copy.planning import plan_copy, record_accepted_gaps
 from kafka_ferry.copy.report import report_lines
-from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.spark_credentials import SparkTarget
 from kafka_ferry.core.spec import MigrationSpec, load_spec
 from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
-from kafka_ferry.operators.base import MigrationOperator
+from kafka_ferry.operators.base import DryRunOperator, MigrationOperator
 from kafka_ferry.operators.copy_failure import fail_copy
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
@@ -55,7 +54,7 @@ SPARK_CONNECT_CONN_TYPE = "spark_connect"
 
 
 
-class PlanCopyBatchOperator(MigrationOperator):
+class PlanCopyBatchOperator(DryRunOperator):
     """Plans the next batch from the stored offsets, writes it to the work dir and returns its summary.
 
     Fails without retry when source retention deleted uncopied records, naming every lost range, unless
@@ -66,16 +65,10 @@ class PlanCopyBatchOperator(MigrationOperator):
     :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
     """
 
-    template_fields = (*MigrationOperator.template_fields, "dry_run")
-
-    def __init__(self, *, dry_run: bool | str = False, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.dry_run = dry_run
-
     @fail_fast
     def execute(self, context: Any) -> dict:
         assert_not_promoted(self.state_store, self.spec_path)
-        dry_run = parse_bool(self.dry_run)
+        dry_run = self.is_dry_run
         # RetentionGapError is Permanent: a retry cannot bring deleted records back (fail_fast fails the task once).
         plan = plan_copy(self.spec, self.source_cluster, self.destination_cluster, self.state_store, dry_run=dry_run)
         if plan.gaps and not dry_run:

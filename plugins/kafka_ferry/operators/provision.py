@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.selection_check import check_selections
 from kafka_ferry.core.state_records import GROUP_KIND
 from kafka_ferry.core.trigger_form import check_trigger
-from kafka_ferry.operators.base import MigrationOperator
+from kafka_ferry.operators.base import DryRunOperator, MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
 from kafka_ferry.provision.fences import check_fenceable, has_authorizer, put_fences, wanted_fences
@@ -129,25 +128,18 @@ class MigrationPreflightOperator(MigrationOperator):
         return mode
 
 
-class ProvisionMirrorTopicsOperator(MigrationOperator):
+class ProvisionMirrorTopicsOperator(DryRunOperator):
     """Creates or grows destination topics to mirror the selected source topics; `dry_run` only plans.
 
-    :param dry_run: plan and report only, change nothing (a bool, or a template such as the run form's ``dry_run``,
-        read with ``parse_bool`` at run time).
+    :param dry_run: see ``DryRunOperator``: plan and report only, change nothing.
     :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
     """
-
-    template_fields = (*MigrationOperator.template_fields, "dry_run")
-
-    def __init__(self, *, dry_run: bool = False, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.dry_run = dry_run
 
     @fail_fast
     def execute(self, context: Any) -> dict:
         plan = compute_topic_plan(self.spec, self.source_cluster, self.destination_cluster)
         plan.raise_if_refused()
-        if parse_bool(self.dry_run):
+        if self.is_dry_run:
             self.log.info("dry run: would apply %s", plan.as_dict()["changes"])
             return {"dry_run": True, **plan.as_dict()}
         created_internal = ensure_internal_topics(self.spec, self.destination_cluster)
@@ -160,26 +152,19 @@ class ProvisionMirrorTopicsOperator(MigrationOperator):
         return {"dry_run": False, "applied": done, "internal_topics_created": created_internal}
 
 
-class ProvisionMirrorGroupsOperator(MigrationOperator):
+class ProvisionMirrorGroupsOperator(DryRunOperator):
     """Resolves the groups to migrate and records them in the migration's state topic; `dry_run` only plans
     (the groups, and the fences it would put).
 
-    :param dry_run: plan and report only, change nothing (a bool, or a template such as the run form's ``dry_run``,
-        read with ``parse_bool`` at run time).
+    :param dry_run: see ``DryRunOperator``: plan and report only, change nothing.
     :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
     """
-
-    template_fields = (*MigrationOperator.template_fields, "dry_run")
-
-    def __init__(self, *, dry_run: bool | str = False, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.dry_run = dry_run
 
     @fail_fast
     def execute(self, context: Any) -> dict:
         plan = compute_group_plan(self.spec, self.source_cluster, self.destination_cluster)
         plan.raise_if_refused()
-        if parse_bool(self.dry_run):
+        if self.is_dry_run:
             return {"dry_run": True, **plan.as_dict(), **self.planned_fences(plan)}
         ensure_internal_topics(self.spec, self.destination_cluster)
         record_groups(self.spec, plan, self.destination_cluster)

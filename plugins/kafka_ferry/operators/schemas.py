@@ -19,10 +19,9 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.copy.report import write_report
-from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.hooks.schema_registry import SchemaRegistryHook
-from kafka_ferry.operators.base import MigrationOperator
+from kafka_ferry.operators.base import DryRunOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted, promotion_status
 from kafka_ferry.registry.client import SchemaRegistry
@@ -34,20 +33,14 @@ from kafka_ferry.state.schema_ids import id_map_storer, stored_id_map
 from kafka_ferry.state.serialized_fields import fields_by_destination, store_decisions
 
 
-class MigrateSchemasOperator(MigrationOperator):
+class MigrateSchemasOperator(DryRunOperator):
     """Migrates the schemas of the spec's `schema_registry` section; `dry_run` returns the diff only.
 
-    :param dry_run: plan and report only, change nothing (a bool, or a template such as the run form's ``dry_run``,
-        read with ``parse_bool`` at run time).
+    :param dry_run: see ``DryRunOperator``: plan and report only, change nothing.
     :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
     """
 
-    template_fields = (*MigrationOperator.template_fields, "dry_run")
     ui_color = "#e8dcf4"
-
-    def __init__(self, *, dry_run: bool | str = False, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.dry_run = dry_run
 
     @cached_property
     def settings(self):
@@ -65,7 +58,7 @@ class MigrateSchemasOperator(MigrationOperator):
 
     @fail_fast
     def execute(self, context: Any) -> dict:
-        dry_run = parse_bool(self.dry_run)
+        dry_run = self.is_dry_run
         if not dry_run:
             self.state_store.ensure_topic()  # the id map's home; the first run of a migration may come here first
             # after promotion the destination registry belongs to the tenant
@@ -92,7 +85,7 @@ def registry(conn_id: str) -> SchemaRegistry:
     return SchemaRegistryHook(conn_id).get_conn()  # a malformed connection: SchemaRegistryError, Permanent
 
 
-class DecodeCheckOperator(MigrationOperator):
+class DecodeCheckOperator(DryRunOperator):
     """After a catch-up batch: decode what the copy wrote on the destination against the destination registry
     (stage: `schemas.decode_check`). The counts and the first failures go into the batch report, so the run's
     page (written by `translate_offsets`, next) shows them; `decode_check: enforce` fails the run on a failure.
@@ -106,13 +99,11 @@ class DecodeCheckOperator(MigrationOperator):
         to ``none_failed_min_one_success``.
     """
 
-    template_fields = (*MigrationOperator.template_fields, "dry_run")
     ui_color = "#e8dcf4"
 
-    def __init__(self, *, dry_run: bool | str = False, plan_task_id: str = "plan_copy", **kwargs) -> None:
+    def __init__(self, *, plan_task_id: str = "plan_copy", **kwargs) -> None:
         kwargs.setdefault("trigger_rule", "none_failed_min_one_success")  # like the report it follows
         super().__init__(**kwargs)
-        self.dry_run = dry_run
         self.plan_task_id = plan_task_id
 
     @fail_fast
@@ -120,7 +111,7 @@ class DecodeCheckOperator(MigrationOperator):
         settings = self.spec.schema_registry
         if settings is None or settings.decode_check == "off":
             return {"skipped": "decode_check is off"}
-        if parse_bool(self.dry_run):
+        if self.is_dry_run:
             return {"skipped": "dry run"}
         status = promotion_status(self.state_store)
         if status and status.get("status") == "promoted":

@@ -14,7 +14,7 @@ from typing import Any
 
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.flags import parse_bool
-from kafka_ferry.operators.base import MigrationOperator
+from kafka_ferry.operators.base import DryRunOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.group_readiness import ready_groups, write_ready_file
@@ -24,7 +24,7 @@ from kafka_ferry.state.staged_cutover import without_promoted_groups
 from kafka_ferry.translation.translate import checkpoint_translations, export_offset_map, translate_migration
 
 
-class TranslateOffsetsOperator(MigrationOperator):
+class TranslateOffsetsOperator(DryRunOperator):
     """Translates every migrated group's source offsets; writes MM2 checkpoints and the offset map.
 
     :param commit_offsets: also commit the translated offsets to the destination groups (promoted groups are left to
@@ -36,17 +36,16 @@ class TranslateOffsetsOperator(MigrationOperator):
         to ``none_failed_min_one_success``.
     """
 
-    template_fields = (*MigrationOperator.template_fields, "commit_offsets", "allow_rewind", "dry_run")
+    template_fields = (*DryRunOperator.template_fields, "commit_offsets", "allow_rewind")
 
     def __init__(self, *, commit_offsets: bool | str = False, allow_rewind: bool | str = False,
-                 plan_task_id: str = "plan_copy", dry_run: bool | str = False, **kwargs) -> None:
+                 plan_task_id: str = "plan_copy", **kwargs) -> None:
         # after the copy report, also when the copy skipped for lack of work; not when the branch skipped it all
         kwargs.setdefault("trigger_rule", "none_failed_min_one_success")
         super().__init__(**kwargs)
         self.commit_offsets = commit_offsets
         self.allow_rewind = allow_rewind
         self.plan_task_id = plan_task_id
-        self.dry_run = dry_run
 
     @fail_fast
     def execute(self, context: Any) -> dict:
@@ -56,7 +55,7 @@ class TranslateOffsetsOperator(MigrationOperator):
             return {"skipped": "promoted"}
         result = translate_migration(self.spec, self.source_cluster, self.destination_cluster, self.state_store)
         summary = result.summary()
-        if parse_bool(self.dry_run):  # the translations as they stand; no checkpoint, commit, file or state
+        if self.is_dry_run:  # the translations as they stand; no checkpoint, commit, file or state
             summary["dry_run"] = True
             self.log.info("dry run of %s: translation %s; nothing written", self.spec.name, summary)
             return summary
