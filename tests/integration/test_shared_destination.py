@@ -40,7 +40,10 @@ from kafka_ferry.translation.translate import checkpoint_translations, translate
 
 pytestmark = pytest.mark.integration
 
-HOUR, MONTH = "3600000", str(30 * 24 * 3600 * 1000)
+# The source's retention is a day, not an hour: the seeded records carry timestamps from an hour before the
+# session began (scenarios.BASE_TS), and with an hour's retention the source broker deletes them minutes into a
+# long session, so a test would read and copy nothing.
+DAY, MONTH = str(24 * 3600 * 1000), str(30 * 24 * 3600 * 1000)
 
 
 def shared_spec(tmp_path, clusters, p: str, **topics) -> str:
@@ -94,7 +97,7 @@ def retention(clusters, topic: str) -> str:
 
 def test_a_foreign_topic_with_a_mirrors_name_is_refused_at_preflight_and_nothing_changes(clusters, tmp_path):
     p = clusters.unique("own")
-    topic = clusters.create_topic("source", f"{p}.orders", 1, {"retention.ms": HOUR})
+    topic = clusters.create_topic("source", f"{p}.orders", 1, {"retention.ms": DAY})
     seed_plain(clusters, topic, 1, 300)
     foreign_topic(clusters, topic, 5)
     spec_path = shared_spec(tmp_path, clusters, p)
@@ -108,14 +111,14 @@ def test_a_foreign_topic_with_a_mirrors_name_is_refused_at_preflight_and_nothing
     message = str(raised.value)
     assert isinstance(raised.value.__cause__, ProvisioningRefused)
     assert f"{topic}: exists on the destination and was not created by migration {p} (5 records; " in message
-    assert f"retention.ms: '{MONTH}' -> '{HOUR}'" in message
+    assert f"retention.ms: '{MONTH}' -> '{DAY}'" in message
     assert snapshot(clusters, p) == before
     assert retention(clusters, topic) == MONTH
 
 
 def test_adopting_an_empty_topic_shows_the_config_diff_and_takes_it_over(clusters, tmp_path, work_dir, configs_env):
     p = clusters.unique("adopt")
-    topic = clusters.create_topic("source", f"{p}.orders", 1, {"retention.ms": HOUR})
+    topic = clusters.create_topic("source", f"{p}.orders", 1, {"retention.ms": DAY})
     seed_plain(clusters, topic, 1, 40)
     clusters.create_topic("destination", topic, 1, {"retention.ms": MONTH})
     spec_path = shared_spec(tmp_path, clusters, p, adopt=[topic])
@@ -123,8 +126,8 @@ def test_adopting_an_empty_topic_shows_the_config_diff_and_takes_it_over(cluster
     diff = MigrationPreflightOperator(task_id="pf", spec_path=spec_path).execute({})
     provision(spec_path)
 
-    assert f"retention.ms: '{MONTH}' -> '{HOUR}'" in diff["topics"]["ownership"]["adopt"][topic]
-    assert retention(clusters, topic) == HOUR
+    assert f"retention.ms: '{MONTH}' -> '{DAY}'" in diff["topics"]["ownership"]["adopt"][topic]
+    assert retention(clusters, topic) == DAY
     from kafka_ferry.core.state_records import OWNED_TOPIC_KIND  # here: the test runs against older code too
 
     store = MigrationStateStore(clusters.cluster("destination"), load_spec(spec_path).state_topic_name)
@@ -138,7 +141,7 @@ def test_adopting_an_empty_topic_shows_the_config_diff_and_takes_it_over(cluster
 
 def test_adopting_a_topic_with_foreign_records_is_refused_and_its_retention_kept(clusters, tmp_path):
     p = clusters.unique("adoptf")
-    topic = clusters.create_topic("source", f"{p}.orders", 1, {"retention.ms": HOUR})
+    topic = clusters.create_topic("source", f"{p}.orders", 1, {"retention.ms": DAY})
     foreign_topic(clusters, topic, 5)
     spec_path = shared_spec(tmp_path, clusters, p, adopt=[topic])
     before = snapshot(clusters, p)

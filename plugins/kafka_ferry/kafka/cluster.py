@@ -9,6 +9,7 @@ logged, returned in a message or shown by ``repr``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from functools import cached_property
 from typing import Any
@@ -174,12 +175,34 @@ class KafkaCluster(AdminWaits):
                                           request_timeout=self.request_timeout_s)[name]
         try:
             future.result(timeout=self.request_timeout_s)
-            return True
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 return False
             raise KafkaClusterError.on(self, f"create topic {name}", exc.args[0],
                                        acl={"TOPIC": ("CREATE", name)}) from None
+        self._await_leaders(name, partitions)
+        return True
+
+    def _await_leaders(self, name: str, partitions: int) -> None:
+        """Wait (bounded by the request timeout) until this client's metadata shows a leader for every partition
+        of a topic just created.
+
+        Why: CreateTopics returns once the controller committed the topic; the brokers, and this client's
+        metadata cache, learn its leaders a moment later. A request made at once (the state store reads the state
+        topic right after creating it) fails with "No leaders found", which no retry policy treats as transient.
+        Asking for the topic's metadata refreshes the cache. A topic still leaderless at the deadline is left to
+        the request that needs it (and its own error)."""
+        deadline = time.monotonic() + self.request_timeout_s
+        while time.monotonic() < deadline:
+            try:
+                topic = self.admin.list_topics(name, timeout=max(0.1, min(1.0, deadline - time.monotonic()))
+                                               ).topics.get(name)
+            except KafkaException:
+                topic = None
+            if (topic is not None and topic.error is None and len(topic.partitions) == partitions
+                    and all(p.leader >= 0 for p in topic.partitions.values())):
+                return
+            time.sleep(0.05)
 
     def grow_partitions(self, name: str, total: int) -> None:
         self._wait(self.admin.create_partitions([NewPartitions(name, total)])[name], f"grow partitions of {name}",
