@@ -58,11 +58,13 @@ def _port(var: str, default: int) -> int:
     return int(os.environ.get(var, default))
 
 
-SOURCE = RegistrySpec("source", "apicurio", _port("KFERRY_SR_SOURCE_PORT", 38081),
-                      _port("KFERRY_SR_SOURCE_MANAGEMENT_PORT", 38091))
-REMAP = RegistrySpec("remap", "apicurio", _port("KFERRY_SR_REMAP_PORT", 38082),
-                     _port("KFERRY_SR_REMAP_MANAGEMENT_PORT", 38092))
-PRESERVE = RegistrySpec("preserve", "axonops", _port("KFERRY_SR_PRESERVE_PORT", 38083))
+# Default ports below Linux's ephemeral range (32768-60999): a client socket of any test (Kafka, Spark) may take a
+# port in that range, and a registry started after it then fails with "port in use" (seen in CI on 38082).
+SOURCE = RegistrySpec("source", "apicurio", _port("KFERRY_SR_SOURCE_PORT", 17081),
+                      _port("KFERRY_SR_SOURCE_MANAGEMENT_PORT", 17091))
+REMAP = RegistrySpec("remap", "apicurio", _port("KFERRY_SR_REMAP_PORT", 17082),
+                     _port("KFERRY_SR_REMAP_MANAGEMENT_PORT", 17092))
+PRESERVE = RegistrySpec("preserve", "axonops", _port("KFERRY_SR_PRESERVE_PORT", 17083))
 REGISTRIES = (SOURCE, REMAP, PRESERVE)
 
 
