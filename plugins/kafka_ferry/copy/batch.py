@@ -19,7 +19,11 @@ from kafka_ferry.state.store import MigrationStateStore
 # The state record keeps totals and gaps; per-partition rows stay in the JSON file (a record has a size cap).
 STATE_FIELDS = ("migration", "batch_id", "status", "started_at_ms", "finished_at_ms", "duration_s",
                 "partitions_planned", "partitions_copied", "records_copied", "bytes_copied", "records_resumed",
-                "records_skipped_loop", "syncs_written", "lag_before_total", "lag_after_total", "gaps")
+                "records_skipped_loop", "syncs_written", "lag_before_total", "lag_after_total", "gaps",
+                # the window and the rate limit (core.batch_window, core.rate_limit): why it stopped, by how much
+                # it overran its deadline, how long it waited on the limit
+                "stop_reason", "window", "deadline_ms", "overrun_s", "max_bytes_per_second",
+                "max_records_per_second", "throttled_s")
 
 
 def report_path_for(plan_path: str | Path, plan: CopyPlan) -> Path:

@@ -36,6 +36,7 @@ from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.range_copy import ChunkProducer, RangeCursor, StallWatch
 from kafka_ferry.copy.report import PartitionResult
 from kafka_ferry.copy.sync_writer import OffsetSyncWriter
+from kafka_ferry.copy.throttle import BatchPace
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker, SyncPoint
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.provenance import (
@@ -54,8 +55,10 @@ class PartitionCopier:
     """Copies whole partitions one after another; one per Spark task (clients are reused)."""
 
     def __init__(self, plan: CopyPlan, source, destination, sync_writer: OffsetSyncWriter,
-                 store: MigrationStateStore, faults: Faults | None = None) -> None:
+                 store: MigrationStateStore, faults: Faults | None = None, pace: BatchPace | None = None) -> None:
         self.plan = plan
+        # the rate limit share and deadline this copier's task copies under (shared by its lanes)
+        self.pace = pace or BatchPace(plan.rate_limit, plan.deadline_ms)
         self.source = source
         self.destination = destination
         self.sync_writer = sync_writer
@@ -103,6 +106,7 @@ class PartitionCopier:
         self._write_progress(task, progress, tracker, result)
         self.faults.hit("after_partition", task.source_topic, task.partition)
         result.duration_s = round(time.monotonic() - started, 3)
+        result.throttled_s = round(result.throttled_s, 3)
         log.info("copied %s-%s: %s", task.source_topic, task.partition, result.as_dict())
         return result
 
@@ -171,8 +175,13 @@ class PartitionCopier:
         cluster_header = ((SOURCE_CLUSTER_HEADER, self.plan.source_cluster_id.encode())
                           if self.plan.provenance_headers else None)
         remap = self._remapper(task)  # remap-mode schema migration, on the topic's serialized fields only
+        pace = self.pace
         while not cursor.done:
-            messages = self.consumer.consume(cursor.batch_size(), 0.2)
+            if pace.past_deadline():  # between two chunks: everything read so far is produced
+                cursor.stop_at_deadline()
+                break
+            messages = self.consumer.consume(cursor.batch_size(pace.chunk_records()), 0.2)
+            records, size = cursor.copied, cursor.copied_bytes
             self._copy_batch(task, messages, cursor, producer, cluster_header, remap)
             position = None if cursor.done else self.consumer.position([tp])[0].offset
             if position is not None:
@@ -180,8 +189,17 @@ class PartitionCopier:
             stall.check(task, bool(messages), cursor, position)
             self.producer.poll(0)
             acks.settle()
+            # The rate limit: the chunk is out; wait out its cost before the next one, serving delivery reports.
+            # (charged even when the range is done: the lanes share the bucket)
+            wait = pace.charge(cursor.copied - records, cursor.copied_bytes - size)
+            if wait > 0 and not cursor.done:
+                waited = pace.wait(wait, self.producer.poll)
+                result.throttled_s += waited
+                stall.rested(waited)
+                acks.settle()
         result.records_copied, result.bytes_copied = cursor.copied, cursor.copied_bytes
         result.records_skipped_loop, result.capped = cursor.skipped, cursor.capped
+        result.stopped_at_deadline = cursor.at_deadline
         self._drain(task, acks)
         self.faults.hit("after_produce", task.source_topic, task.partition)
         result.next_upstream_offset = cursor.next_offset

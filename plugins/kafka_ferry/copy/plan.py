@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_ferry.core.batch_planning import PartitionRange, RetentionGap
+from kafka_ferry.core.rate_limit import RateLimit
 from kafka_ferry.core.state_records import partition_key
 
 WORK_DIR_ENV = "KFERRY_WORK_DIR"
@@ -62,6 +63,22 @@ class CopyPlan:
     # existed) rewrites both, as such a plan always did.
     serialized_fields: dict[str, str] | None = None
     lanes_per_task: int = 1  # partitions a Spark task copies at once (copy.lanes_per_task; see runner.copy_group)
+    # the migration's rate limit (copy.max_*_per_second), shared by the tasks by offsets (core.rate_limit)
+    max_bytes_per_second: int | None = None
+    max_records_per_second: int | None = None
+    # copy.window: the deadline (epoch ms) every copier stops at, at a chunk boundary; None: no window
+    window: str | None = None
+    deadline_ms: int | None = None
+    window_budget_records: int | None = None  # the offsets the window was sized for (None: no estimate yet)
+
+    @property
+    def rate_limit(self) -> RateLimit:
+        return RateLimit(self.max_bytes_per_second, self.max_records_per_second)
+
+    @property
+    def window_closed(self) -> bool:
+        """The deadline had passed when the batch was planned: it copies nothing."""
+        return self.deadline_ms is not None and self.planned_at_ms >= self.deadline_ms
 
     @property
     def is_empty(self) -> bool:
@@ -82,6 +99,8 @@ class CopyPlan:
             "partitions": len(self.tasks),
             "offsets": sum(t.end_offset - t.start_offset for t in self.tasks),
             "gaps": [asdict(g) for g in self.gaps],
+            "deadline_ms": self.deadline_ms,
+            "window_closed": self.window_closed,
         }
 
     def to_json(self) -> str:

@@ -14,11 +14,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.core.batch_planning import PartitionPosition, plan_ranges
+from kafka_ferry.core.batch_window import parse_window, records_per_second, window_deadline
+from kafka_ferry.core.batch_window import records_budget as window_budget
+from kafka_ferry.core.dates import iso_utc
 from kafka_ferry.core.mm2_wire import offset_syncs_topic
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.provisioning_plan import select_topics
@@ -27,6 +30,7 @@ from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import promoted_names, topics_to_copy
 from kafka_ferry.core.state_records import GAP_KIND, PROGRESS_KIND, TOPIC_PROMOTION_KIND, gap_key, partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.state.batch_history import migration_rate
 from kafka_ferry.state.progress import read_progress as stored_progress
 from kafka_ferry.state.schema_ids import record_rewriter
 from kafka_ferry.state.store import MigrationStateStore
@@ -39,11 +43,13 @@ class DestinationNotProvisioned(RuntimeError):
 
 
 def plan_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
-              now_ms: int | None = None, dry_run: bool = False) -> CopyPlan:
+              now_ms: int | None = None, dry_run: bool = False, window: RunWindow | None = None) -> CopyPlan:
     """The next batch: ``[stored next offset, last stable offset)`` per partition, capped by the spec.
 
     ``dry_run``: the batch a run would copy once provisioned, so mirrors that provisioning would still create or
-    grow are no refusal (a dry run of a migration that never ran answers with its first batch)."""
+    grow are no refusal (a dry run of a migration that never ran answers with its first batch). ``window``: the
+    run's due time and timezone when ``copy.window`` applies (a catch-up run; never the promotion's final copy):
+    the plan carries the deadline and is sized from the migration's measured rate to end inside it."""
     promoted = promoted_names(store.read_kind(TOPIC_PROMOTION_KIND), TOPIC_PROMOTION_KIND)
     topics = topics_to_copy(select_topics(spec, source.list_topic_names()), promoted)  # producers moved off those
     partitions = source.partitions_of(topics)
@@ -58,19 +64,38 @@ def plan_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClust
                           log_start[(t, p)], stable_end[(t, p)])
         for t, p in partitions
     ]
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    deadline_ms = budget = None
+    if window is not None and spec.copy_settings.window is not None:
+        deadline_ms = window_deadline(parse_window(spec.copy_settings.window), window.due_ms, window.timezone)
+        rate = records_per_second(migration_rate(store), spec.copy_settings.rate_limit)
+        budget = window_budget(rate, now_ms, deadline_ms)
+        log.info("window %s: deadline %s, %s", spec.copy_settings.window, iso_utc(deadline_ms),
+                 "closed: nothing to copy" if budget == 0 else "no measured rate yet: the deadline alone bounds it"
+                 if budget is None else f"sized for {budget} offsets at {rate:.0f} records/s")
     return build_plan(spec, positions, source.describe_cluster().cluster_id,
                       destination.describe_cluster().cluster_id, schema_ids=_schema_ids(spec, store, topics, dry_run),
-                      now_ms=now_ms)
+                      now_ms=now_ms, deadline_ms=deadline_ms, records_budget=budget)
+
+
+@dataclass(frozen=True)
+class RunWindow:
+    """What a catch-up run's window is counted from: the run's due time (epoch ms) and the DAG's timezone."""
+
+    due_ms: int
+    timezone: str = "UTC"
 
 
 def build_plan(spec: MigrationSpec, positions: Sequence[PartitionPosition], source_cluster_id: str,
                destination_cluster_id: str, schema_ids: Mapping[str, Any] | None = None,
-               now_ms: int | None = None) -> CopyPlan:
+               now_ms: int | None = None, deadline_ms: int | None = None,
+               records_budget: int | None = None) -> CopyPlan:
     """The plan of these positions (pure): ranges from ``core.batch_planning``, the copy settings as the spec
-    gives them, destination topic names through the spec's rename."""
+    gives them, destination topic names through the spec's rename; a window's deadline and offsets budget."""
     copy = spec.copy_settings
     batch_id, ranges, gaps = plan_ranges(positions, copy.max_records_per_partition, copy.max_bytes_per_partition,
-                                         accept_retention_gaps=copy.accept_retention_gaps)
+                                         accept_retention_gaps=copy.accept_retention_gaps,
+                                         records_budget=records_budget)
     rename = spec.topics.rename.destination_topic
     return CopyPlan(
         migration=spec.name,
@@ -84,6 +109,11 @@ def build_plan(spec: MigrationSpec, positions: Sequence[PartitionPosition], sour
         max_records_per_partition=copy.max_records_per_partition,
         max_bytes_per_partition=copy.max_bytes_per_partition,
         lanes_per_task=copy.lanes_per_task,
+        max_bytes_per_second=copy.max_bytes_per_second,
+        max_records_per_second=copy.max_records_per_second,
+        window=copy.window if deadline_ms is not None else None,
+        deadline_ms=deadline_ms,
+        window_budget_records=records_budget,
         tasks=tuple(PartitionTask(r.topic, r.partition, rename(r.topic), r.start_offset, r.end_offset)
                     for r in ranges),
         gaps=gaps,

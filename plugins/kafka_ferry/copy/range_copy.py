@@ -4,7 +4,8 @@ counters, the produce-and-chunk step, and the stall watch.
 Why these pieces: the copy loop is a hot loop (per record only what the guarantees need), and its exactness
 rests on three separate rules that are easier to check one at a time:
 
-- ``RangeCursor``: where the copy is, when it is done (planned end, a cap of records or bytes), what it copied;
+- ``RangeCursor``: where the copy is, when it is done (planned end, a cap of records or bytes, the window's
+  deadline between two chunks), what it copied;
 - ``ChunkProducer``: a consume() batch is one chunk; every record of it but the last is produced with no delivery
   report (or the chunk's first-report), the last is held back and produced with the report that closes the chunk,
   so two reports per chunk tell every destination offset (``copy.delivery``). Without provenance headers a
@@ -32,11 +33,17 @@ class RangeCursor:
         self.end, self.max_records, self.max_bytes = end, max_records, max_bytes
         self.next_offset = start
         self.copied = self.copied_bytes = self.skipped = 0
-        self.done = self.capped = False
+        self.done = self.capped = self.at_deadline = False
 
-    def batch_size(self) -> int:
-        """consume() waits for all it asks for: near the end ask only for what is left, or it idles."""
-        return min(CONSUME_BATCH, max(1, self.end - self.next_offset))
+    def batch_size(self, bound: int | None = None) -> int:
+        """consume() waits for all it asks for: near the end ask only for what is left, or it idles. ``bound``:
+        a rate limit's chunk size (``copy.throttle``)."""
+        return min(CONSUME_BATCH if bound is None else max(1, bound), max(1, self.end - self.next_offset))
+
+    def stop_at_deadline(self) -> None:
+        """The window's deadline came between two chunks: the range ends where it is, everything before it
+        produced (``next_offset`` is the first offset not copied), as a cap ends it."""
+        self.done = self.at_deadline = True
 
     def reached_end(self) -> None:
         self.next_offset, self.done = self.end, True
@@ -120,6 +127,10 @@ class StallWatch:
 
     def __init__(self, position: int) -> None:
         self.last_activity, self.last_position = time.monotonic(), position
+
+    def rested(self, seconds: float) -> None:
+        """The copier waited ``seconds`` on the rate limit: no stall, it did not ask for records meanwhile."""
+        self.last_activity += seconds
 
     def check(self, task: PartitionTask, got_records: bool, cursor: RangeCursor, position: int | None) -> None:
         """After a batch: ``position`` is the consumer's (None once the range is done)."""

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan
+from kafka_ferry.core.batch_window import STOP_CAUGHT_UP, STOP_DEADLINE, STOP_LIMIT, batch_stop_reason
+from kafka_ferry.core.dates import iso_utc
 from kafka_ferry.core.state_records import parse_partition_key, partition_key
 from kafka_ferry.state.progress import read_progress as stored_progress
 from kafka_ferry.state.store import MigrationStateStore
@@ -38,6 +40,8 @@ class PartitionResult:
     syncs_written: int = 0
     capped: bool = False
     duration_s: float = 0.0
+    stopped_at_deadline: bool = False  # the window's deadline ended the range (at a chunk boundary)
+    throttled_s: float = 0.0  # seconds the copier waited on the rate limit
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -64,7 +68,8 @@ def build_report(plan: CopyPlan, results: Iterable[Mapping[str, Any]], lag_after
     partitions = []
     for r in results:
         key = partition_key(r["source_topic"], r["partition"])
-        partitions.append({**r, "lag_before": plan.lag_before.get(key), "lag_after": lag_after.get(key)})
+        partitions.append({**r, "lag_before": plan.lag_before.get(key), "lag_after": lag_after.get(key),
+                           "stop_reason": partition_stop_reason(plan, r)})
     report = {
         "migration": plan.migration,
         "batch_id": plan.batch_id,
@@ -81,8 +86,31 @@ def build_report(plan: CopyPlan, results: Iterable[Mapping[str, Any]], lag_after
         "lag_after": dict(lag_after),
         "gaps": [{**asdict(g), "lost_count": g.lost_count} for g in plan.gaps],
         "partitions": partitions,
+        # why the batch stopped (core.batch_window.STOP_REASONS), its window and rate limit
+        "stop_reason": batch_stop_reason((p["stop_reason"] for p in partitions), plan.window_closed),
+        "window": plan.window,
+        "deadline_ms": plan.deadline_ms,
+        # how long past its deadline the batch ran (0 for a run whose window had closed: it copied nothing)
+        "overrun_s": (None if plan.deadline_ms is None else 0.0 if plan.window_closed
+                      else round(max(0, finished_at_ms - plan.deadline_ms) / 1000, 3)),
+        "window_budget_records": plan.window_budget_records,
+        "max_bytes_per_second": plan.max_bytes_per_second,
+        "max_records_per_second": plan.max_records_per_second,
+        "throttled_s": round(sum(r.get("throttled_s", 0.0) for r in results), 3),
     }
     return report
+
+
+def partition_stop_reason(plan: CopyPlan, result: Mapping[str, Any]) -> str:
+    """``deadline`` when the window ended the range; ``limit`` when a cap did, or the plan itself held less than
+    the source had (max_records_per_partition, the window's sizing); else ``caught_up``."""
+    if result.get("stopped_at_deadline"):
+        return STOP_DEADLINE
+    if result.get("capped"):
+        return STOP_LIMIT
+    source_end = result["planned_start"] + plan.lag_before.get(partition_key(result["source_topic"],
+                                                                             result["partition"]), 0)
+    return STOP_LIMIT if result["next_upstream_offset"] < source_end else STOP_CAUGHT_UP
 
 
 def report_lines(report: Mapping[str, Any]) -> list[str]:
@@ -94,6 +122,13 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
         f"{report['records_skipped_loop']} skipped by the loop guard; "
         f"lag {report['lag_before_total']} -> {report['lag_after_total']} offsets",
     ]
+    if report.get("stop_reason"):
+        lines.append(_stop_line(report))
+    for p in report["partitions"]:
+        if p.get("stop_reason") == STOP_DEADLINE:
+            lines.append(f"  {p['source_topic']}-{p['partition']} stopped at the deadline at offset "
+                         f"{p['next_upstream_offset']}: left {p['planned_end'] - p['next_upstream_offset']} of "
+                         f"this batch's offsets, lag {p['lag_after']} (the next run resumes there)")
     for p in report["partitions"]:
         lines.append(f"  {p['source_topic']}-{p['partition']} -> {p['destination_topic']}: "
                      f"[{p['start_offset']}, {p['next_upstream_offset']}) {p['records_copied']} records, "
@@ -103,6 +138,26 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
         lines.append(f"  GAP {g['topic']}-{g['partition']} [{g['lost_start']}, {g['lost_end']}): "
                      f"{g['lost_count']} offsets lost to source retention before they were copied")
     return lines
+
+
+def _stop_line(report: Mapping[str, Any]) -> str:
+    """Why the batch stopped, its window and overrun, its rate limit and how long it waited on it."""
+    reason = report["stop_reason"]
+    parts = [f"stopped: {reason.replace('_', ' ')}"]
+    if report.get("deadline_ms") is not None:
+        overrun = report.get("overrun_s") or 0
+        parts.append(f"window {report['window']} ended {iso_utc(report['deadline_ms'])}"
+                     f"{f', overrun {overrun} s' if overrun else ', no overrun'}")
+    limits = [f"{report[k]} {unit}/s" for k, unit in (("max_bytes_per_second", "bytes"),
+                                                      ("max_records_per_second", "records")) if report.get(k)]
+    if limits:
+        parts.append(f"rate limit {' and '.join(limits)}, waited {report.get('throttled_s', 0)} s on it "
+                     "(summed over partitions)")
+    left = {f"{p['source_topic']}-{p['partition']}": p["lag_after"] for p in report["partitions"]
+            if p.get("lag_after")}
+    if reason != STOP_CAUGHT_UP and left:
+        parts.append(f"left {report['lag_after_total']} offsets in {len(left)} partitions")
+    return "; ".join(parts)
 
 
 def write_report(report: Mapping[str, Any], path: str | Path) -> Path:

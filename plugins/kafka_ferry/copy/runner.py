@@ -19,8 +19,10 @@ from kafka_ferry.copy.faults import Faults
 from kafka_ferry.copy.partition_copier import PartitionCopier
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.sync_writer import OffsetSyncWriter
+from kafka_ferry.copy.throttle import BatchPace
 from kafka_ferry.core.batch_planning import split_into_task_groups
 from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.rate_limit import share_of
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.progress import read_progress as stored_progress
 from kafka_ferry.state.store import MigrationStateStore
@@ -69,12 +71,21 @@ def copy_group(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[
     the retry resumes each partition from its own stored progress and destination tail.
     """
     lanes = [[tasks[i] for i in lane] for lane in _lanes(tasks, plan.lanes_per_task)]
+    pace = group_pace(plan, tasks)
     if len(lanes) <= 1:
-        return _copy_lane(plan, tasks, configs, fault_spec)
+        return _copy_lane(plan, tasks, configs, fault_spec, pace)
     with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="copy-lane") as pool:
-        futures = [pool.submit(_copy_lane, plan, lane, configs, fault_spec) for lane in lanes]
+        futures = [pool.submit(_copy_lane, plan, lane, configs, fault_spec, pace) for lane in lanes]
         rows = {(r["source_topic"], r["partition"]): r for f in futures for r in f.result()}
     return [rows[(t.source_topic, t.partition)] for t in tasks]
+
+
+def group_pace(plan: CopyPlan, tasks: Sequence[PartitionTask]) -> BatchPace:
+    """This group's share of the migration's rate limit, by offsets (``core.rate_limit.share_of``: the groups of
+    a batch run at once and never add up to more than the limit), and the plan's deadline; its lanes share it."""
+    offsets = sum(t.end_offset - t.start_offset for t in tasks)
+    total = sum(t.end_offset - t.start_offset for t in plan.tasks)
+    return BatchPace(share_of(plan.rate_limit, min(offsets, total), total), plan.deadline_ms)
 
 
 def _lanes(tasks: Sequence[PartitionTask], lane_count: int) -> list[list[int]]:
@@ -85,7 +96,7 @@ def _lanes(tasks: Sequence[PartitionTask], lane_count: int) -> list[list[int]]:
 
 
 def _copy_lane(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[str, Mapping[str, Any]],
-               fault_spec: str | None = None) -> list[dict]:
+               fault_spec: str | None = None, pace: BatchPace | None = None) -> list[dict]:
     """Copy these partitions one after another with one set of clients."""
     source = KafkaCluster("source", configs["source"])
     destination = KafkaCluster("destination", configs["destination"])
@@ -96,7 +107,7 @@ def _copy_lane(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[
     store = MigrationStateStore(state_clients, plan.state_topic)
     progress = stored_progress(store)
     copier = PartitionCopier(plan, source, destination, OffsetSyncWriter(destination, plan.offset_syncs_topic),
-                             store, Faults(fault_spec))
+                             store, Faults(fault_spec), pace)
     results = []
     try:
         for task in tasks:

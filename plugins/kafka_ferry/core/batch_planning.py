@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from kafka_ferry.core.batch_window import fair_split
 from kafka_ferry.core.failures import Permanent
 
 
@@ -122,10 +123,12 @@ def plan_ranges(
     max_records_per_partition: int,
     max_bytes_per_partition: int | None = None,
     accept_retention_gaps: bool = False,
+    records_budget: int | None = None,
 ) -> tuple[str, tuple[PartitionRange, ...], tuple[RetentionGap, ...]]:
     """The next batch's ``(batch_id, ranges, gaps)`` from each partition's stored position and the source's
     current offsets. Ranges come biggest first (Spark schedules the long tasks early); the byte cap only
-    enters the id (the copier applies it, as sizes are unknown before reading)."""
+    enters the id (the copier applies it, as sizes are unknown before reading). ``records_budget`` (a window's,
+    ``core.batch_window``): the ranges together hold at most that many offsets, split max-min fairly."""
     _check_int("plan", "max_records_per_partition", max_records_per_partition, minimum=1)
     if max_bytes_per_partition is not None:
         _check_int("plan", "max_bytes_per_partition", max_bytes_per_partition, minimum=1)
@@ -146,6 +149,11 @@ def plan_ranges(
     gaps.sort(key=lambda g: (g.topic, g.partition))
     if gaps and not accept_retention_gaps:
         raise RetentionGapError(gaps)
+    if records_budget is not None:
+        _check_int("plan", "records_budget", records_budget)
+        shares = fair_split([r.offset_count for r in ranges], records_budget)
+        ranges = [PartitionRange(r.topic, r.partition, r.start_offset, r.start_offset + share)
+                  for r, share in zip(ranges, shares, strict=True) if share > 0]
     ranges.sort(key=lambda r: (-r.offset_count, r.topic, r.partition))
     batch_id = compute_batch_id(ranges, gaps, max_records_per_partition, max_bytes_per_partition)
     return batch_id, tuple(ranges), tuple(gaps)

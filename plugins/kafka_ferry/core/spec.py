@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from kafka_ferry.core.batch_window import parse_window
 from kafka_ferry.core.patterns import (
     CLUSTER_ALIAS,
     CONNECTION_ID,
@@ -28,6 +29,7 @@ from kafka_ferry.core.patterns import (
     compiled,
     is_topic_name,
 )
+from kafka_ferry.core.rate_limit import RateLimit
 from kafka_ferry.core.spec_source import (
     Location,
     Position,
@@ -202,6 +204,28 @@ class CopySettings(_Frozen):
     # spark-submit's driver JVM, where it runs on the Airflow worker: C1-only JIT and a class-data archive
     # kept on the host (core/driver_jvm.py), a faster start per batch; false leaves the JVM's flags alone.
     fast_driver_start: bool = True
+    # The migration's copy rate limit in bytes per second (keys plus values), shared by all the batch's Spark
+    # tasks and lanes (and the promotion's final copy); throttling only delays, it never changes what is copied.
+    max_bytes_per_second: int | None = Field(default=None, gt=0)
+    # The migration's copy rate limit in records per second, shared like max_bytes_per_second (both may be set).
+    max_records_per_second: int | None = Field(default=None, gt=0)
+    # A catch-up batch's window: a duration ('4h', '90min', '1h30min') counted from the run's due time, or an
+    # end time ('05:00', 24-hour, in the DAG's timezone: Airflow's default_timezone). The batch is sized from the
+    # migration's measured rate to end inside it and stops at the deadline at a chunk boundary, progress and
+    # offset syncs written; the next run resumes there. Not applied to the promotion's final copy.
+    window: str | None = None
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_window(v)  # ValueError: names what is accepted
+        return v
+
+    @property
+    def rate_limit(self) -> RateLimit:
+        """The copy rate limit (``core.rate_limit``); unlimited when neither key is set."""
+        return RateLimit(self.max_bytes_per_second, self.max_records_per_second)
 
     @field_validator("kubernetes_credentials_secret")
     @classmethod

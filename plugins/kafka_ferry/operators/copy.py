@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import BaseHook
+from airflow.sdk import BaseHook, conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_ferry.copy.batch import finish_batch, report_path_for
@@ -35,8 +36,9 @@ from kafka_ferry.copy.credentials import (
 from kafka_ferry.copy.jvm_archive import driver_options
 from kafka_ferry.copy.packaging import build_package_zip, write_launcher
 from kafka_ferry.copy.plan import CopyPlan, work_dir
-from kafka_ferry.copy.planning import plan_copy, record_accepted_gaps
+from kafka_ferry.copy.planning import RunWindow, plan_copy, record_accepted_gaps
 from kafka_ferry.copy.report import report_lines
+from kafka_ferry.core.dates import iso_utc
 from kafka_ferry.core.spark_credentials import SparkTarget
 from kafka_ferry.core.spec import MigrationSpec, load_spec
 from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
@@ -70,7 +72,8 @@ class PlanCopyBatchOperator(DryRunOperator):
         assert_not_promoted(self.state_store, self.spec_path)
         dry_run = self.is_dry_run
         # RetentionGapError is Permanent: a retry cannot bring deleted records back (fail_fast fails the task once).
-        plan = plan_copy(self.spec, self.source_cluster, self.destination_cluster, self.state_store, dry_run=dry_run)
+        plan = plan_copy(self.spec, self.source_cluster, self.destination_cluster, self.state_store, dry_run=dry_run,
+                         window=_run_window(self.spec, context, getattr(self, "dag", None)))
         if plan.gaps and not dry_run:
             record_accepted_gaps(plan, self.state_store, self.spec.topics.rename.destination_topic)
         path = plan.write(work_dir(self.spec.name))
@@ -81,6 +84,9 @@ class PlanCopyBatchOperator(DryRunOperator):
                                  f"{t.destination_topic}" for t in plan.tasks]
         self.log.info("batch %s: %d partitions, up to %d offsets%s; plan %s", plan.batch_id, summary["partitions"],
                       summary["offsets"], " (dry run: nothing will be copied)" if dry_run else "", path)
+        if plan.deadline_ms is not None:
+            self.log.info("window %s: deadline %s%s", plan.window, iso_utc(plan.deadline_ms),
+                          " (closed: this run copies nothing)" if plan.window_closed else "")
         for task in plan.tasks:
             self.log.info("  %s-%s [%d, %d) -> %s", task.source_topic, task.partition, task.start_offset,
                           task.end_offset, task.destination_topic)
@@ -197,10 +203,25 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
                   summary["report_path"], logger=self.log)
 
 
+def _run_window(spec: MigrationSpec, context: Any, dag: Any) -> RunWindow | None:
+    """What ``copy.window`` counts from: the run's due time (``run_after``: a retried or late task gets no fresh
+    window) and the DAG's timezone (Airflow's default_timezone for a DAG without one of its own)."""
+    if spec.copy_settings.window is None:
+        return None
+    run = context.get("dag_run") if hasattr(context, "get") else None
+    due = getattr(run, "run_after", None) or getattr(run, "logical_date", None)
+    due_ms = int(due.timestamp() * 1000) if due is not None else int(time.time() * 1000)
+    tz = getattr(getattr(dag, "timezone", None), "name", None) or conf.get("core", "default_timezone",
+                                                                          fallback="UTC")
+    return RunWindow(due_ms, str(tz))
+
+
 def _planned_batch(summary: dict | None) -> dict:
     """The planning task's summary of a batch to copy; the copy is skipped for an empty plan or a dry run."""
     if not summary or summary.get("empty") or summary.get("dry_run"):
-        reason = "dry run" if summary and summary.get("dry_run") else "nothing to copy"
+        reason = ("dry run" if summary and summary.get("dry_run") else
+                  "the window's deadline has passed" if summary and summary.get("window_closed") else
+                  "nothing to copy")
         raise AirflowSkipException(f"{reason}: batch {summary.get('batch_id') if summary else '?'}")
     return summary
 

@@ -1,0 +1,175 @@
+"""A copy batch's window (``copy.window``): its deadline, the batch sized to end inside it, and why a batch stopped.
+
+``copy.window`` is either a duration (``4h``, ``90min``, ``1h30min``) counted from the run's due time, or an end
+time (``05:00``) in the DAG's timezone: the first such wall-clock time after the run was due. Why the due time
+and not the planning time: a retried or late-started task must not get a fresh window; a nightly run due at
+01:00 with ``05:00`` ends at 05:00 whenever it starts, and a run that starts after 05:00 copies nothing (its
+window closed). An end time earlier in the day than the due time is the next day's (23:00 -> 05:00 crosses
+midnight).
+
+Sizing: from the migration's measured rate (its previous batches, end to end, so the fixed cost of a batch is in
+it) and the rate limit, the records the rest of the window can take; split over the partitions max-min fairly
+(``fair_split``: each gets an equal share, a partition needing less gives the rest to the others). A wrong
+estimate is no harm: the copier stops at the deadline anyway, at a chunk boundary.
+
+Pure: no clock; times are epoch milliseconds passed in, zones are IANA names (zoneinfo).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from kafka_ferry.core.rate_limit import RateLimit
+
+MAX_WINDOW_S = 7 * 24 * 3600  # the longest copy task timeout (timeouts.copy_seconds)
+SIZING_SAFETY = 0.9  # plan for 90 % of the time left: the measured rate is an average
+RATE_HISTORY = 5  # batches the measured rate averages over (the newest that copied something)
+
+# Why a batch (or one partition of it) stopped: the report's ``stop_reason`` field.
+STOP_DEADLINE = "deadline"    # the window's deadline came (or had passed before the batch started)
+STOP_LIMIT = "limit"          # a bound of the batch: max_records/bytes_per_partition, or sized to the window
+STOP_CAUGHT_UP = "caught_up"  # everything the source held when the batch was planned is copied
+STOP_REASONS = (STOP_DEADLINE, STOP_LIMIT, STOP_CAUGHT_UP)
+
+_DURATION = re.compile(r"(?:(?P<h>\d{1,3})h)?(?:(?P<min>\d{1,5})min)?(?:(?P<s>\d{1,6})s)?")
+_END_TIME = re.compile(r"(?P<hour>[01]\d|2[0-3]):(?P<minute>[0-5]\d)")
+
+
+@dataclass(frozen=True)
+class Window:
+    """Either ``seconds`` (a duration) or ``end`` (hour, minute), never both."""
+
+    seconds: int | None = None
+    end: tuple[int, int] | None = None
+
+    def __str__(self) -> str:
+        return f"{self.seconds} s" if self.seconds is not None else f"until {self.end[0]:02d}:{self.end[1]:02d}"
+
+
+def parse_window(text: str) -> Window:
+    """``4h``, ``90min``, ``1h30min``, ``45s`` or ``05:00``; a ValueError saying what is accepted otherwise."""
+    if not isinstance(text, str):
+        raise ValueError(f"a window is a string such as '4h', '90min' or '05:00', got {text!r}")
+    value = text.strip()
+    if match := _END_TIME.fullmatch(value):
+        return Window(end=(int(match["hour"]), int(match["minute"])))
+    match = _DURATION.fullmatch(value.replace(" ", ""))
+    if value and match and any(match.groupdict().values()):
+        seconds = int(match["h"] or 0) * 3600 + int(match["min"] or 0) * 60 + int(match["s"] or 0)
+        if not 0 < seconds <= MAX_WINDOW_S:
+            raise ValueError(f"window {text!r} is {seconds} s; a window is more than 0 s and at most 7 days")
+        return Window(seconds=seconds)
+    raise ValueError(f"window {text!r} is neither a duration ('4h', '90min', '1h30min', '45s') nor an end time "
+                     "('05:00', 24-hour HH:MM in the DAG's timezone)")
+
+
+def zone(name: str) -> ZoneInfo:
+    """The IANA zone ``name`` (Airflow writes its default ``utc`` in lower case)."""
+    try:
+        return ZoneInfo("UTC" if name.strip().upper() == "UTC" else name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"timezone {name!r} is not an IANA zone name") from exc
+
+
+def window_deadline(window: Window, due_ms: int, timezone: str = "UTC") -> int:
+    """The deadline (epoch ms) of a run due at ``due_ms``: due + duration, or the first ``end`` wall-clock time
+    in ``timezone`` strictly after the due time (the next day's when today's is not after it)."""
+    if window.seconds is not None:
+        return due_ms + window.seconds * 1000
+    tz = zone(timezone)
+    due = datetime.fromtimestamp(due_ms / 1000, tz)
+    hour, minute = window.end
+    day = due.date()
+    for _ in range(3):  # today, tomorrow (a DST gap can only push it forward, never past the day after)
+        candidate = datetime(day.year, day.month, day.day, hour, minute, tzinfo=tz)
+        if candidate.timestamp() * 1000 > due_ms:
+            return int(candidate.timestamp() * 1000)
+        day += timedelta(days=1)
+    raise AssertionError("unreachable: an end time recurs every day")
+
+
+@dataclass(frozen=True)
+class MeasuredRate:
+    """What the migration's recent batches moved, end to end: per second of their whole duration."""
+
+    records: int
+    bytes: int
+    seconds: float
+    batches: int
+
+    @property
+    def records_per_second(self) -> float:
+        return self.records / self.seconds
+
+    @property
+    def mean_record_bytes(self) -> float:
+        return self.bytes / self.records
+
+
+def measured_rate(batches: Iterable[Mapping], last: int = RATE_HISTORY) -> MeasuredRate | None:
+    """The rate of the newest ``last`` batch records (state kind "batch") that copied something; None before any.
+
+    Why end to end (``duration_s``, engine start included): the window must hold the whole batch, not only its
+    copy loop; a short batch's fixed cost then makes the estimate low, which only ends a batch early."""
+    useful = [b for b in batches
+              if isinstance(b.get("records_copied"), int) and b["records_copied"] > 0
+              and isinstance(b.get("duration_s"), int | float) and b["duration_s"] > 0
+              and isinstance(b.get("bytes_copied"), int)]
+    useful.sort(key=lambda b: b.get("finished_at_ms") or 0)
+    recent = useful[-last:]
+    if not recent:
+        return None
+    return MeasuredRate(sum(b["records_copied"] for b in recent), sum(b["bytes_copied"] for b in recent),
+                        float(sum(b["duration_s"] for b in recent)), len(recent))
+
+
+def records_per_second(measured: MeasuredRate | None, limit: RateLimit) -> float | None:
+    """The rate to size a batch with: the measured one, never above the limit; the limit alone (an upper bound)
+    when nothing was measured yet; None when neither says anything."""
+    rates = []
+    if measured is not None:
+        rates.append(measured.records_per_second)
+    if limit.records_per_second is not None:
+        rates.append(limit.records_per_second)
+    if limit.bytes_per_second is not None and measured is not None and measured.records:
+        rates.append(limit.bytes_per_second / max(measured.mean_record_bytes, 1.0))
+    return min(rates) if rates else None
+
+
+def records_budget(rate: float | None, now_ms: int, deadline_ms: int, safety: float = SIZING_SAFETY) -> int | None:
+    """How many records the rest of the window can take at ``rate`` (None: no estimate, no bound); 0 once the
+    deadline has passed."""
+    if now_ms >= deadline_ms:
+        return 0
+    if rate is None:
+        return None
+    return int(rate * (deadline_ms - now_ms) / 1000 * safety)
+
+
+def fair_split(needs: Sequence[int], budget: int) -> list[int]:
+    """Max-min fair shares of ``budget`` for partitions needing ``needs``: each gets at most its need, the sum
+    is at most the budget, and if any gets less than it needs, none gets more than one above it."""
+    if budget < 0 or any(n < 0 for n in needs):
+        raise ValueError(f"fair_split: budget {budget} and needs must be >= 0")
+    shares = [0] * len(needs)
+    left = budget
+    order = sorted(range(len(needs)), key=lambda i: (needs[i], i))
+    for rank, i in enumerate(order):
+        remaining = len(order) - rank
+        share, extra = divmod(left, remaining)
+        # the larger needs come last: the leftover units go to them, one each
+        shares[i] = min(needs[i], share + (1 if remaining - 1 < extra else 0))
+        left -= shares[i]
+    return shares
+
+
+def batch_stop_reason(partition_reasons: Iterable[str], window_closed: bool = False) -> str:
+    """A batch stopped at the deadline if any partition did, else at a limit if any did, else it caught up."""
+    reasons = set(partition_reasons)
+    if window_closed or STOP_DEADLINE in reasons:
+        return STOP_DEADLINE
+    return STOP_LIMIT if STOP_LIMIT in reasons else STOP_CAUGHT_UP
