@@ -46,6 +46,7 @@ EXAMPLES: dict[str, Any] = {
     "copy.offset_sync_interval": 1000, "copy.lanes_per_task": 8, "promotion.max_lag_records": 100,
     "promotion.quiesce_window_seconds": 120, "promotion.sensor_timeout_seconds": 7200,
     "promotion.poke_interval_seconds": 30,
+    "copy.max_bytes_per_second": 40_000_000, "copy.max_records_per_second": 50_000, "copy.window": "05:00",
 }
 
 # Meanings of keys that have no comment in core/spec.py (a key's own comment there wins over this table).
@@ -118,6 +119,29 @@ closest known key), and `kafka-ferry check` or `python -m kafka_ferry.core.spec_
 problem of a file at once. Walk-through: [Your first migration](first-migration.md).
 """
 
+
+FOOTER = """
+## Example: a nightly window
+
+Copy between 01:00 and 05:00 (the DAG's timezone: Airflow's `default_timezone`) at most 40 MB/s, so the source's
+own consumers keep their share during the night's batch:
+
+```yaml
+schedule: "0 1 * * *"            # the run is due at 01:00
+copy:
+  window: "05:00"                # ...and its batch stops at 05:00 (or "4h": four hours after it was due)
+  max_bytes_per_second: 40000000 # 40 MB/s of keys and values, shared by all the batch's Spark tasks and lanes
+  max_records_per_partition: 50000000   # let the window, not the per-partition caps, bound the batch
+  max_bytes_per_partition: 100000000000
+timeouts:
+  copy_seconds: 18000            # more than the window, so the task ends on the deadline, not on its timeout
+```
+
+The batch is sized from the migration's measured rate (its previous batches) to end inside the window, and at
+05:00 each partition copier stops at a chunk boundary with its progress and offset syncs written; the next night's
+run resumes there. The batch report says why it stopped (`deadline`, `limit` or `caught_up`), what each partition
+left and the overrun past 05:00, if any ([Operations](operations.md#batch-windows-and-rate-limits)).
+"""
 
 # Strings core/spec.py checks with a validator, named for people.
 VALIDATED = {"_regex": "regex", "_connection_id": "connection id", "_principal": "principal"}
@@ -297,7 +321,8 @@ def render(model: type[BaseModel] = MigrationSpec) -> str:
         if row.type.startswith("section") and row.path not in seen:
             seen.add(row.path)
             out.append(f"- `{row.path}`: {row.meaning}")
-    return "\n".join(out) + "\n"
+    out.append(FOOTER)
+    return "\n".join(out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -39,7 +39,8 @@ def test_summary_is_small_and_task_lookup_names_the_partition():
     plan = sample_plan()
     assert plan.summary() == {"migration": "m", "batch_id": "batch-abc", "empty": False, "partitions": 2,
                               "offsets": 497, "gaps": [{"topic": "orders", "partition": 2, "lost_start": 0,
-                                                        "lost_end": 40}]}
+                                                        "lost_end": 40}],
+                              "deadline_ms": None, "window_closed": False}
     assert plan.task_for("orders", 0).end_offset == 7
     try:
         plan.task_for("orders", 9)

@@ -68,11 +68,16 @@ BAD_INPUTS = [
      "field 'copy.offset_sync_interval' = 0: Input should be greater than 0"),
     ("bad connection id", with_change("source.connection_id", "my conn"),
      "field 'source.connection_id' = 'my conn': not a valid Airflow connection id (letters, digits, '-', '_', '.')"),
-    ("unknown field", with_change("copy.max_recrods", 5),
-     "field 'copy.max_recrods' = 5: unknown key (did you mean 'max_records_per_partition'?); known here: "
-     "accept_retention_gaps, credentials_file, fast_driver_start, kubernetes_credentials_secret, lanes_per_task, "
-     "max_bytes_per_partition, max_records_per_partition, offset_sync_interval, "
-     "provenance_headers, spark_connection_id"),
+    ("unknown field", with_change("copy.max_recrods_per_partition", 5),
+     "field 'copy.max_recrods_per_partition' = 5: unknown key (did you mean 'max_records_per_partition'?); known "
+     "here: accept_retention_gaps, credentials_file, fast_driver_start, kubernetes_credentials_secret, "
+     "lanes_per_task, max_bytes_per_partition, max_bytes_per_second, max_records_per_partition, "
+     "max_records_per_second, offset_sync_interval, provenance_headers, spark_connection_id, window"),
+    ("bad window", with_change("copy.window", "4 hours"),
+     "field 'copy.window' = '4 hours': window '4 hours' is neither a duration ('4h', '90min', "
+     "'1h30min', '45s') nor an end time ('05:00', 24-hour HH:MM in the DAG's timezone)"),
+    ("zero rate limit", with_change("copy.max_bytes_per_second", 0),
+     "field 'copy.max_bytes_per_second' = 0: Input should be greater than 0"),
     ("unknown top-level field", with_change("shedule", "@daily"),
      "field 'shedule' = '@daily': unknown key (did you mean 'schedule'?); known here: acls, copy, description, "
      "destination, groups, name, promotion, schedule, schema_registry, source, "
