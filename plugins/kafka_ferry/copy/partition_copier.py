@@ -85,7 +85,9 @@ class PartitionCopier:
         tracker = PartitionSyncTracker(self.plan.offset_sync_interval, previous=previous)
         start = max(task.start_offset, progress.next_upstream_offset if progress else 0)
         result = PartitionResult(task.source_topic, task.partition, task.destination_topic,
-                                 task.start_offset, task.end_offset, start, start)
+                                 task.start_offset, task.end_offset, start, start,
+                                 share_bytes_per_second=self.pace.limit.bytes_per_second,
+                                 share_records_per_second=self.pace.limit.records_per_second)
 
         def emit(points: list[SyncPoint]) -> None:
             for point in points:

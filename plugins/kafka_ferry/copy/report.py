@@ -42,6 +42,9 @@ class PartitionResult:
     duration_s: float = 0.0
     stopped_at_deadline: bool = False  # the window's deadline ended the range (at a chunk boundary)
     throttled_s: float = 0.0  # seconds the copier waited on the rate limit
+    # the share of the migration's rate limit the copier's task copied under (None: no limit on that measure)
+    share_bytes_per_second: float | None = None
+    share_records_per_second: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+FIRST_CHUNK = 100  # records of a byte-limited copier's first chunk, before it knows the record size
+
 
 @dataclass(frozen=True)
 class RateLimit:
@@ -114,6 +116,8 @@ class Throttle:
         bounds = []
         if self.records is not None:
             bounds.append(self.records.rate * seconds)
-        if self.bytes is not None and mean_record_bytes:
-            bounds.append(self.bytes.rate * seconds / mean_record_bytes)
+        if self.bytes is not None:
+            # before the first chunk tells the record size, a small one: a whole consume() batch could be
+            # many seconds of a small byte limit
+            bounds.append(self.bytes.rate * seconds / mean_record_bytes if mean_record_bytes else FIRST_CHUNK)
         return max(1, int(min(bounds))) if bounds else None

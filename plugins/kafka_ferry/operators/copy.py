@@ -73,7 +73,7 @@ class PlanCopyBatchOperator(DryRunOperator):
         dry_run = self.is_dry_run
         # RetentionGapError is Permanent: a retry cannot bring deleted records back (fail_fast fails the task once).
         plan = plan_copy(self.spec, self.source_cluster, self.destination_cluster, self.state_store, dry_run=dry_run,
-                         window=_run_window(self.spec, context, getattr(self, "dag", None)))
+                         window=_run_window(self.spec, context, self.dag if self.has_dag() else None))
         if plan.gaps and not dry_run:
             record_accepted_gaps(plan, self.state_store, self.spec.topics.rename.destination_topic)
         path = plan.write(work_dir(self.spec.name))

@@ -43,7 +43,7 @@ def test_waiting_serves_the_slower_measure():
 def test_a_chunk_is_a_quarter_second_of_the_limit():
     assert Throttle(RateLimit(records_per_second=100), 0.0).chunk_records(None) == 25
     assert Throttle(RateLimit(bytes_per_second=4000), 0.0).chunk_records(10.0) == 100
-    assert Throttle(RateLimit(bytes_per_second=4000), 0.0).chunk_records(None) is None  # no size known yet
+    assert Throttle(RateLimit(bytes_per_second=4000), 0.0).chunk_records(None) == 100  # no size known yet
     assert Throttle(RateLimit(records_per_second=1), 0.0).chunk_records(None) == 1
     assert Throttle(RateLimit(), 0.0).chunk_records(100.0) is None
 
