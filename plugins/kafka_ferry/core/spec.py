@@ -376,10 +376,28 @@ def load_spec(path: str | Path) -> MigrationSpec:
 
 
 def _cross_field_problems(data: Mapping[str, Any], positions: Mapping[Location, Position]) -> list[SpecProblem]:
+    problems = _window_problems(data, positions)
     source, destination = data.get("source"), data.get("destination")
     if not (isinstance(source, dict) and isinstance(destination, dict)):
-        return []
+        return problems
     checks = (("alias", "must differ from source.alias"),
               ("connection_id", "source and destination use the same connection: a migration onto itself"))
-    return [located(("destination", key), destination[key], reason, positions) for key, reason in checks
-            if isinstance(destination.get(key), str) and destination[key] == source.get(key)]
+    return problems + [located(("destination", key), destination[key], reason, positions) for key, reason in checks
+                       if isinstance(destination.get(key), str) and destination[key] == source.get(key)]
+
+
+def _window_problems(data: Mapping[str, Any], positions: Mapping[Location, Position]) -> list[SpecProblem]:
+    """A duration window longer than the copy task's timeout: the task would be killed before its deadline."""
+    copy, timeouts = data.get("copy"), data.get("timeouts")
+    window = copy.get("window") if isinstance(copy, dict) else None
+    limit = timeouts.get("copy_seconds") if isinstance(timeouts, dict) else None
+    limit = limit if isinstance(limit, int) else TimeoutSettings.model_fields["copy_seconds"].default
+    try:
+        seconds = parse_window(window).seconds if isinstance(window, str) else None
+    except ValueError:
+        return []  # the field's own validator says why
+    if seconds is None or seconds <= limit:
+        return []
+    return [located(("copy", "window"), window, f"is {seconds} s, longer than timeouts.copy_seconds ({limit} s): "
+                    "the copy task would time out before its deadline; shorten the window or raise the timeout",
+                    positions)]

@@ -76,6 +76,9 @@ BAD_INPUTS = [
     ("bad window", with_change("copy.window", "4 hours"),
      "field 'copy.window' = '4 hours': window '4 hours' is neither a duration ('4h', '90min', "
      "'1h30min', '45s') nor an end time ('05:00', 24-hour HH:MM in the DAG's timezone)"),
+    ("window past the copy timeout", with_change("copy.window", "7h"),
+     "field 'copy.window' = '7h': is 25200 s, longer than timeouts.copy_seconds (21600 s): the copy task would "
+     "time out before its deadline; shorten the window or raise the timeout"),
     ("zero rate limit", with_change("copy.max_bytes_per_second", 0),
      "field 'copy.max_bytes_per_second' = 0: Input should be greater than 0"),
     ("unknown top-level field", with_change("shedule", "@daily"),
