@@ -28,7 +28,7 @@ FIVE_MISTAKES = textwrap.dedent("""\
       include: ["orders\\\\..*", "orders.(["]
     copy:
       max_records_per_partition: -5
-      max_recrods: 5
+      max_recrods_per_partition: 5
     schedule: "every minute"
     """)
 
@@ -55,10 +55,11 @@ def test_five_mistakes_give_five_located_problems_in_file_order(tmp_path):
         f"{path}:10: field 'topics.include[1]' = 'orders.([': not a valid regex: unterminated character set at "
         "position 8",
         f"{path}:12: field 'copy.max_records_per_partition' = -5: Input should be greater than 0",
-        f"{path}:13: field 'copy.max_recrods' = 5: unknown key (did you mean 'max_records_per_partition'?); known "
-        "here: accept_retention_gaps, credentials_file, fast_driver_start, kubernetes_credentials_secret, "
-        "lanes_per_task, max_bytes_per_partition, max_records_per_partition, offset_sync_interval, "
-        "provenance_headers, spark_connection_id",
+        f"{path}:13: field 'copy.max_recrods_per_partition' = 5: unknown key (did you mean "
+        "'max_records_per_partition'?); known here: accept_retention_gaps, credentials_file, fast_driver_start, "
+        "kubernetes_credentials_secret, lanes_per_task, max_bytes_per_partition, max_bytes_per_second, "
+        "max_records_per_partition, max_records_per_second, offset_sync_interval, provenance_headers, "
+        "spark_connection_id, window",
         f"{path}:14: field 'schedule' = 'every minute': schedule must be a 5-field cron expression, an @preset, "
         "or null",
     ])
@@ -66,7 +67,7 @@ def test_five_mistakes_give_five_located_problems_in_file_order(tmp_path):
 
 def test_a_missing_field_points_at_its_parent_and_a_missing_top_level_field_comes_last(tmp_path):
     text = FIVE_MISTAKES.replace("name: Bad Name\n", "").replace("tenant: acme\n", "").replace("  alias: dst\n", "")
-    text = text.replace("-5", "5").replace("  max_recrods: 5\n", "").replace('"every minute"', "null")
+    text = text.replace("-5", "5").replace("  max_recrods_per_partition: 5\n", "").replace('"every minute"', "null")
     path = write(tmp_path, "acme.yaml", text.replace(', "orders.(["', ""))
 
     assert report_of(path) == "\n".join([
