@@ -1,5 +1,6 @@
 """A batch window and a rate limit on the real test bed: a batch cut by its deadline mid-copy, then the next run
-resumes exactly (every record once, groups translate exactly); the limit reaches the copier on spark-submit.
+resumes exactly (every record once, groups translate exactly); the limit reaches the copier on spark-submit and on
+Spark Connect.
 
 The cut is deterministic, not timed: a limit of 100 records/s lets at most ~100 records per second of window out
 (one chunk ahead at most, ``core.rate_limit``), so a 12 s window copies well under the 4800 records seeded, and the
@@ -151,22 +152,26 @@ def test_a_window_that_closed_before_the_run_copies_nothing_and_says_why(cluster
 
 
 @pytest.mark.spark
-def test_the_rate_limit_reaches_the_copier_on_spark_submit_and_the_copy_stays_exact(clusters, tmp_path, work_dir,
-                                                                                   spark_on_path):
+@pytest.mark.parametrize("engine", ["spark-submit", "spark-connect"])
+def test_the_rate_limit_reaches_the_copier_on_both_spark_engines_and_the_copy_stays_exact(
+        clusters, tmp_path, work_dir, spark_on_path, request, engine):
+    spark_conn = clusters.SPARK_CONN if engine == "spark-submit" else request.getfixturevalue("spark_connect")
     p = clusters.unique("rate")
     topic = clusters.create_topic("source", f"{p}.t", 4)
     seed_plain(clusters, topic, 4, 150)
     spec_path = write_spec(tmp_path, clusters, p, copy={"max_records_per_second": 400,
-                                                         "max_bytes_per_second": 1_000_000})
+                                                         "max_bytes_per_second": 1_000_000,
+                                                         "spark_connection_id": spark_conn})
     provision(spec_path)
     source_id = clusters.cluster("source").describe_cluster().cluster_id
 
-    report = run_batch(spec_path, clusters.SPARK_CONN)
+    report = run_batch(spec_path, spark_conn)
 
     assert report["max_records_per_second"] == 400 and report["max_bytes_per_second"] == 1_000_000
     rows = {(r["source_topic"], r["partition"]): r for r in report["partitions"]}
     assert len(rows) == 4
-    # each Spark task (local[2]: two) copied under its share of the limit, by offsets; together at most the limit
+    # each Spark task (local[2], and a Connect server of 2 cores: two) copied under its share of the limit, by
+    # offsets; together at most the limit
     plan = CopyPlan.read(Path(report["report_path"]).with_name(f"plan-{report['batch_id']}.json"))
     groups = task_groups(plan, 2)
     assert len(groups) == 2
