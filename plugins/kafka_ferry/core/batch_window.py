@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.rate_limit import RateLimit
 
 MAX_WINDOW_S = 7 * 24 * 3600  # the longest copy task timeout (timeouts.copy_seconds)
@@ -67,12 +68,19 @@ def parse_window(text: str) -> Window:
                      "('05:00', 24-hour HH:MM in the DAG's timezone)")
 
 
+class UnknownTimezone(Permanent, ValueError):
+    """The DAG's timezone is no IANA zone name (a fixed offset such as ``+01:00``): an end-time window cannot be
+    placed. Permanent: the same zone gives the same answer on every try."""
+
+
 def zone(name: str) -> ZoneInfo:
     """The IANA zone ``name`` (Airflow writes its default ``utc`` in lower case)."""
     try:
         return ZoneInfo("UTC" if name.strip().upper() == "UTC" else name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"timezone {name!r} is not an IANA zone name") from exc
+        raise UnknownTimezone(f"timezone {name!r} is not an IANA zone name: copy.window's end time is wall-clock "
+                              "time in the DAG's timezone; set Airflow's default_timezone to a zone name such as "
+                              "'Europe/Paris', or give the window as a duration ('4h')") from exc
 
 
 def window_deadline(window: Window, due_ms: int, timezone: str = "UTC") -> int:

@@ -15,6 +15,7 @@ from kafka_ferry.core.batch_window import (
     STOP_CAUGHT_UP,
     STOP_DEADLINE,
     STOP_LIMIT,
+    UnknownTimezone,
     Window,
     batch_stop_reason,
     fair_split,
@@ -24,6 +25,7 @@ from kafka_ferry.core.batch_window import (
     records_per_second,
     window_deadline,
 )
+from kafka_ferry.core.failures import retry_cannot_help
 from kafka_ferry.core.rate_limit import RateLimit
 
 
@@ -77,8 +79,10 @@ def test_an_end_time_is_wall_clock_time_in_the_dag_timezone_across_summer_time()
     assert window_deadline(nightly, ms("2026-10-23T23:30:00", "Europe/Paris"), "Europe/Paris") == ms(
         "2026-10-24T03:00:00")
     assert window_deadline(nightly, ms("2026-11-25T01:00:00"), "utc") == ms("2026-11-25T05:00:00")
-    with pytest.raises(ValueError, match="IANA"):
-        window_deadline(nightly, 0, "Mars/Olympus")
+    with pytest.raises(UnknownTimezone, match="IANA") as raised:
+        window_deadline(nightly, 0, "+01:00")
+    assert retry_cannot_help(raised.value)
+    assert window_deadline(parse_window("1h"), 0, "+01:00") == 3600 * 1000  # a duration needs no zone
 
 
 @given(due=st.integers(0, 4 * 10**12), hour=st.integers(0, 23), minute=st.integers(0, 59),
