@@ -7,7 +7,7 @@ and not the planning time: a retried or late-started task must not get a fresh w
 window closed). An end time earlier in the day than the due time is the next day's (23:00 -> 05:00 crosses
 midnight).
 
-Sizing: from the migration's measured rate (its previous batches, end to end, so the fixed cost of a batch is in
+Sizing: from the migration's measured rate (its previous busy batches, end to end, so the fixed cost of a batch is in
 it) and the rate limit, the records the rest of the window can take; split over the partitions max-min fairly
 (``fair_split``: each gets an equal share, a partition needing less gives the rest to the others). A wrong
 estimate is no harm: the copier stops at the deadline anyway, at a chunk boundary.
@@ -28,7 +28,7 @@ from kafka_ferry.core.rate_limit import RateLimit
 
 MAX_WINDOW_S = 7 * 24 * 3600  # the longest copy task timeout (timeouts.copy_seconds)
 SIZING_SAFETY = 0.9  # plan for 90 % of the time left: the measured rate is an average
-RATE_HISTORY = 5  # batches the measured rate averages over (the newest that copied something)
+RATE_HISTORY = 5  # batches the measured rate averages over (the newest busy ones that copied something)
 
 # Why a batch (or one partition of it) stopped: the report's ``stop_reason`` field.
 STOP_DEADLINE = "deadline"    # the window's deadline came (or had passed before the batch started)
@@ -119,12 +119,16 @@ class MeasuredRate:
 
 
 def measured_rate(batches: Iterable[Mapping], last: int = RATE_HISTORY) -> MeasuredRate | None:
-    """The rate of the newest ``last`` batch records (state kind "batch") that copied something; None before any.
+    """The rate of the newest ``last`` batch records (state kind "batch") that copied something and were busy to
+    their end (stopped at a deadline or a limit); None before any.
 
     Why end to end (``duration_s``, engine start included): the window must hold the whole batch, not only its
-    copy loop; a short batch's fixed cost then makes the estimate low, which only ends a batch early."""
+    copy loop. Why only busy batches: one that caught up copied what there was, so its records per second say
+    how much was new, not how fast the copy goes (ten records after a four-second start would size tonight's
+    window for a trickle)."""
     useful = [b for b in batches
-              if isinstance(b.get("records_copied"), int) and b["records_copied"] > 0
+              if b.get("stop_reason") in (STOP_DEADLINE, STOP_LIMIT)
+              and isinstance(b.get("records_copied"), int) and b["records_copied"] > 0
               and isinstance(b.get("duration_s"), int | float) and b["duration_s"] > 0
               and isinstance(b.get("bytes_copied"), int)]
     useful.sort(key=lambda b: b.get("finished_at_ms") or 0)

@@ -95,20 +95,27 @@ def test_an_end_time_deadline_is_within_a_day_after_the_due_time(due, hour, minu
     assert (local.hour, local.minute) == (hour, minute) or local.hour == (hour + 1) % 24 or tz == "Australia/Lord_Howe"
 
 
-def test_the_measured_rate_is_the_newest_batches_that_copied_something_end_to_end():
-    batches = [{"records_copied": 100, "bytes_copied": 1000, "duration_s": 10.0, "finished_at_ms": i}
-               for i in range(10)]
-    batches += [{"records_copied": 0, "bytes_copied": 0, "duration_s": 1.0, "finished_at_ms": 99},
-                {"records_copied": 4000, "bytes_copied": 40000, "duration_s": 10.0, "finished_at_ms": 50},
-                {"status": "succeeded", "finished_at_ms": 60}]  # an older record without the fields
+def test_the_measured_rate_is_the_newest_busy_batches_that_copied_something_end_to_end():
+    batches = [{"records_copied": 100, "bytes_copied": 1000, "duration_s": 10.0, "finished_at_ms": i,
+                "stop_reason": "limit"} for i in range(10)]
+    batches += [{"records_copied": 0, "bytes_copied": 0, "duration_s": 1.0, "finished_at_ms": 99,
+                 "stop_reason": "deadline"},  # the window had closed
+                {"records_copied": 4000, "bytes_copied": 40000, "duration_s": 10.0, "finished_at_ms": 50,
+                 "stop_reason": "deadline"},
+                {"records_copied": 10, "bytes_copied": 100, "duration_s": 4.0, "finished_at_ms": 98,
+                 "stop_reason": "caught_up"},  # copied what there was: says nothing about the rate
+                {"status": "succeeded", "records_copied": 5, "finished_at_ms": 60}]  # an older record
     rate = measured_rate(batches, last=2)
     assert (rate.records, rate.bytes, rate.seconds, rate.batches) == (4100, 41000, 20.0, 2)
     assert rate.records_per_second == 205 and rate.mean_record_bytes == 10
     assert measured_rate([]) is None
+    assert measured_rate([{"records_copied": 10, "bytes_copied": 1, "duration_s": 4.0,
+                           "stop_reason": "caught_up"}]) is None
 
 
 def test_the_sizing_rate_is_the_measured_one_never_above_the_limit():
-    rate = measured_rate([{"records_copied": 1000, "bytes_copied": 1_000_000, "duration_s": 1.0}])
+    rate = measured_rate([{"records_copied": 1000, "bytes_copied": 1_000_000, "duration_s": 1.0,
+                           "stop_reason": "limit"}])
     assert records_per_second(rate, RateLimit()) == 1000
     assert records_per_second(rate, RateLimit(records_per_second=200)) == 200
     assert records_per_second(rate, RateLimit(bytes_per_second=100_000)) == 100  # 1000-byte records
