@@ -23,6 +23,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from kafka_ferry.copy.backlog import estimate_before_copy, estimate_lines, record_backlog
 from kafka_ferry.copy.batch import finish_batch, report_path_for
 from kafka_ferry.copy.batch_runner import clear_outputs, run_batch
 from kafka_ferry.copy.copy_failures import CopyFailed, stored_failure
@@ -36,7 +37,7 @@ from kafka_ferry.copy.jvm_archive import driver_options
 from kafka_ferry.copy.packaging import build_package_zip, write_launcher
 from kafka_ferry.copy.plan import CopyPlan, work_dir
 from kafka_ferry.copy.planning import plan_copy, record_accepted_gaps
-from kafka_ferry.copy.report import report_lines
+from kafka_ferry.copy.report import report_lines, write_report
 from kafka_ferry.core.spark_credentials import SparkTarget
 from kafka_ferry.core.spec import MigrationSpec, load_spec
 from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
@@ -79,6 +80,11 @@ class PlanCopyBatchOperator(DryRunOperator):
         if dry_run:  # the batch a real run would copy, range by range
             summary["ranges"] = [f"{t.source_topic}-{t.partition} [{t.start_offset}, {t.end_offset}) -> "
                                  f"{t.destination_topic}" for t in plan.tasks]
+            # the same backlog and ETA the pre-flight gives (copy.backlog.estimate_before_copy), read-only
+            summary["estimate"] = estimate_before_copy(self.spec, self.source_cluster, self.destination_cluster,
+                                                       self.state_store)
+            for line in estimate_lines(summary["estimate"]):
+                self.log.info("%s", line)
         self.log.info("batch %s: %d partitions, up to %d offsets%s; plan %s", plan.batch_id, summary["partitions"],
                       summary["offsets"], " (dry run: nothing will be copied)" if dry_run else "", path)
         for task in plan.tasks:
@@ -266,8 +272,14 @@ class CopyReportOperator(MigrationOperator):
             raise AirflowFailException(f"the copy job wrote no report at {report_path}")
         for line in report_lines(report):
             self.log.info("%s", line)
+        # backlog, rate and ETA over the migration's runs: a state record (kind "backlog") and the report's section
+        report["backlog"] = record_backlog(self.spec, report, self.state_store)
+        write_report(report, report_path)
+        self.log.info("backlog %s -> %s offsets; %s", report["backlog"]["backlog_before"],
+                      report["backlog"]["backlog_after"], report["backlog"]["sentence"])
         write_heartbeat(self.spec, self.destination_cluster, int(report.get("finished_at_ms") or 0))
-        return {k: v for k, v in report.items() if k not in ("partitions", "lag_before", "lag_after")}
+        return {**{k: v for k, v in report.items() if k not in ("partitions", "lag_before", "lag_after", "backlog")},
+                "backlog": {k: v for k, v in report["backlog"].items() if k != "history"}}
 
 
 def copy_batch_tasks(spec, spec_path: str) -> tuple[PlanCopyBatchOperator, CopyBatchSparkOperator,
