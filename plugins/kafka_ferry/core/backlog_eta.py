@@ -82,6 +82,8 @@ class Eta:
 
 def format_duration(seconds: float) -> str:
     """Rounded to what a person plans with: "45 s", "12 min", "9 h 20 min", "3 d 4 h"."""
+    if 0 < seconds < 1:
+        return "< 1 s"
     s = max(0, int(round(seconds)))
     if s < 60:
         return f"{s} s"

@@ -131,12 +131,23 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         spec = load_spec(self.spec_path)
         connection = BaseHook.get_connection(self._conn_id)
         try:
-            if connection.conn_type == SPARK_CONNECT_CONN_TYPE:
-                self._copy_on_spark_connect(spec, summary)
-            else:
-                self._spark_submit(spec, summary, connection, context)
+            # the run's page shows the batch's progress while it runs (copy.live_progress)
+            with self._live_progress(spec, summary, context):
+                if connection.conn_type == SPARK_CONNECT_CONN_TYPE:
+                    self._copy_on_spark_connect(spec, summary)
+                else:
+                    self._spark_submit(spec, summary, connection, context)
         except CopyFailed as exc:  # no retry heals it: the task fails once, naming the record and the cause
             fail_copy(spec, summary, exc.record, str(context.get("run_id") or ""))
+
+    def _live_progress(self, spec: MigrationSpec, summary: dict, context: Any):
+        """Rewrites the run's page with the batch's progress while the body runs."""
+        from kafka_ferry.copy.live_progress import live_progress_page
+        from kafka_ferry.state.store import MigrationStateStore
+
+        store = MigrationStateStore(kafka_cluster(spec.destination.connection_id), spec.state_topic_name)
+        return live_progress_page(CopyPlan.read(summary["plan_path"]), store, work_dir(spec.name),
+                                  str(context.get("run_id") or summary["batch_id"]))
 
     def _spark_submit(self, spec: MigrationSpec, summary: dict, connection: Any, context: Any) -> None:
         """One spark-submit of the job; the operator's public attributes are this run's only while it runs."""

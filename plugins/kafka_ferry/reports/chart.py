@@ -55,3 +55,48 @@ def lag_chart_svg(history: Sequence[dict[str, Any]], title: str = "Lag per batch
         plt.close(figure)
     svg = out.getvalue()
     return svg[svg.index("<svg"):]  # drop the XML prolog and doctype: the SVG sits inside an HTML page
+
+
+def backlog_chart_svg(history: Sequence[dict[str, Any]], title: str = "Backlog over the migration's runs",
+                      size: tuple[float, float] = (8, 2.8)) -> str:
+    """SVG of the backlog (uncopied offsets) after each run, with the estimated bytes on a second axis; a note
+    instead of a chart before any run. ``history``: a report's ``backlog.history`` rows."""
+    runs = sorted((r for r in history if r.get("finished_at_ms")), key=lambda r: r["finished_at_ms"])
+    if not runs:
+        return '<p class="muted">No run has recorded a backlog yet: nothing to draw.</p>'
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    times = [datetime.fromtimestamp(r["finished_at_ms"] / 1000, UTC) for r in runs]
+    figure, axes = plt.subplots(figsize=size, dpi=100)
+    try:
+        axes.plot(times, [r.get("backlog_after") or 0 for r in runs], marker="o", color="#b54708",
+                  label="backlog after the run (offsets)")
+        axes.set_title(title)
+        axes.set_ylabel("uncopied offsets")
+        axes.set_ylim(bottom=0)
+        axes.set_xlim(*time_window(times))
+        sizes = [r.get("backlog_bytes_after") for r in runs]
+        if any(s is not None for s in sizes):
+            other = axes.twinx()
+            other.plot(times, [(s or 0) / 1e6 for s in sizes], linestyle="--", color="#667085",
+                       label="estimated MB")
+            other.set_ylabel("estimated MB")
+            other.set_ylim(bottom=0)
+            other.legend(loc="upper center")
+        if times[-1] - times[0] < timedelta(days=1):
+            from matplotlib.dates import DateFormatter
+
+            axes.xaxis.set_major_formatter(DateFormatter("%H:%M:%S", tz=UTC))
+        axes.grid(alpha=0.3)
+        axes.legend(loc="upper right")
+        figure.autofmt_xdate()
+        figure.tight_layout()
+        out = io.StringIO()
+        figure.savefig(out, format="svg")
+    finally:
+        plt.close(figure)
+    svg = out.getvalue()
+    return svg[svg.index("<svg"):]

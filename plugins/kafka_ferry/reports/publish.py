@@ -135,3 +135,10 @@ def _write(path: Path, text: str) -> Path:
     tmp.write_text(text)
     tmp.replace(path)
     return path
+
+
+def publish_live_batch(migration_dir: Path, run_id: str, view: Mapping[str, Any]) -> Path:
+    """The run's page while its batch runs (``render.live_batch_page``); the batch's report replaces it."""
+    from kafka_ferry.reports.render import live_batch_page
+
+    return _write(run_page_path(migration_dir, run_id), live_batch_page(view, run_id))

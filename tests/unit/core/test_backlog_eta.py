@@ -75,7 +75,7 @@ def test_caught_up():
     assert eta(0, "at the measured rate", None, None, 3600).sentence == "at the measured rate: lag is 0 (caught up)"
 
 
-@pytest.mark.parametrize("seconds,text", [(0, "0 s"), (59.4, "59 s"), (60, "1 min"), (3599, "59 min"),
+@pytest.mark.parametrize("seconds,text", [(0, "0 s"), (0.4, "< 1 s"), (59.4, "59 s"), (60, "1 min"), (3599, "59 min"),
                                           (3600, "1 h"), (9 * 3600 + 20 * 60, "9 h 20 min"),
                                           (86400 * 3 + 3600 * 4, "3 d 4 h")])
 def test_durations_read_as_a_person_plans(seconds, text):
