@@ -43,10 +43,9 @@ SAMPLE_TIMEOUT_S = 20.0
 def spec_limits(spec: MigrationSpec) -> dict[str, Any]:
     """The rate limits and window length the ETA at the limit uses (None where the spec has none)."""
     copy = spec.copy_settings
-    window = getattr(copy, "window", None)
     return {"max_bytes_per_s": getattr(copy, "max_bytes_per_second", None),
             "max_records_per_s": getattr(copy, "max_records_per_second", None),
-            "window_s": window_seconds(getattr(window, "duration", window))}
+            "window_s": window_seconds(getattr(copy, "window", None), spec.schedule)}
 
 
 def _point(report: Mapping[str, Any]) -> RunPoint:

@@ -36,9 +36,12 @@ def batch_view(plan: CopyPlan, store: MigrationStateStore, started_at_ms: int, n
 
 
 def publish_progress(plan: CopyPlan, store: MigrationStateStore, migration_dir: Path, run_id: str,
-                     started_at_ms: int) -> Path:
-    """Write the run's page as the batch stands now."""
-    return publish_live_batch(migration_dir, run_id, batch_view(plan, store, started_at_ms))
+                     started_at_ms: int, stopped: str | None = None) -> Path:
+    """Write the run's page as the batch stands now; ``stopped``: why the copy task ended before the batch did."""
+    view = batch_view(plan, store, started_at_ms)
+    if stopped:
+        view = {**view, "stopped": stopped}
+    return publish_live_batch(migration_dir, run_id, view)
 
 
 @contextmanager
@@ -48,9 +51,9 @@ def live_progress_page(plan: CopyPlan, store: MigrationStateStore, migration_dir
     started_at_ms = int(time.time() * 1000)
     stop = threading.Event()
 
-    def publish() -> None:
+    def publish(stopped: str | None = None) -> None:
         try:
-            publish_progress(plan, store, migration_dir, run_id, started_at_ms)
+            publish_progress(plan, store, migration_dir, run_id, started_at_ms, stopped)
         except Exception as exc:  # a page is a view: the copy goes on without it
             log.warning("live progress page of batch %s not written: %s", plan.batch_id, exc)
 
@@ -64,6 +67,13 @@ def live_progress_page(plan: CopyPlan, store: MigrationStateStore, migration_dir
     thread.start()
     try:
         yield
+    except BaseException as exc:
+        stop.set()
+        thread.join(timeout=interval_s + 70)
+        # the page must not say "copying" for a task that ended: what the partitions recorded, and why it stopped
+        publish(f"the copy task stopped before the batch finished ({type(exc).__name__}: {exc}); what is recorded "
+                "above is kept, and the task's retry resumes from it exactly once")
+        raise
     finally:
         stop.set()
         thread.join(timeout=interval_s + 70)  # a state read is bounded (60 s): never left writing after the batch

@@ -242,12 +242,16 @@ def estimate(backlog_records: int, points: Sequence[RunPoint], *, max_bytes_per_
 
 
 WINDOW_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"(\s*\d+(?:\.\d+)?\s*(?:sec|min|s|m|h|d))+\s*")
+_END_TIME = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
+_DAY = 86400
 
 
-def window_seconds(window: object) -> float | None:
-    """A window's length in seconds from what a spec may hold: seconds, a ``timedelta``, or a text duration
-    ("4h", "90m", "1h30m"); None for no window or a form it cannot read (an end time needs the run's start:
-    the caller resolves it)."""
+def window_seconds(window: object, schedule: str | None = None) -> float | None:
+    """A window's length in seconds, from what ``copy.window`` may hold: seconds, a ``timedelta``, a duration
+    ("4h", "90min", "1h30min", "45s"), or an end time ("05:00") with a daily ``schedule`` whose minute and hour
+    are fixed ("0 1 * * *": 01:00 -> 05:00 is 4 h; an end before the start is the next day's). None for no
+    window or one whose length the schedule does not fix (the ETA is then given in time only)."""
     if window is None or isinstance(window, bool):
         return None
     if isinstance(window, int | float):
@@ -256,9 +260,26 @@ def window_seconds(window: object) -> float | None:
     if callable(total):
         seconds = float(total())
         return seconds if seconds > 0 else None
-    if isinstance(window, str):
-        parts = re.findall(r"(\d+(?:\.\d+)?)\s*(sec|min|s|m|h|d)", window.strip().lower())
-        if parts and re.fullmatch(r"(\s*\d+(?:\.\d+)?\s*(sec|min|s|m|h|d))+\s*", window.strip().lower()):
-            seconds = sum(float(n) * WINDOW_UNITS[u] for n, u in parts)
-            return seconds if seconds > 0 else None
+    if not isinstance(window, str):
+        return None
+    text = window.strip().lower()
+    if end := _END_TIME.fullmatch(text):
+        start = _daily_start(schedule)
+        if start is None:
+            return None
+        length = (int(end[1]) * 3600 + int(end[2]) * 60 - start) % _DAY
+        return float(length or _DAY)
+    if _DURATION.fullmatch(text):
+        seconds = sum(float(n) * WINDOW_UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)\s*(sec|min|s|m|h|d)", text))
+        return seconds if seconds > 0 else None
+    return None
+
+
+def _daily_start(schedule: str | None) -> int | None:
+    """Seconds after midnight a cron schedule with a fixed minute and hour starts at; None otherwise."""
+    fields = (schedule or "").split()
+    if len(fields) == 5 and fields[0].isdigit() and fields[1].isdigit():
+        minute, hour = int(fields[0]), int(fields[1])
+        if minute < 60 and hour < 24:
+            return hour * 3600 + minute * 60
     return None

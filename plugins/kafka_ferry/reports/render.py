@@ -306,12 +306,14 @@ LIVE_COLUMNS = (("source_topic", "source topic"), ("partition", "partition"), ("
 def live_batch_page(view: Mapping[str, Any], run_id: str = "") -> str:
     """A batch while it runs: per partition what is copied so far, the rate and the time to the batch's end
     (``core.live_progress``); the page the translation task replaces with the batch's report."""
-    title = f"{view['migration']}: batch {view['batch_id']} in progress"
+    title = f"{view['migration']}: batch {view['batch_id']} {'stopped' if view.get('stopped') else 'in progress'}"
     rate = view.get("records_per_s")
+    state = (f'<span class="bad">stopped</span></p><p class="bad">{escape(str(view["stopped"]))}</p>'
+             if view.get("stopped") else
+             '<span class="warn">copying</span> (this page is rewritten while the batch runs)</p>')
     body = [f"<h1>{escape(title)}</h1>",
             f'<p class="muted">run {escape(run_id) or "—"} · started {_time(view.get("started_at_ms"))} · as of '
-            f'{_time(view.get("as_of_ms"))} · <span class="warn">copying</span> (this page is rewritten while the '
-            "batch runs)</p>",
+            f'{_time(view.get("as_of_ms"))} · {state}',
             f"<h2>{escape(str(view.get('sentence')))}</h2>",
             _cards([("partitions finished", f"{view.get('partitions_done')} / {view.get('partitions')}"),
                     ("offsets copied so far", view.get("copied")), ("offsets planned", view.get("planned")),

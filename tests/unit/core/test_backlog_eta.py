@@ -82,11 +82,21 @@ def test_durations_read_as_a_person_plans(seconds, text):
     assert format_duration(seconds) == text
 
 
-@pytest.mark.parametrize("window,seconds", [(None, None), ("4h", 14400.0), ("1h30m", 5400.0), ("90 min", 5400.0),
+@pytest.mark.parametrize("window,seconds", [(None, None), ("4h", 14400.0), ("1h30m", 5400.0),
+                                            ("1h30min", 5400.0), ("90 min", 5400.0), ("45s", 45.0),
                                             (timedelta(hours=4), 14400.0), (600, 600.0), ("05:00", None),
                                             ("soon", None), (0, None), (True, None)])
 def test_window_lengths(window, seconds):
     assert window_seconds(window) == seconds
+
+
+@pytest.mark.parametrize("window,schedule,seconds", [("05:00", "0 1 * * *", 4 * 3600.0),
+                                                     ("05:00", "30 23 * * *", 5.5 * 3600),
+                                                     ("05:00", "0 5 * * *", 86400.0),
+                                                     ("05:00", "@daily", None), ("05:00", "*/5 * * * *", None),
+                                                     ("4h", "@hourly", 14400.0)])
+def test_an_end_time_is_as_long_as_the_daily_schedule_leaves_it(window, schedule, seconds):
+    assert window_seconds(window, schedule) == seconds
 
 
 @given(backlog=st.integers(1, 10**12), rate=st.floats(1, 1e7), inflow=st.floats(0, 1e7),
