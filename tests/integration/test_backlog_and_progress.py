@@ -106,8 +106,9 @@ def test_a_running_batchs_page_shows_the_partitions_copied_so_far(clusters, tmp_
     page = run_page_path(migration_dir(spec.name), "manual__live")
     started_at_ms = int(time.time() * 1000)
 
-    with live_progress_page(plan, store, migration_dir(spec.name), "manual__live", interval_s=3600):
-        before = page.read_text()  # written before the batch's first record
+    with live_progress_page(plan, store, migration_dir(spec.name), "manual__live", interval_s=3600) as written:
+        assert written.wait(60), "no page written"  # the first page, before the batch's first record
+        before = page.read_text()
         # half the batch, copied by the real copier: partitions 0 and 1 record their progress, 2 and 3 none yet
         copy_group(plan, [plan.task_for(topic, 0), plan.task_for(topic, 1)], cluster_configs)
         publish_progress(plan, store, migration_dir(spec.name), "manual__live", started_at_ms)

@@ -21,9 +21,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.planning import plan_copy
 from kafka_ferry.core.backlog_eta import RunPoint, estimate, window_seconds
 from kafka_ferry.core.batch_planning import RetentionGapError
+from kafka_ferry.core.serialized_fields import FieldsUndecided
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import parse_partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
@@ -96,11 +98,16 @@ def sample_bytes_per_record(source: KafkaCluster, lag: Mapping[str, int],
 
 
 def estimate_before_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
-                         store: MigrationStateStore) -> dict[str, Any]:
-    """The backlog and ETA before the next batch, from sizes alone; changes nothing (pre-flight, dry run)."""
+                         store: MigrationStateStore, plan: CopyPlan | None = None) -> dict[str, Any]:
+    """The backlog and ETA before the next batch, from sizes alone; changes nothing (pre-flight, dry run).
+
+    ``plan``: the next batch's plan when the caller has made it (the dry run's planning task), else made here as
+    a dry run makes it. The pre-flight is no place to fail on what the plan task reports anyway: a plan or a
+    sample that cannot be made gives "no estimate" with its reason (logged), never a failed pre-flight."""
     try:
-        plan = plan_copy(spec, source, destination, store, dry_run=True)
-    except RetentionGapError as exc:  # the plan task fails on it, naming the ranges; an estimate is no gate
+        plan = plan or plan_copy(spec, source, destination, store, dry_run=True)
+    except (RetentionGapError, KafkaClusterError, FieldsUndecided) as exc:
+        log.warning("no backlog estimate: %s", exc)
         return {"backlog_records": None, "backlog_bytes": None, "etas": [], "partitions": 0,
                 "sentence": f"no estimate: {exc}"}
     backlog = sum(plan.lag_before.values())

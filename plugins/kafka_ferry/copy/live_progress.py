@@ -46,27 +46,29 @@ def publish_progress(plan: CopyPlan, store: MigrationStateStore, migration_dir: 
 
 @contextmanager
 def live_progress_page(plan: CopyPlan, store: MigrationStateStore, migration_dir: Path, run_id: str,
-                       interval_s: float = INTERVAL_S) -> Iterator[None]:
-    """While the body runs (the batch), rewrite the run's page every ``interval_s``; the thread is joined on exit."""
+                       interval_s: float = INTERVAL_S) -> Iterator[threading.Event]:
+    """While the body runs (the batch), rewrite the run's page every ``interval_s``, the first time at once; the
+    thread is joined on exit. Yields an event set once the first page is written (the batch never waits for it:
+    a slow state read must not delay the copy)."""
     started_at_ms = int(time.time() * 1000)
-    stop = threading.Event()
+    stop, written = threading.Event(), threading.Event()
 
     def publish(stopped: str | None = None) -> None:
         try:
             publish_progress(plan, store, migration_dir, run_id, started_at_ms, stopped)
+            written.set()
         except Exception as exc:  # a page is a view: the copy goes on without it
             log.warning("live progress page of batch %s not written: %s", plan.batch_id, exc)
 
     def loop() -> None:
+        publish()  # at once: the run's page says that the batch is copying, and what
         while not stop.wait(interval_s):
             publish()
-
-    publish()  # before the batch starts: the run's page says at once that it is copying, and what
 
     thread = threading.Thread(target=loop, name=f"kafka-ferry-progress-{plan.batch_id}", daemon=True)
     thread.start()
     try:
-        yield
+        yield written
     except BaseException as exc:
         stop.set()
         thread.join(timeout=interval_s + 70)

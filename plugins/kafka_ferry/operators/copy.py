@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,7 @@ class PlanCopyBatchOperator(DryRunOperator):
                                  f"{t.destination_topic}" for t in plan.tasks]
             # the same backlog and ETA the pre-flight gives (copy.backlog.estimate_before_copy), read-only
             summary["estimate"] = estimate_before_copy(self.spec, self.source_cluster, self.destination_cluster,
-                                                       self.state_store)
+                                                       self.state_store, plan)
             for line in estimate_lines(summary["estimate"]):
                 self.log.info("%s", line)
         self.log.info("batch %s: %d partitions, up to %d offsets%s; plan %s", plan.batch_id, summary["partitions"],
@@ -145,9 +145,13 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         from kafka_ferry.copy.live_progress import live_progress_page
         from kafka_ferry.state.store import MigrationStateStore
 
-        store = MigrationStateStore(kafka_cluster(spec.destination.connection_id), spec.state_topic_name)
-        return live_progress_page(CopyPlan.read(summary["plan_path"]), store, work_dir(spec.name),
-                                  str(context.get("run_id") or summary["batch_id"]))
+        try:
+            plan = CopyPlan.read(summary["plan_path"])
+            store = MigrationStateStore(kafka_cluster(spec.destination.connection_id), spec.state_topic_name)
+        except Exception as exc:  # the page is a view: the copy itself reads the plan and fails with its cause
+            self.log.warning("no live progress page for batch %s: %s", summary.get("batch_id"), exc)
+            return nullcontext()
+        return live_progress_page(plan, store, work_dir(spec.name), str(context.get("run_id") or summary["batch_id"]))
 
     def _spark_submit(self, spec: MigrationSpec, summary: dict, connection: Any, context: Any) -> None:
         """One spark-submit of the job; the operator's public attributes are this run's only while it runs."""
