@@ -185,3 +185,21 @@ def test_run_page_overview_and_a_running_batch_in_a_browser(clusters, tmp_path, 
             browser.close()
     assert last["backlog"]["inflow_records_per_s"] > 0
     assert [r["backlog"]["backlog_after"] for r in reports] == [1600 - 240 + 0, 1600 - 480 + 40, 1600 - 720 + 80]
+
+
+@pytest.mark.spark
+def test_the_copy_task_writes_the_run_page_of_its_batch_while_it_runs(clusters, tmp_path, work_dir, spark_on_path):
+    """The operator's wiring: spark-submit's copy task publishes the batch's live page (at once, then every 10 s)."""
+    from scenarios import run_batch
+
+    _, topic, spec_path, spec = sized_migration(clusters, tmp_path, "eta-task", 2, 20)
+    provision(spec_path)
+
+    report = run_batch(spec_path, clusters.SPARK_CONN)
+
+    html = run_page_path(migration_dir(spec.name), report["batch_id"]).read_text()  # run id: the batch id here
+    assert f"batch {report['batch_id']} in progress" in html and "Partitions of this batch" in html
+    assert html.count(f"<td class=\"l\">{topic}</td>") == 2  # both planned partitions, whatever they had copied
+    assert report["records_copied"] == 40 and report["backlog"]["backlog_after"] == 0
+    sentence = report["backlog"]["etas"][0]["sentence"]
+    assert sentence.startswith("at the measured rate ") and sentence.endswith("records/s: lag is 0 (caught up)")
