@@ -69,7 +69,9 @@ def record_backlog(spec: MigrationSpec, report: Mapping[str, Any], store: Migrat
         "batch_id": this.batch_id, "finished_at_ms": this.finished_at_ms, "duration_s": this.duration_s,
         "records_copied": this.records_copied, "bytes_copied": this.bytes_copied,
         "backlog_before": this.backlog_before, "backlog_after": this.backlog_after,
-        "backlog_bytes_before": None if per_record is None else int(round(this.backlog_before * per_record)),
+        # the part this batch copied is measured; only the rest is estimated
+        "backlog_bytes_before": None if per_record is None else
+        this.bytes_copied + int(round(max(0, this.backlog_before - this.records_copied) * per_record)),
         "backlog_bytes_after": result.backlog_bytes, "bytes_estimated": True,
         "bytes_per_record": per_record, "copy_records_per_s": result.copy_records_per_s,
         "copy_bytes_per_s": result.copy_bytes_per_s, "inflow_records_per_s": result.inflow_records_per_s,
