@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from itertools import pairwise
 
 RATE_BATCHES = 5  # the copy rate is measured over this many recent batches that copied something
+MAX_ETA_S = 10 * 365 * 86400  # beyond this an ETA is "never", said with its reason
 MB = 1_000_000  # decimal megabytes, as a rate limit is usually written ("35 MB/s")
 
 
@@ -155,6 +156,10 @@ def eta(backlog: int, label: str, records_per_s: float | None, inflow_per_s: flo
                    f"backlog growing faster than the copy: producers add {inflow:,.0f} records/s, the copy takes "
                    f"{records_per_s:,.0f} records/s")
     seconds = backlog / net
+    if seconds > MAX_ETA_S:  # a copy barely ahead of its producers: no date worth planning with
+        return Eta(label, None, records_per_s, None, window,
+                   f"the copy takes {records_per_s:,.0f} records/s and producers add {inflow:,.0f}: lag 0 is more "
+                   f"than {MAX_ETA_S // (365 * 86400)} years away")
     reason = (f"{backlog} records left at {records_per_s:,.0f} records/s"
               + (f" minus {inflow:,.0f} records/s the producers add" if inflow else "")
               + ("" if inflow_per_s is not None else ", producers' rate not measured yet (needs two batches)"))
