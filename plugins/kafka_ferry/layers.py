@@ -65,7 +65,7 @@ FLOORS: tuple[Floor, ...] = (
                    "and writer of each kind: progress.py (copy progress, migrated groups), staged_cutover.py "
                    "(group and topic promotions), offset_decisions.py (the final translation), fences.py, "
                    "schema_ids.py, serialized_fields.py, topic_ownership.py, time_plans.py, decode_marks.py, "
-                   "group_activity.py"),
+                   "group_activity.py, backlog.py"),
     )),
     Floor("clients", (
         ("kafka/", "cluster.py (KafkaCluster: the one Kafka client), waiting.py, reads.py (bounded reads), "

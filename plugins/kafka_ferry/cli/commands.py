@@ -113,6 +113,7 @@ def status(spec_path: Path) -> int:
     from kafka_ferry.promotion.guard import PROMOTED, promotion_status
     from kafka_ferry.promotion.readiness import replication_lag
     from kafka_ferry.reports.publish import OVERVIEW_FILE, batch_history, run_page_path
+    from kafka_ferry.state.backlog import read_backlog
     from kafka_ferry.state.store import MigrationStateStore
 
     spec = load_spec(spec_path)
@@ -134,6 +135,9 @@ def status(spec_path: Path) -> int:
     lag = replication_lag(source, store, select_topics(spec, source.list_topic_names()))
     print(f"  lag now: {lag['total_lag']} record(s) over {lag['partitions']} partition(s), "
           f"max {lag['max_lag']}" + (f" on {lag['worst']}" if lag["max_lag"] else ""))
+    backlog = read_backlog(store)
+    if backlog:  # the last batch's ETA (state kind "backlog"), as its run page shows it
+        print(f"  ETA after batch {backlog[-1].get('batch_id')}: {backlog[-1].get('sentence')}")
     promoted = promotion_status(store) or {}
     if promoted.get("status") == PROMOTED:
         print(f"  promoted: yes, at {iso_utc(promoted.get('promoted_at_ms'))} "

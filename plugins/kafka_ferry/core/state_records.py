@@ -172,8 +172,14 @@ LEASE_KIND = StateKind(
     ("token", "migration", "batch_id", "host", "pid", "pid_started", "claimed_at_ms", "expires_at_ms"),
     "a copy job claiming the migration's copy lease (core.copy_lease.Claim; written by the lease itself, "
     "which needs each claim's offset)")
+BACKLOG_KIND = StateKind(
+    "backlog", "<batch id>",
+    ("batch_id", "finished_at_ms", "duration_s", "records_copied", "bytes_copied", "backlog_before",
+     "backlog_after", "backlog_bytes_after", "bytes_estimated", "copy_records_per_s", "etas"),
+    "the copy report task after each catch-up batch: backlog before and after (offsets; bytes estimated from "
+    "the measured bytes per record), the measured rate and the ETAs (core.backlog_eta)")
 
 KINDS: dict[str, StateKind] = {k.name: k for k in (
     PROGRESS_KIND, GAP_KIND, BATCH_KIND, TOPIC_KIND, OWNED_TOPIC_KIND, GROUP_KIND, TIMESTAMPS_KIND, PROMOTION_KIND,
     GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, FENCE_KIND, DECODE_CHECK_KIND,
-    LEASE_KIND, SERIALIZED_FIELDS_KIND)}
+    LEASE_KIND, SERIALIZED_FIELDS_KIND, BACKLOG_KIND)}

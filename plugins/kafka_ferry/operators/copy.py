@@ -15,7 +15,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseHook, conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from kafka_ferry.copy.backlog import estimate_before_copy, estimate_lines, record_backlog
 from kafka_ferry.copy.batch import finish_batch, report_path_for
 from kafka_ferry.copy.batch_runner import clear_outputs, run_batch
 from kafka_ferry.copy.copy_failures import CopyFailed, stored_failure
@@ -37,7 +38,7 @@ from kafka_ferry.copy.jvm_archive import driver_options
 from kafka_ferry.copy.packaging import build_package_zip, write_launcher
 from kafka_ferry.copy.plan import CopyPlan, work_dir
 from kafka_ferry.copy.planning import RunWindow, plan_copy, record_accepted_gaps
-from kafka_ferry.copy.report import report_lines
+from kafka_ferry.copy.report import report_lines, write_report
 from kafka_ferry.core.dates import iso_utc
 from kafka_ferry.core.spark_credentials import SparkTarget
 from kafka_ferry.core.spec import MigrationSpec, load_spec
@@ -82,6 +83,11 @@ class PlanCopyBatchOperator(DryRunOperator):
         if dry_run:  # the batch a real run would copy, range by range
             summary["ranges"] = [f"{t.source_topic}-{t.partition} [{t.start_offset}, {t.end_offset}) -> "
                                  f"{t.destination_topic}" for t in plan.tasks]
+            # the same backlog and ETA the pre-flight gives (copy.backlog.estimate_before_copy), read-only
+            summary["estimate"] = estimate_before_copy(self.spec, self.source_cluster, self.destination_cluster,
+                                                       self.state_store, plan)
+            for line in estimate_lines(summary["estimate"]):
+                self.log.info("%s", line)
         self.log.info("batch %s: %d partitions, up to %d offsets%s; plan %s", plan.batch_id, summary["partitions"],
                       summary["offsets"], " (dry run: nothing will be copied)" if dry_run else "", path)
         if plan.deadline_ms is not None:
@@ -131,12 +137,27 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
         spec = load_spec(self.spec_path)
         connection = BaseHook.get_connection(self._conn_id)
         try:
-            if connection.conn_type == SPARK_CONNECT_CONN_TYPE:
-                self._copy_on_spark_connect(spec, summary)
-            else:
-                self._spark_submit(spec, summary, connection, context)
+            # the run's page shows the batch's progress while it runs (copy.live_progress)
+            with self._live_progress(spec, summary, context):
+                if connection.conn_type == SPARK_CONNECT_CONN_TYPE:
+                    self._copy_on_spark_connect(spec, summary)
+                else:
+                    self._spark_submit(spec, summary, connection, context)
         except CopyFailed as exc:  # no retry heals it: the task fails once, naming the record and the cause
             fail_copy(spec, summary, exc.record, str(context.get("run_id") or ""))
+
+    def _live_progress(self, spec: MigrationSpec, summary: dict, context: Any):
+        """Rewrites the run's page with the batch's progress while the body runs."""
+        from kafka_ferry.copy.live_progress import live_progress_page
+        from kafka_ferry.state.store import MigrationStateStore
+
+        try:
+            plan = CopyPlan.read(summary["plan_path"])
+            store = MigrationStateStore(kafka_cluster(spec.destination.connection_id), spec.state_topic_name)
+        except Exception as exc:  # the page is a view: the copy itself reads the plan and fails with its cause
+            self.log.warning("no live progress page for batch %s: %s", summary.get("batch_id"), exc)
+            return nullcontext()
+        return live_progress_page(plan, store, work_dir(spec.name), str(context.get("run_id") or summary["batch_id"]))
 
     def _spark_submit(self, spec: MigrationSpec, summary: dict, connection: Any, context: Any) -> None:
         """One spark-submit of the job; the operator's public attributes are this run's only while it runs."""
@@ -287,8 +308,14 @@ class CopyReportOperator(MigrationOperator):
             raise AirflowFailException(f"the copy job wrote no report at {report_path}")
         for line in report_lines(report):
             self.log.info("%s", line)
+        # backlog, rate and ETA over the migration's runs: a state record (kind "backlog") and the report's section
+        report["backlog"] = record_backlog(self.spec, report, self.state_store)
+        write_report(report, report_path)
+        self.log.info("backlog %s -> %s offsets; %s", report["backlog"]["backlog_before"],
+                      report["backlog"]["backlog_after"], report["backlog"]["sentence"])
         write_heartbeat(self.spec, self.destination_cluster, int(report.get("finished_at_ms") or 0))
-        return {k: v for k, v in report.items() if k not in ("partitions", "lag_before", "lag_after")}
+        return {**{k: v for k, v in report.items() if k not in ("partitions", "lag_before", "lag_after", "backlog")},
+                "backlog": {k: v for k, v in report["backlog"].items() if k != "history"}}
 
 
 def copy_batch_tasks(spec, spec_path: str) -> tuple[PlanCopyBatchOperator, CopyBatchSparkOperator,

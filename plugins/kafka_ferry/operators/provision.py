@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_ferry.copy.backlog import estimate_before_copy, estimate_lines
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.selection_check import check_selections
 from kafka_ferry.core.state_records import GROUP_KIND
@@ -89,6 +90,11 @@ class MigrationPreflightOperator(MigrationOperator):
             self.log.info("  schemas %s", diff["schema_compatibility"])
         topic_plan.raise_if_refused()
         group_plan.raise_if_refused()
+        # backlog and ETA before the next batch, from sizes alone (the dry run's plan_copy gives the same)
+        diff["estimate"] = estimate_before_copy(self.spec, self.source_cluster, self.destination_cluster,
+                                                self.state_store)
+        for line in estimate_lines(diff["estimate"]):
+            self.log.info("  %s", line)
         return {**diff, "mode": mode}
 
     def serialized_fields(self) -> list[str]:

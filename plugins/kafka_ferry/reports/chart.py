@@ -55,3 +55,46 @@ def lag_chart_svg(history: Sequence[dict[str, Any]], title: str = "Lag per batch
         plt.close(figure)
     svg = out.getvalue()
     return svg[svg.index("<svg"):]  # drop the XML prolog and doctype: the SVG sits inside an HTML page
+
+
+def backlog_chart_svg(history: Sequence[dict[str, Any]], title: str = "Backlog over the migration's runs",
+                      size: tuple[float, float] = (8, 2.8)) -> str:
+    """SVG of the backlog (uncopied offsets) before and after each run, the newest point labelled with its
+    estimated size; a note instead of a chart before any run. ``history``: a report's ``backlog.history`` rows."""
+    runs = sorted((r for r in history if r.get("finished_at_ms")), key=lambda r: r["finished_at_ms"])
+    if not runs:
+        return '<p class="muted">No run has recorded a backlog yet: nothing to draw.</p>'
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    times = [datetime.fromtimestamp(r["finished_at_ms"] / 1000, UTC) for r in runs]
+    after = [r.get("backlog_after") or 0 for r in runs]
+    figure, axes = plt.subplots(figsize=size, dpi=100)
+    try:
+        axes.plot(times, [r.get("backlog_before") or 0 for r in runs], marker=".", linestyle=":", color="#98a2b3",
+                  label="backlog before the run")
+        axes.plot(times, after, marker="o", color="#b54708", label="backlog after the run")
+        newest = runs[-1].get("backlog_bytes_after")
+        if newest is not None:
+            axes.annotate(f"{after[-1]:,} offsets, ~{newest / 1e6:,.1f} MB (estimated)", (times[-1], after[-1]),
+                          textcoords="offset points", xytext=(-8, 8), ha="right", fontsize=8)
+        axes.set_title(title)
+        axes.set_ylabel("uncopied offsets")
+        axes.set_ylim(bottom=0, top=max([1, *after, *(r.get("backlog_before") or 0 for r in runs)]) * 1.25)
+        axes.set_xlim(*time_window(times))
+        if times[-1] - times[0] < timedelta(days=1):
+            from matplotlib.dates import DateFormatter
+
+            axes.xaxis.set_major_formatter(DateFormatter("%H:%M:%S", tz=UTC))
+        axes.grid(alpha=0.3)
+        axes.legend(loc="upper left", fontsize=8)
+        figure.autofmt_xdate()
+        figure.tight_layout()
+        out = io.StringIO()
+        figure.savefig(out, format="svg")
+    finally:
+        plt.close(figure)
+    svg = out.getvalue()
+    return svg[svg.index("<svg"):]

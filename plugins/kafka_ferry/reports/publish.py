@@ -77,8 +77,21 @@ def publish_batch_run(spec: MigrationSpec, migration_dir: Path, run_id: str, rep
                       groups: Sequence[Mapping[str, Any]], history: Sequence[Mapping[str, Any]]) -> Path:
     path = _write(run_page_path(migration_dir, run_id), batch_page(report, groups, history, run_id))
     _update_overview(spec, migration_dir, run_id, last_batch=report.get("batch_id"),
-                     last_batch_at_ms=report.get("finished_at_ms"), lag=report.get("lag_after_total"))
+                     last_batch_at_ms=report.get("finished_at_ms"), lag=report.get("lag_after_total"),
+                     **overview_backlog(report))
     return path
+
+
+OVERVIEW_BACKLOG_POINTS = 30  # runs the overview's backlog chart of a migration shows
+
+
+def overview_backlog(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The migration's ETA sentence and backlog history for the overview, from a report's ``backlog`` section."""
+    backlog = report.get("backlog")
+    if not isinstance(backlog, Mapping):
+        return {}
+    return {"eta": backlog.get("sentence"), "backlog_history": list(backlog.get("history") or [])
+            [-OVERVIEW_BACKLOG_POINTS:]}
 
 
 def publish_promotion_run(spec: MigrationSpec, migration_dir: Path, run_id: str, report: Mapping[str, Any],
@@ -135,3 +148,10 @@ def _write(path: Path, text: str) -> Path:
     tmp.write_text(text)
     tmp.replace(path)
     return path
+
+
+def publish_live_batch(migration_dir: Path, run_id: str, view: Mapping[str, Any]) -> Path:
+    """The run's page while its batch runs (``render.live_batch_page``); the batch's report replaces it."""
+    from kafka_ferry.reports.render import live_batch_page
+
+    return _write(run_page_path(migration_dir, run_id), live_batch_page(view, run_id))

@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from kafka_ferry.reports.chart import lag_chart_svg
+from kafka_ferry.reports.chart import backlog_chart_svg, lag_chart_svg
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#1d2433}
@@ -121,6 +121,7 @@ def batch_page(report: Mapping[str, Any], groups: Sequence[Mapping[str, Any]], h
                     ("lag before", report.get("lag_before_total")), ("lag after", report.get("lag_after_total")),
                     ("offset syncs", report.get("syncs_written")), ("seconds", report.get("duration_s")),
                     ("resumed", report.get("records_resumed")), ("gaps", len(report.get("gaps", [])))]),
+            *([backlog_section(report["backlog"])] if report.get("backlog") else []),
             "<h2>Lag over the migration's batches</h2>", lag_chart_svg(history),
             "<h2>Partitions of this batch</h2>",
             table(PARTITION_COLUMNS, report.get("partitions", []), left=("source_topic", "destination_topic"))]
@@ -254,4 +255,72 @@ def overview_page(rows: Sequence[Mapping[str, Any]], report_href: str = "") -> s
     head = "".join(f'<th class="l">{escape(h)}</th>' for _, h in OVERVIEW_COLUMNS)
     empty = '<tr><td class="l" colspan="9">no migration has reported yet</td></tr>'
     return page("kafka-ferry migrations", f"<h1>kafka-ferry migrations</h1><table><tr>{head}</tr>"
-                                          f"{''.join(cells) or empty}</table>")
+                                          f"{''.join(cells) or empty}</table>{overview_backlog_section(rows)}")
+
+
+def _mb(value: Any) -> str | None:
+    return None if value is None else f"{value / 1e6:,.1f} MB"
+
+
+def _eta_list(etas: Sequence[Mapping[str, Any]]) -> str:
+    """Each ETA's sentence, and why, as a person reads it."""
+    items = "".join(f'<li><b>{escape(str(e.get("sentence")))}</b> <span class="muted">({escape(str(e.get("reason")))})'
+                    "</span></li>" for e in etas)
+    return f"<ul>{items}</ul>" if items else '<p class="muted">no ETA</p>'
+
+
+def backlog_section(backlog: Mapping[str, Any]) -> str:
+    """A run's backlog before and after, the measured rate, the ETAs with their reasons, the backlog chart."""
+    rate = backlog.get("copy_records_per_s")
+    return "".join([
+        "<h2>Backlog and ETA</h2>",
+        _eta_list(backlog.get("etas") or []),
+        _cards([("backlog before (offsets)", backlog.get("backlog_before")),
+                ("backlog after (offsets)", backlog.get("backlog_after")),
+                ("backlog after, estimated", _mb(backlog.get("backlog_bytes_after"))),
+                ("copy rate, records/s", None if rate is None else f"{rate:,.0f}"),
+                ("copy rate", _mb(backlog.get("copy_bytes_per_s")) and _mb(backlog.get("copy_bytes_per_s")) + "/s"),
+                ("producers add, records/s", backlog.get("inflow_records_per_s")),
+                ("bytes per record", backlog.get("bytes_per_record"))]),
+        f'<p class="muted">rate: {escape(str(backlog.get("rate_reason") or "—"))}; bytes of backlog are estimated '
+        "from the bytes per record the copy measured (the uncopied records are not read).</p>",
+        backlog_chart_svg(backlog.get("history") or [])])
+
+
+def overview_backlog_section(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Per migration that recorded a backlog: its ETA sentence and its backlog over its runs."""
+    parts = []
+    for r in sorted(rows, key=lambda r: (r.get("tenant") or "", r["migration"])):
+        history = r.get("backlog_history") or []
+        if not history and not r.get("eta"):
+            continue
+        parts += [f"<h3>{escape(str(r['migration']))}: {escape(str(r.get('eta') or 'no ETA yet'))}</h3>",
+                  backlog_chart_svg(history, title=f"Backlog of {r['migration']}", size=(8, 2.2))]
+    return ("<h2>Backlog and ETA</h2>" + "".join(parts)) if parts else ""
+
+
+LIVE_COLUMNS = (("source_topic", "source topic"), ("partition", "partition"), ("status", "status"),
+                ("planned", "offsets planned"), ("copied", "offsets copied so far"), ("finished", "finished"))
+
+
+def live_batch_page(view: Mapping[str, Any], run_id: str = "") -> str:
+    """A batch while it runs: per partition what is copied so far, the rate and the time to the batch's end
+    (``core.live_progress``); the page the translation task replaces with the batch's report."""
+    title = f"{view['migration']}: batch {view['batch_id']} {'stopped' if view.get('stopped') else 'in progress'}"
+    rate = view.get("records_per_s")
+    state = (f'<span class="bad">stopped</span></p><p class="bad">{escape(str(view["stopped"]))}</p>'
+             if view.get("stopped") else
+             '<span class="warn">copying</span> (this page is rewritten while the batch runs)</p>')
+    body = [f"<h1>{escape(title)}</h1>",
+            f'<p class="muted">run {escape(run_id) or "—"} · started {_time(view.get("started_at_ms"))} · as of '
+            f'{_time(view.get("as_of_ms"))} · {state}',
+            f"<h2>{escape(str(view.get('sentence')))}</h2>",
+            _cards([("partitions finished", f"{view.get('partitions_done')} / {view.get('partitions')}"),
+                    ("offsets copied so far", view.get("copied")), ("offsets planned", view.get("planned")),
+                    ("records/s", None if rate is None else f"{rate:,.0f}"),
+                    ("to the batch's end", view.get("remaining_text"))]),
+            '<p class="muted">A partition\'s progress is recorded when its copy finishes: one still copying shows '
+            "0 until then.</p>",
+            "<h2>Partitions of this batch</h2>",
+            table(LIVE_COLUMNS, view.get("rows", []), left=("source_topic", "status", "finished"))]
+    return page(title, "".join(body))

@@ -29,3 +29,10 @@ def migrated_groups(store: MigrationStateStore, state: Mapping | None = None) ->
 def save_migrated_groups(store: MigrationStateStore, migrated: Mapping[str, list[str]]) -> None:
     """Record each migrated group with its source topics (what translation and promotion read back)."""
     store.put_many(GROUP_KIND, {g: {"source_topics": list(t)} for g, t in migrated.items()})
+
+
+def read_progress_records(store: MigrationStateStore, state: Mapping | None = None) -> dict[tuple[str, int], dict]:
+    """Every partition's progress record as stored, ``written_at_ms`` included (when each partition finished):
+    what a batch's live view needs beyond ``read_progress``."""
+    records = PROGRESS_KIND.records(state or store.read_all())
+    return {(v["source_topic"], int(v["partition"])): dict(v) for v in records.values()}

@@ -1,0 +1,290 @@
+"""Backlog, rate and ETA of a migration's catch-up: how much is left, how fast it goes, when lag reaches 0.
+
+Inputs are numbers the copy already measures (``RunPoint``: one per finished catch-up batch) and the spec's
+limits and window, passed in as plain parameters (seconds, bytes per second), so this module neither knows
+how the spec spells them nor reads any clock.
+
+Definitions (per migration, summed over its partitions):
+
+  backlog        uncopied offsets: the source's last stable offset minus the stored next offset. Offsets, not
+                 records: transaction markers and compacted-away offsets count too, so it is an upper bound.
+  backlog bytes  never read from the source (that would cost the copy itself): the records left times the
+                 bytes per record the copy measured (key + value, as ``RangeCursor.count`` counts them), so
+                 always an estimate (``Backlog.bytes_estimated``).
+  copy rate      records (and bytes) copied per second of batch time over the last ``RATE_BATCHES`` batches
+                 that copied something: fixed costs per batch (engine start, tail read) are in it, as they are
+                 in every future batch.
+  inflow         what the source's producers added per second, from consecutive batch ends:
+                 ``(backlog_after[n] - backlog_after[n-1] + copied[n]) / (end[n] - end[n-1])``.
+  ETA            copy time until lag 0: ``backlog / (copy rate - inflow)``, assuming both stay as measured; in
+                 windows: that copy time cut into windows of the given length (``ceil``).
+
+Every estimate carries a reason (no rate yet, backlog growing faster than the copy, limit above the measured
+rate, ...), as the translation decisions do. Pure: no Kafka, no Airflow, no clock.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from itertools import pairwise
+
+RATE_BATCHES = 5  # the copy rate is measured over this many recent batches that copied something
+MAX_ETA_S = 10 * 365 * 86400  # beyond this an ETA is "never", said with its reason
+MB = 1_000_000  # decimal megabytes, as a rate limit is usually written ("35 MB/s")
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    """One finished catch-up batch as the backlog history keeps it."""
+
+    batch_id: str
+    finished_at_ms: int
+    duration_s: float
+    records_copied: int
+    bytes_copied: int
+    backlog_before: int
+    backlog_after: int
+
+
+@dataclass(frozen=True)
+class Rate:
+    records_per_s: float
+    bytes_per_s: float | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Eta:
+    """When lag reaches 0 copying at ``label``'s rate; ``seconds`` None when it never does (``reason`` says why)."""
+
+    label: str
+    seconds: float | None
+    records_per_s: float | None
+    windows: int | None
+    window_s: float | None
+    reason: str
+
+    @property
+    def sentence(self) -> str:
+        """"at 35 MB/s: lag 0 in 9 h 20 min, i.e. in 3 windows of 4 h" (or why there is no ETA)."""
+        if self.seconds is None:
+            return f"{self.label}: no ETA ({self.reason})"
+        if self.seconds == 0:
+            return f"{self.label}: lag is 0 ({self.reason})"
+        text = f"{self.label}: lag 0 in {format_duration(self.seconds)}"
+        if self.windows is not None and self.window_s:
+            text += f", i.e. in {self.windows} window{'s' if self.windows != 1 else ''} of " \
+                    f"{format_duration(self.window_s)}"
+        return text
+
+
+def format_duration(seconds: float) -> str:
+    """Rounded to what a person plans with: "45 s", "12 min", "9 h 20 min", "3 d 4 h"."""
+    if 0 < seconds < 1:
+        return "< 1 s"
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s} s"
+    minutes = s // 60 if s < 3600 else int(round(s / 60))
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h" + (f" {minutes} min" if minutes else "")
+    days, hours = divmod(hours + (1 if minutes >= 30 else 0), 24)
+    return f"{days} d" + (f" {hours} h" if hours else "")
+
+
+def format_bytes_rate(bytes_per_s: float) -> str:
+    return f"{bytes_per_s / MB:.3g} MB/s"
+
+
+def format_records_rate(records_per_s: float) -> str:
+    return f"{records_per_s:,.0f} records/s"
+
+
+def bytes_per_record(points: Sequence[RunPoint], sampled: float | None = None) -> float | None:
+    """Mean bytes per copied record over every batch; before any, a sampled figure (pre-flight) or None."""
+    records = sum(p.records_copied for p in points)
+    if records > 0:
+        return sum(p.bytes_copied for p in points) / records
+    return sampled
+
+
+def copy_rate(points: Sequence[RunPoint], last: int = RATE_BATCHES) -> Rate | None:
+    """Records (and bytes) per second of batch time over the last ``last`` batches that copied; None before any."""
+    copied = [p for p in points if p.records_copied > 0 and p.duration_s > 0][-last:]
+    if not copied:
+        return None
+    seconds = sum(p.duration_s for p in copied)
+    records = sum(p.records_copied for p in copied)
+    return Rate(records / seconds, sum(p.bytes_copied for p in copied) / seconds,
+                f"measured over the last {len(copied)} batch(es) that copied ({records} records in "
+                f"{seconds:.1f} s of batch time)")
+
+
+def inflow_rate(points: Sequence[RunPoint], last: int = RATE_BATCHES) -> float | None:
+    """Records the source's producers added per second between the last ``last`` + 1 batch ends; None before two.
+
+    Negative growth (retention deleting uncopied records, a topic leaving the selection) counts as 0: it is
+    no copy the migration did."""
+    ordered = sorted(points, key=lambda p: p.finished_at_ms)[-(last + 1):]
+    if len(ordered) < 2:
+        return None
+    added = sum(max(0, b.backlog_after - a.backlog_after + b.records_copied) for a, b in pairwise(ordered))
+    seconds = (ordered[-1].finished_at_ms - ordered[0].finished_at_ms) / 1000
+    return added / seconds if seconds > 0 else None
+
+
+def eta(backlog: int, label: str, records_per_s: float | None, inflow_per_s: float | None,
+        window_s: float | None = None) -> Eta:
+    """Copy time until ``backlog`` reaches 0 at ``records_per_s`` against ``inflow_per_s``; in windows too."""
+    window = window_s if window_s and window_s > 0 else None
+    if backlog <= 0:
+        return Eta(label, 0.0, records_per_s, 0 if window else None, window, "caught up")
+    if records_per_s is None:
+        return Eta(label, None, None, None, window, "no rate measured yet: no batch has copied a record")
+    if records_per_s <= 0:
+        return Eta(label, None, records_per_s, None, window, "the rate is 0")
+    inflow = inflow_per_s or 0.0
+    net = records_per_s - inflow
+    if net <= 0:
+        return Eta(label, None, records_per_s, None, window,
+                   f"backlog growing faster than the copy: producers add {inflow:,.0f} records/s, the copy takes "
+                   f"{records_per_s:,.0f} records/s")
+    seconds = backlog / net
+    if seconds > MAX_ETA_S:  # a copy barely ahead of its producers: no date worth planning with
+        return Eta(label, None, records_per_s, None, window,
+                   f"the copy takes {records_per_s:,.0f} records/s and producers add {inflow:,.0f}: lag 0 is more "
+                   f"than {MAX_ETA_S // (365 * 86400)} years away")
+    reason = (f"{backlog} records left at {records_per_s:,.0f} records/s"
+              + (f" minus {inflow:,.0f} records/s the producers add" if inflow else "")
+              + ("" if inflow_per_s is not None else ", producers' rate not measured yet (needs two batches)"))
+    return Eta(label, seconds, records_per_s, math.ceil(seconds / window) if window else None, window, reason)
+
+
+def limited_rate(max_bytes_per_s: float | None, max_records_per_s: float | None, bytes_per_rec: float | None,
+                 measured: Rate | None) -> tuple[float | None, str, str]:
+    """(records/s, label, reason) the copy would run at under the configured limits; (None, ...) without one.
+
+    The tighter limit wins; a limit above the measured rate cannot be reached, so the measured rate bounds it."""
+    candidates: list[tuple[float, str]] = []
+    notes: list[str] = []
+    if max_bytes_per_s:
+        if bytes_per_rec:
+            candidates.append((max_bytes_per_s / bytes_per_rec, format_bytes_rate(max_bytes_per_s)))
+        else:
+            notes.append(f"limit {format_bytes_rate(max_bytes_per_s)} ignored: no bytes per record measured yet")
+    if max_records_per_s:
+        candidates.append((float(max_records_per_s), format_records_rate(max_records_per_s)))
+    if not candidates:
+        return None, "at the limit", "; ".join(notes) or "no rate limit configured"
+    rate, label = min(candidates)
+    reason = f"copying at the configured limit {label}"
+    if measured is not None and measured.records_per_s < rate:
+        reason = (f"the limit {label} is above the measured rate {format_records_rate(measured.records_per_s)}: "
+                  "the measured rate bounds it")
+        rate = measured.records_per_s
+    return rate, f"at {label}", "; ".join([reason, *notes])
+
+
+@dataclass(frozen=True)
+class BacklogEstimate:
+    """A run's backlog and its ETAs, as the state record (kind "backlog") and the run's report keep it."""
+
+    backlog_records: int
+    backlog_bytes: int | None
+    bytes_estimated: bool
+    bytes_per_record: float | None
+    copy_records_per_s: float | None
+    copy_bytes_per_s: float | None
+    inflow_records_per_s: float | None
+    rate_reason: str
+    etas: tuple[Eta, ...]
+
+    @property
+    def sentence(self) -> str:
+        return "; ".join(e.sentence for e in self.etas)
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        out["etas"] = [{**asdict(e), "sentence": e.sentence} for e in self.etas]
+        out["sentence"] = self.sentence
+        return out
+
+
+def estimate(backlog_records: int, points: Sequence[RunPoint], *, max_bytes_per_s: float | None = None,
+             max_records_per_s: float | None = None, window_s: float | None = None,
+             sampled_bytes_per_record: float | None = None) -> BacklogEstimate:
+    """The backlog now and when it reaches 0, at the measured rate and at the configured limit.
+
+    ``points``: the migration's finished batches (oldest first), the current one included when there is one;
+    ``sampled_bytes_per_record``: before any batch, the mean size of a bounded sample of source records."""
+    per_record = bytes_per_record(points, sampled_bytes_per_record)
+    measured = copy_rate(points)
+    inflow = inflow_rate(points)
+    etas = [eta(backlog_records, "at the measured rate"
+                + (f" {format_records_rate(measured.records_per_s)}" if measured else ""),
+                measured.records_per_s if measured else None, inflow, window_s)]
+    limit_rate, label, limit_reason = limited_rate(max_bytes_per_s, max_records_per_s, per_record, measured)
+    if limit_rate is not None:
+        at_limit = eta(backlog_records, label, limit_rate, inflow, window_s)
+        etas.append(Eta(at_limit.label, at_limit.seconds, at_limit.records_per_s, at_limit.windows,
+                        at_limit.window_s, f"{limit_reason}; {at_limit.reason}"))
+    return BacklogEstimate(
+        backlog_records=max(0, backlog_records),
+        backlog_bytes=None if per_record is None else int(round(max(0, backlog_records) * per_record)),
+        bytes_estimated=True,
+        bytes_per_record=None if per_record is None else round(per_record, 1),
+        copy_records_per_s=None if measured is None else round(measured.records_per_s, 1),
+        copy_bytes_per_s=None if measured is None or measured.bytes_per_s is None else round(measured.bytes_per_s),
+        inflow_records_per_s=None if inflow is None else round(inflow, 1),
+        rate_reason=measured.reason if measured else "no batch has copied a record yet",
+        etas=tuple(etas))
+
+
+WINDOW_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"(\s*\d+(?:\.\d+)?\s*(?:sec|min|s|m|h|d))+\s*")
+_END_TIME = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
+_DAY = 86400
+
+
+def window_seconds(window: object, schedule: str | None = None) -> float | None:
+    """A window's length in seconds, from what ``copy.window`` may hold: seconds, a ``timedelta``, a duration
+    ("4h", "90min", "1h30min", "45s"), or an end time ("05:00") with a daily ``schedule`` whose minute and hour
+    are fixed ("0 1 * * *": 01:00 -> 05:00 is 4 h; an end before the start is the next day's). None for no
+    window or one whose length the schedule does not fix (the ETA is then given in time only)."""
+    if window is None or isinstance(window, bool):
+        return None
+    if isinstance(window, int | float):
+        return float(window) if window > 0 else None
+    total = getattr(window, "total_seconds", None)
+    if callable(total):
+        seconds = float(total())
+        return seconds if seconds > 0 else None
+    if not isinstance(window, str):
+        return None
+    text = window.strip().lower()
+    if end := _END_TIME.fullmatch(text):
+        start = _daily_start(schedule)
+        if start is None:
+            return None
+        length = (int(end[1]) * 3600 + int(end[2]) * 60 - start) % _DAY
+        return float(length or _DAY)
+    if _DURATION.fullmatch(text):
+        seconds = sum(float(n) * WINDOW_UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)\s*(sec|min|s|m|h|d)", text))
+        return seconds if seconds > 0 else None
+    return None
+
+
+def _daily_start(schedule: str | None) -> int | None:
+    """Seconds after midnight a cron schedule with a fixed minute and hour starts at; None otherwise."""
+    fields = (schedule or "").split()
+    if len(fields) == 5 and fields[0].isdigit() and fields[1].isdigit():
+        minute, hour = int(fields[0]), int(fields[1])
+        if minute < 60 and hour < 24:
+            return hour * 3600 + minute * 60
+    return None

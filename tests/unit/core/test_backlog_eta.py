@@ -1,0 +1,139 @@
+"""Backlog, rate and ETA: the issue's sentence, a reason on every answer, and the arithmetic's invariants."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kafka_ferry.core.backlog_eta import (
+    MAX_ETA_S,
+    RunPoint,
+    copy_rate,
+    estimate,
+    eta,
+    format_duration,
+    inflow_rate,
+    limited_rate,
+    window_seconds,
+)
+
+
+def point(i: int, copied: int, before: int, after: int, seconds: float = 10.0, at_s: int | None = None,
+          size: int = 1000) -> RunPoint:
+    return RunPoint(f"b{i}", (at_s if at_s is not None else i * 3600) * 1000, seconds, copied, copied * size,
+                    before, after)
+
+
+def test_the_issues_sentence_at_a_limit_in_windows():
+    # 35 MB/s of 1 KB records = 35,000 records/s; 9 h 20 min of that is the backlog
+    backlog = 35_000 * (9 * 3600 + 20 * 60)
+    fast = [point(0, 1_000_000, 2_000_000, 1_000_000, seconds=10)]  # measured 100,000 records/s, above the limit
+    est = estimate(backlog, fast, max_bytes_per_s=35 * 1_000_000, window_s=4 * 3600)
+    at_limit = est.etas[1]
+    assert at_limit.sentence == "at 35 MB/s: lag 0 in 9 h 20 min, i.e. in 3 windows of 4 h"
+    assert "configured limit" in at_limit.reason
+    assert est.backlog_bytes == backlog * 1000 and est.bytes_estimated
+
+
+def test_no_rate_before_the_first_batch_says_so():
+    est = estimate(5000, [])
+    assert est.etas[0].seconds is None
+    assert "no rate measured yet" in est.etas[0].sentence
+    assert est.backlog_bytes is None  # nothing measured, nothing sampled
+
+
+def test_a_sampled_size_gives_bytes_and_a_limit_eta_before_the_first_batch():
+    est = estimate(10_000, [], max_bytes_per_s=1_000_000, sampled_bytes_per_record=500.0)
+    assert est.backlog_bytes == 5_000_000
+    assert est.etas[1].seconds == pytest.approx(5.0)  # 2000 records/s, nothing measured to bound it
+
+
+def test_backlog_growing_faster_than_the_copy_has_no_eta():
+    # producers add 2000/s between batch ends one hour apart; the copy takes 100/s
+    points = [point(0, 1000, 5000, 4000),
+              RunPoint("b1", 3_600_000, 10.0, 1000, 1_000_000, 4000 + 7_200_000, 4000 + 7_200_000)]
+    result = estimate(points[1].backlog_after, points)
+    assert result.etas[0].seconds is None
+    assert "backlog growing faster than the copy" in result.etas[0].reason
+
+
+def test_a_limit_above_the_measured_rate_is_bounded_by_it():
+    measured = copy_rate([point(0, 1000, 2000, 1000, seconds=10)])  # 100 records/s
+    rate, label, reason = limited_rate(None, 1_000_000, 1000.0, measured)
+    assert rate == pytest.approx(100) and "above the measured rate" in reason and label.startswith("at 1,000,000")
+
+
+def test_a_bytes_limit_without_a_size_is_ignored_with_its_reason():
+    rate, _, reason = limited_rate(1_000_000, None, None, None)
+    assert rate is None and "no bytes per record measured yet" in reason
+
+
+def test_caught_up():
+    assert eta(0, "at the measured rate", None, None, 3600).sentence == "at the measured rate: lag is 0 (caught up)"
+
+
+@pytest.mark.parametrize("seconds,text", [(0, "0 s"), (0.4, "< 1 s"), (59.4, "59 s"), (60, "1 min"), (3599, "59 min"),
+                                          (3600, "1 h"), (9 * 3600 + 20 * 60, "9 h 20 min"),
+                                          (86400 * 3 + 3600 * 4, "3 d 4 h")])
+def test_durations_read_as_a_person_plans(seconds, text):
+    assert format_duration(seconds) == text
+
+
+@pytest.mark.parametrize("window,seconds", [(None, None), ("4h", 14400.0), ("1h30m", 5400.0),
+                                            ("1h30min", 5400.0), ("90 min", 5400.0), ("45s", 45.0),
+                                            (timedelta(hours=4), 14400.0), (600, 600.0), ("05:00", None),
+                                            ("soon", None), (0, None), (True, None)])
+def test_window_lengths(window, seconds):
+    assert window_seconds(window) == seconds
+
+
+@pytest.mark.parametrize("window,schedule,seconds", [("05:00", "0 1 * * *", 4 * 3600.0),
+                                                     ("05:00", "30 23 * * *", 5.5 * 3600),
+                                                     ("05:00", "0 5 * * *", 86400.0),
+                                                     ("05:00", "@daily", None), ("05:00", "*/5 * * * *", None),
+                                                     ("4h", "@hourly", 14400.0)])
+def test_an_end_time_is_as_long_as_the_daily_schedule_leaves_it(window, schedule, seconds):
+    assert window_seconds(window, schedule) == seconds
+
+
+@given(backlog=st.integers(1, 10**12), rate=st.floats(1, 1e7), inflow=st.floats(0, 1e7),
+       window=st.floats(60, 86400))
+def test_eta_drains_exactly_the_backlog_and_windows_cover_it(backlog, rate, inflow, window):
+    result = eta(backlog, "x", rate, inflow, window)
+    if rate <= inflow:
+        assert result.seconds is None and "growing faster" in result.reason
+        return
+    if backlog / (rate - inflow) > MAX_ETA_S:
+        assert result.seconds is None and "years away" in result.reason
+        return
+    assert result.seconds * (rate - inflow) == pytest.approx(backlog, rel=1e-9)
+    assert (result.windows - 1) * window < result.seconds <= result.windows * window + 1e-6
+    assert result.reason
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**7), st.floats(0.1, 1000)), min_size=1,
+                max_size=12))
+def test_rates_are_never_negative_and_the_copy_rate_uses_only_batches_that_copied(rows):
+    points = [RunPoint(f"b{i}", (i + 1) * 60_000, s, c, c * 100, after + c, after)
+              for i, (c, after, s) in enumerate(rows)]
+    rate = copy_rate(points)
+    copied = [p for p in points if p.records_copied][-5:]
+    if not copied:
+        assert rate is None
+    else:
+        assert rate.records_per_s == pytest.approx(sum(p.records_copied for p in copied)
+                                                   / sum(p.duration_s for p in copied))
+    inflow = inflow_rate(points)
+    assert inflow is None if len(points) < 2 else inflow >= 0
+
+
+@given(st.integers(0, 10**9), st.integers(0, 10**9))
+def test_a_larger_backlog_never_reaches_zero_sooner(a, b):
+    small, large = sorted((a, b))
+    first, second = eta(small, "x", 1000.0, 10.0), eta(large, "x", 1000.0, 10.0)
+    assert first.seconds <= second.seconds
+    assert math.isfinite(second.seconds)
