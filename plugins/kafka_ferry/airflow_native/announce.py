@@ -15,7 +15,7 @@ from kafka_ferry.airflow_native.assets import add_copy_events, add_promotion_eve
 from kafka_ferry.airflow_native.lineage import topic_lineage
 from kafka_ferry.airflow_native.metrics import send
 from kafka_ferry.core.kafka_assets import AssetNameError
-from kafka_ferry.core.metrics_plan import batch_metrics, promotion_metrics
+from kafka_ferry.core.metrics_plan import batch_metrics, decode_metrics, promotion_metrics, translation_metrics
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.store import MigrationStateStore
@@ -104,3 +104,13 @@ def announce_promotion(context: Mapping[str, Any], task: TopicLineage, spec: Mig
 def promotion_measured(migration: str, report: Mapping[str, Any]) -> int:
     """A promotion task's step durations (the steps it ran, not those it resumed past)."""
     return send(promotion_metrics(migration, report.get("this_run") or {}))
+
+
+def translation_measured(migration: str, summary: Mapping[str, Any]) -> int:
+    """A catch-up translation: decisions per method, and how many were flagged."""
+    return send(translation_metrics(migration, summary))
+
+
+def decode_measured(migration: str, result: Mapping[str, Any]) -> int:
+    """A decode check: records that do not decode on the destination, and those the migration damaged."""
+    return send(decode_metrics(migration, result))

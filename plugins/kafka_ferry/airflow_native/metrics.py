@@ -26,7 +26,8 @@ def send(metrics: Iterable[Metric]) -> int:
             if m.kind == "incr":
                 Stats.incr(m.name, count=int(m.value), tags=tags)
             elif m.kind == "gauge":
-                Stats.gauge(m.name, m.value, tags=tags)
+                # a whole number goes as one ("60|g", not "60.0|g"): what StatsD dashboards and alerts compare
+                Stats.gauge(m.name, int(m.value) if m.value.is_integer() else m.value, tags=tags)
             else:
                 Stats.timing(m.name, m.value, tags=tags)
             sent += 1
