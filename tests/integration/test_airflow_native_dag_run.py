@@ -177,3 +177,27 @@ def test_a_promotion_marks_each_topic_promoted_with_lineage_and_step_timings(clu
     metrics = kferry_metrics(statsd.received(), spec.name)
     for step in ("final_copy", "final_translation", "commit_offsets", "reconcile", "mark_promoted"):
         assert metrics[f"promotion.{step}"][0].endswith("|ms"), (step, metrics)
+
+
+def test_a_staged_topic_promotion_adds_a_promoted_event_and_names_its_lineage(clusters, tmp_path):
+    from airflow.sdk import AssetAlias
+    from airflow.sdk.execution_time.context import OutletEventAccessors
+
+    from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator, PromoteTopicsOperator
+
+    p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "afns", 2, 6, {0: 2, 1: 6})
+    PromoteGroupsOperator(task_id="promote_groups", spec_path=spec_path).execute(
+        {"params": {"groups": [f"{p}-g"], "allow_rewind": False}, "run_id": "g1"})
+    task, events = PromoteTopicsOperator(task_id="promote_topics", spec_path=spec_path, quiet_window_s=0.5), \
+        OutletEventAccessors()
+
+    task.execute({"params": {"topics": [topic]}, "run_id": "t1", "outlet_events": events})
+
+    destination_ns = f"kafka://{clusters.destination_bootstrap.split(',')[0]}"
+    (event,) = events[AssetAlias(f"kafka-ferry/{spec.name}/promoted")].asset_alias_events
+    assert event.dest_asset_key.uri == f"{destination_ns}/{topic}"
+    assert event.extra["promoted"] is True and event.extra["run_id"] == "t1"
+    assert event.extra["offsets"] == {"0": [6, 6], "1": [6, 6]}  # copied to the source's end; mirror offsets equal
+    lineage = task.get_openlineage_facets_on_complete(None)
+    assert [(d.namespace, d.name) for d in lineage.outputs] == [(destination_ns, topic)]
+    assert lineage.outputs[0].facets["symlinks"].identifiers[0].name == topic

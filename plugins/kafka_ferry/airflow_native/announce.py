@@ -2,7 +2,9 @@
 
 A mixin for the operators (``TopicLineage``) and one function per moment (a batch copied, a promotion run, topics
 promoted). Called after the work is durable, so an event or a lineage record never announces what did not happen.
-Announcing never fails a task that did its work: the migration is the product, these are views of it.
+A name Airflow could not store, or a metrics backend that is down, never fails a task that did its work (logged);
+a cluster that cannot be read for the promoted topics' cutover offsets does: the retry resumes past the finished
+steps and announces then, so a downstream DAG waiting for the promotion is not left without its event.
 """
 
 from __future__ import annotations

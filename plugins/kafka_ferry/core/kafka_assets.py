@@ -57,7 +57,8 @@ def first_address(bootstrap_servers: str | None) -> str:
         raise AssetNameError(f"bootstrap address {entries[0]!r}: host {host!r} is not a host name or address")
     if port and not (port.isdigit() and 0 < int(port) < 65536):
         raise AssetNameError(f"bootstrap address {entries[0]!r}: port {port!r} is not 1-65535")
-    return f"{host.lower()}:{int(port) if port else DEFAULT_PORT}"
+    # the host as the connection spells it (no case folding): a downstream DAG writes the URI from the same text
+    return f"{host}:{int(port) if port else DEFAULT_PORT}"
 
 
 def check_topic(topic: str) -> str:

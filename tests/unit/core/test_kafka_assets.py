@@ -23,7 +23,7 @@ from kafka_ferry.core.kafka_assets import (
 @pytest.mark.parametrize(("servers", "address"), [
     ("localhost:29092", "localhost:29092"),
     ("b1.example.com:9093,b2.example.com:9093", "b1.example.com:9093"),
-    (" SASL_SSL://Broker-1.Example.com:9094 , other:1", "broker-1.example.com:9094"),
+    (" SASL_SSL://Broker-1.Example.com:9094 , other:1", "Broker-1.Example.com:9094"),  # no case folding
     ("10.0.0.7", "10.0.0.7:9092"),
     ("[::1]:29092", "[::1]:29092"),
     ("[fe80::1]", "[fe80::1]:9092"),
