@@ -77,3 +77,22 @@ def test_each_mirror_names_its_source_topic_in_a_symlinks_facet():
     assert (output.namespace, output.name) == ("kafka://new:9093", "m.orders")
     (identifier,) = output.facets["symlinks"].identifiers
     assert (identifier.namespace, identifier.name, identifier.type) == ("kafka://old:9092", "orders", "TOPIC")
+
+
+def test_a_bad_example_topic_breaks_only_the_example_file(monkeypatch):
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("KFERRY_EXAMPLE_TOPIC", "../etc/passwd")
+    bag = DagBag(dag_folder=str(SPEC.parents[1]))
+    assert [Path(f).name for f in bag.import_errors] == ["post_cutover_check.py"]
+    assert "not a Kafka topic name" in next(iter(bag.import_errors.values()))
+    assert "kafka_ferry__demo-tenant" in bag.dag_ids  # the migration DAG still parses
+
+
+def test_the_example_is_scheduled_on_the_demo_topics_asset(monkeypatch):
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.delenv("KFERRY_EXAMPLE_BOOTSTRAP", raising=False)
+    monkeypatch.delenv("KFERRY_EXAMPLE_TOPIC", raising=False)
+    dag = DagBag(dag_folder=str(SPEC.parents[1])).dags["kafka_ferry_example_post_cutover_check"]
+    assert dag.schedule == [Asset(uri="kafka://localhost:29092/demo.orders")]
