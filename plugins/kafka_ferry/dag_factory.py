@@ -103,7 +103,7 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
                                                      dry_run=DRY_RUN_TEMPLATE))
         add_translation_tasks(dag, spec_path, report)
         add_promotion_tasks(dag, spec, spec_path, branch)
-        add_staged_promotion_tasks(dag, spec_path, branch)
+        add_staged_promotion_tasks(dag, spec_path, branch, migration=spec.name)
     return dag
 
 

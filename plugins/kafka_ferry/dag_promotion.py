@@ -21,6 +21,7 @@ from pathlib import Path
 from airflow.providers.standard.operators.python import BranchPythonOperator
 from airflow.sdk import DAG, BaseOperator, Param
 
+from kafka_ferry.airflow_native.assets import promotion_outlets
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.trigger_form import (
     CATCH_UP,
@@ -131,12 +132,17 @@ def add_translation_tasks(dag: DAG, spec_path: str | Path, upstream_task: BaseOp
     return translate
 
 
-def add_staged_promotion_tasks(dag: DAG, spec_path: str | Path, branch: BaseOperator) -> list[BaseOperator]:
-    """promote-groups / promote-topics: one task each after the mode branch (never scheduled: a form choice)."""
+def add_staged_promotion_tasks(dag: DAG, spec_path: str | Path, branch: BaseOperator,
+                               migration: str | None = None) -> list[BaseOperator]:
+    """promote-groups / promote-topics: one task each after the mode branch (never scheduled: a form choice).
+
+    ``migration``: the spec's name; the topics task then declares the migration's promoted asset alias as outlet.
+    """
     groups = PromoteGroupsOperator(task_id=STAGED_ENTRY[PROMOTE_GROUPS], spec_path=str(spec_path), dag=dag,
                                    execution_timeout=timedelta(hours=1))
     topics = PromoteTopicsOperator(task_id=STAGED_ENTRY[PROMOTE_TOPICS], spec_path=str(spec_path), dag=dag,
-                                   execution_timeout=timedelta(hours=1))
+                                   execution_timeout=timedelta(hours=1),
+                                   outlets=promotion_outlets(migration) if migration else None)
     branch >> [groups, topics]
     return [groups, topics]
 
@@ -160,7 +166,8 @@ def add_promotion_tasks(dag: DAG, spec: MigrationSpec, spec_path: str | Path, br
                                                 steps=("final_translation", "commit_offsets"), allow_rewind=rewind)
     synced = GroupOffsetsSyncedSensor(task_id="group_offsets_synced", **gate)
     finish = PromoteMigrationOperator(task_id="promote_reconcile_mark", spec_path=path, dag=dag,
-                                      steps=("reconcile", "switch_timestamps", "mark_promoted"))
+                                      steps=("reconcile", "switch_timestamps", "mark_promoted"),
+                                      outlets=promotion_outlets(spec.name))
     branch >> [quiesced, inactive]
     [quiesced, inactive] >> final_copy >> lag >> translate_commit >> synced >> finish
     return finish

@@ -37,6 +37,8 @@ FLOORS: tuple[Floor, ...] = (
         ("operators/", "thin adapters of the folders below to Airflow tasks"),
         ("sensors/", "promotion gates (lag, quiesced, groups inactive), deferring to triggers/"),
         ("triggers/", "the async side of the sensors; primitives only"),
+        ("airflow_native/", "what Airflow shows of a migration: topics as Assets (events through per-migration "
+                            "aliases), OpenLineage of the copy and promotion tasks, metrics through Stats"),
         ("cli/", "the kafka-ferry command: runs a spec's own DAG (dag.test), status, reset-promotion"),
     )),
     Floor("promotion", (

@@ -4,13 +4,15 @@
 One scenario, in the order a platform team meets it: the tenant's DAG runs on its cron schedule with no
 trigger; a manual trigger during that run waits (max_active_runs=1); bad trigger input changes nothing;
 then in Chromium: log in, open the DAG, fill the trigger form for a catch-up, run it, open the run's report
-tab; screenshots go to docs/screenshots/.
+tab; screenshots go to docs/screenshots/; last, a confirmed promotion, whose asset event runs the downstream
+team's DAG scheduled on the promoted topic (dags/examples/post_cutover_check.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import urllib.error
 import urllib.parse
 from pathlib import Path
@@ -20,6 +22,7 @@ import yaml
 from scenarios import seed_plain
 
 from airflow_stack import AirflowStack
+from kafka_ferry.core.trigger_form import CONFIRM_FIELD
 from kafka_ferry.dag_factory import write_stubs
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.e2e]
@@ -55,8 +58,12 @@ def tenant(clusters, tmp_path):
         "destination": {"connection_id": clusters.DESTINATION_CONN, "alias": f"dst-{name}"},
         # the tenant has no consumer group yet: an empty group selection is intended (pre-flight refuses one otherwise)
         "topics": {"include": [f"{name}\\..*"]}, "groups": {"include": [f"{name}-.*"], "allow_empty": True},
-        "copy": {"spark_connection_id": clusters.SPARK_CONN}}))
+        "copy": {"spark_connection_id": clusters.SPARK_CONN},
+        "promotion": {"quiesce_window_seconds": 2, "poke_interval_seconds": 2}}))
     write_stubs(dags)
+    # the downstream team's DAG, scheduled on the mirror topic's Asset (dags/examples/, pointed at this topic)
+    (dags / "examples").mkdir()
+    shutil.copy(REPO / "dags" / "examples" / "post_cutover_check.py", dags / "examples")
     return name, f"kafka_ferry__{name}", dags
 
 
@@ -64,6 +71,7 @@ def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path):
     name, dag_id, dags = tenant
     work = tmp_path / "work"
     env = {k: v for k, v in os.environ.items() if k.startswith("AIRFLOW_CONN_")}
+    env |= {"KFERRY_EXAMPLE_BOOTSTRAP": clusters.destination_bootstrap, "KFERRY_EXAMPLE_TOPIC": f"{name}.orders"}
     with AirflowStack(tmp_path / "airflow", dags, {**env, "KFERRY_WORK_DIR": str(work)}) as stack:
         token = stack.token()
         stack.wait(lambda: stack.call("GET", f"/api/v2/dags/{dag_id}", token), 300, f"{dag_id} parsed")
@@ -101,6 +109,38 @@ def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path):
         # 3. The tenant's view in a browser.
         report = browse(stack, dag_id, name)
         assert report["lag_after_total"] == 0
+
+        # 4. The confirmed promotion's asset event runs the downstream team's DAG scheduled on the promoted topic.
+        promoted_topic_runs(stack, token, dag_id, name, clusters.destination_bootstrap)
+
+
+def promoted_topic_runs(stack, token, dag_id: str, name: str, destination_bootstrap: str) -> None:
+    check = "kafka_ferry_example_post_cutover_check"
+    stack.wait(lambda: stack.call("GET", f"/api/v2/dags/{check}", token), 300, f"{check} parsed")
+    stack.call("PATCH", f"/api/v2/dags/{check}", token, {"is_paused": False})
+    stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": False})
+    promote = stack.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", token,
+                         {"logical_date": None, "conf": {"mode": "promote", CONFIRM_FIELD: name}})
+    promote = stack.wait(lambda: finished(stack, token, dag_id, promote["dag_run_id"]), 600, "the promotion")
+    assert promote["state"] == "success", (task_states(stack, token, dag_id, promote["dag_run_id"]), stack.logs())
+    stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": True})
+
+    def checked() -> dict | None:  # catch-up copies wake the DAG too; their runs short-circuit before the check
+        for run in runs(stack, token, check):
+            if finished(stack, token, check, run["dag_run_id"]) and \
+                    task_states(stack, token, check, run["dag_run_id"]).get("check_cutover") == "success":
+                return run
+        return None
+
+    run = stack.wait(checked, 300, "the downstream check the promotion's asset event triggered")
+    assert run["run_type"] == "asset_triggered", run
+    path = (f"/api/v2/dags/{check}/dagRuns/{urllib.parse.quote(run['dag_run_id'], safe='')}"
+            "/taskInstances/check_cutover/xcomEntries/return_value")
+    value = stack.call("GET", path, token)["value"]
+    value = json.loads(value) if isinstance(value, str) else value
+    first = destination_bootstrap.split(",")[0]
+    assert value["uri"] == f"kafka://{first}/{name}.orders" and value["migration"] == name, value
+    assert sorted(value["offsets"]) == ["0", "1", "2"] and all(o[0] == 400 for o in value["offsets"].values())
 
 
 CHROMIUM = os.environ.get("KFERRY_CHROMIUM", "/usr/bin/chromium")

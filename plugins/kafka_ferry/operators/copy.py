@@ -24,6 +24,8 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseHook, conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from kafka_ferry.airflow_native.announce import TopicLineage, announce_batch, batch_measured
+from kafka_ferry.airflow_native.assets import copy_outlets
 from kafka_ferry.copy.backlog import estimate_before_copy, estimate_lines, record_backlog
 from kafka_ferry.copy.batch import finish_batch, report_path_for
 from kafka_ferry.copy.batch_runner import clear_outputs, run_batch
@@ -99,7 +101,7 @@ class PlanCopyBatchOperator(DryRunOperator):
         return summary
 
 
-class CopyBatchSparkOperator(SparkSubmitOperator):
+class CopyBatchSparkOperator(TopicLineage, SparkSubmitOperator):
     """spark-submit of the packaged copy job (``copy.spark_job``) for the plan the planning task made; skipped when
     empty.
 
@@ -118,7 +120,11 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
     :param application: the file spark-submit runs; default: ``$KFERRY_COPY_APPLICATION`` or a launcher of the
         packaged job written to the migration's work dir.
     :param kwargs: passed to ``SparkSubmitOperator`` (``conn_id`` names the Spark connection: its type picks the
-        engine; ``conf``, ``env_vars``, ``files`` are kept and extended for the run only).
+        engine; ``conf``, ``env_vars``, ``files`` are kept and extended for the run only; ``outlets``: the
+        migration's copy asset alias, through which each written topic's asset event goes).
+
+    After a batch: one asset event per mirror topic it wrote (``kafka://<host:port>/<topic>``, extra: records,
+    offsets) and OpenLineage (source topics in, mirror topics out, each naming its source).
     """
 
     template_fields: Sequence[str] = SparkSubmitOperator.template_fields  # spec_path is data, never rendered
@@ -145,6 +151,18 @@ class CopyBatchSparkOperator(SparkSubmitOperator):
                     self._spark_submit(spec, summary, connection, context)
         except CopyFailed as exc:  # no retry heals it: the task fails once, naming the record and the cause
             fail_copy(spec, summary, exc.record, str(context.get("run_id") or ""))
+        self._announce(context, spec, summary)
+
+    def _announce(self, context: Any, spec: MigrationSpec, summary: dict) -> None:
+        """The batch's asset events and lineage, from the report the copy wrote (after the copy is durable)."""
+        report_path = Path(summary["report_path"])
+        if not report_path.exists():
+            return  # the report task fails on it, naming the path
+        report = json.loads(report_path.read_text())
+        events = announce_batch(context, self, kafka_cluster(spec.source.connection_id).bootstrap_servers,
+                                kafka_cluster(spec.destination.connection_id).bootstrap_servers, report)
+        for uri, extra in events.items():
+            self.log.info("asset event %s: %d records", uri, extra["records"])
 
     def _live_progress(self, spec: MigrationSpec, summary: dict, context: Any):
         """Rewrites the run's page with the batch's progress while the body runs."""
@@ -313,6 +331,7 @@ class CopyReportOperator(MigrationOperator):
         write_report(report, report_path)
         self.log.info("backlog %s -> %s offsets; %s", report["backlog"]["backlog_before"],
                       report["backlog"]["backlog_after"], report["backlog"]["sentence"])
+        batch_measured(report)
         write_heartbeat(self.spec, self.destination_cluster, int(report.get("finished_at_ms") or 0))
         return {**{k: v for k, v in report.items() if k not in ("partitions", "lag_before", "lag_after", "backlog")},
                 "backlog": {k: v for k, v in report["backlog"].items() if k != "history"}}
@@ -323,7 +342,7 @@ def copy_batch_tasks(spec, spec_path: str) -> tuple[PlanCopyBatchOperator, CopyB
     """The catch-up copy of a migration DAG: ``plan_copy >> copy_batch >> copy_report`` (call inside a DAG)."""
     plan = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path, dry_run=DRY_RUN_TEMPLATE)
     copy = CopyBatchSparkOperator(task_id="copy_batch", spec_path=spec_path,
-                                  conn_id=spec.copy_settings.spark_connection_id,
+                                  conn_id=spec.copy_settings.spark_connection_id, outlets=copy_outlets(spec.name),
                                   execution_timeout=timedelta(seconds=spec.timeouts.copy_seconds))
     report = CopyReportOperator(task_id="copy_report", spec_path=spec_path)
     plan >> copy >> report

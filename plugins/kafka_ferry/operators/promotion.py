@@ -11,9 +11,11 @@ from typing import Any
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
+from kafka_ferry.airflow_native.announce import TopicLineage, announce_promotion, promotion_measured
 from kafka_ferry.copy.packaging import build_package_zip
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.flags import parse_bool
+from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.copy import SPARK_CONNECT_CONN_TYPE
 from kafka_ferry.operators.failures import fail_fast
@@ -21,8 +23,12 @@ from kafka_ferry.promotion.steps import STEPS, FinalCopy, PromotionRunner, spark
 from kafka_ferry.reports.publish import batch_history, publish_promotion_run
 
 
-class PromoteMigrationOperator(MigrationOperator):
+class PromoteMigrationOperator(TopicLineage, MigrationOperator):
     """Runs promotion ``steps`` (subset of STEPS, in order); returns the report without per-row detail.
+
+    Reports OpenLineage for the migration's topics and each step's duration as a metric; the task that runs
+    ``mark_promoted`` adds one "promoted" asset event per mirror topic (extra: migration, cutover offsets) through
+    its ``outlets`` (the migration's promoted asset alias).
 
     :param steps: the promotion steps to run, a subset of ``STEPS``, run in ``STEPS`` order; an unknown step is
         refused when the DAG is parsed.
@@ -52,6 +58,14 @@ class PromoteMigrationOperator(MigrationOperator):
                                  final_copy=self._final_copy_engine())
         report = runner.run(self.steps)
         self.log.info("promotion report: %s", report["report_path"])
+        promotion_measured(self.spec.name, report)
+        mark = "mark_promoted" in self.steps and report.get("status") == "promoted"
+        events = announce_promotion(context, self, self.spec, self.state_store,
+                                    self.source_cluster.bootstrap_servers, self.destination_cluster.bootstrap_servers,
+                                    select_topics(self.spec, self.source_cluster.list_topic_names()),
+                                    str(context.get("run_id") or "promotion"), mark)
+        for uri in events:
+            self.log.info("asset event %s: promoted", uri)
         page = publish_promotion_run(self.spec, runner.work_dir, context.get("run_id") or "promotion",
                                      report, batch_history(self.state_store))
         self.log.info("run report: %s", page)

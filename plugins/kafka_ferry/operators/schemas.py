@@ -17,6 +17,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
+from kafka_ferry.airflow_native.announce import decode_measured
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.copy.report import write_report
 from kafka_ferry.core.provisioning_plan import select_topics
@@ -129,6 +130,7 @@ class DecodeCheckOperator(DryRunOperator):
             destination.close()
             source.close()
         result = report.as_dict()
+        decode_measured(self.spec.name, result)  # before a failure below: a dashboard sees the failures too
         report_path = Path(plan["report_path"]) if plan.get("report_path") else None
         if report_path is not None and report_path.exists():  # the page translate_offsets writes shows it
             write_report({**json.loads(report_path.read_text()), "decode_check": result}, report_path)

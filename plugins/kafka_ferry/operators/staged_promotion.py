@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_ferry.airflow_native.announce import TopicLineage, announce_promotion
 from kafka_ferry.copy.catch_up import threads_engine
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.flags import parse_bool
@@ -64,8 +65,11 @@ class PromoteGroupsOperator(StagedPromotionOperator):
         return {**out, "run_report": self.publish(context, groups)}
 
 
-class PromoteTopicsOperator(StagedPromotionOperator):
+class PromoteTopicsOperator(TopicLineage, StagedPromotionOperator):
     """Promotes the topics named in the form's ``topics`` field, with the groups waived in ``waive_groups``.
+
+    Each promoted topic gets a "promoted" asset event through the task's ``outlets`` (the migration's promoted
+    asset alias), and the task's OpenLineage names the topics it promoted.
 
     :param quiet_window_s: seconds the promoted topics' source end offsets must stay unchanged before they are
         promoted.
@@ -85,4 +89,9 @@ class PromoteTopicsOperator(StagedPromotionOperator):
                               threads_engine(), waived_groups=names(params.get(WAIVE_FIELD)),
                               quiet_window_s=self.quiet_window_s)
         out = {t: {"run_id": r.run_id, "promoted_at_ms": r.promoted_at_ms} for t, r in done.items()}
+        events = announce_promotion(context, self, self.spec, self.state_store, self.source_cluster.bootstrap_servers,
+                                    self.destination_cluster.bootstrap_servers, sorted(done),
+                                    str(context.get("run_id") or "promote-topics"), mark=True)
+        for uri in events:
+            self.log.info("asset event %s: promoted", uri)
         return {**out, "run_report": self.publish(context, sorted(done))}

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kafka_ferry.airflow_native.announce import translation_measured
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.operators.base import DryRunOperator
@@ -59,6 +60,7 @@ class TranslateOffsetsOperator(DryRunOperator):
             summary["dry_run"] = True
             self.log.info("dry run of %s: translation %s; nothing written", self.spec.name, summary)
             return summary
+        translation_measured(self.spec.name, summary)
         summary["checkpoints"] = checkpoint_translations(self.spec, self.destination_cluster, result.decisions)
         json_path, csv_path = export_offset_map(self.spec, result.copies.values())
         summary["offset_map"] = {"json": str(json_path), "csv": str(csv_path)}
