@@ -62,8 +62,10 @@ FLOORS: tuple[Floor, ...] = (
     )),
     Floor("state", (
         ("state/", "store.py (the migration's state topic, only through declared kinds) and the one typed reader "
-                   "and writer of each kind: progress.py (copy progress, migrated groups), staged_cutover.py "
-                   "(group and topic promotions), offset_decisions.py (the final translation), fences.py, "
+                   "and writer of each kind: progress.py (copy progress, migrated groups), promotion.py (the "
+                   "promoted mark, step marks, final translation), staged_cutover.py (group and topic "
+                   "promotions), offset_decisions.py (the final translation's decisions), batches.py, gaps.py, "
+                   "fences.py, "
                    "schema_ids.py, serialized_fields.py, topic_ownership.py, time_plans.py, decode_marks.py, "
                    "group_activity.py"),
     )),

@@ -23,12 +23,13 @@ from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.hooks.schema_registry import SchemaRegistryHook
 from kafka_ferry.operators.base import DryRunOperator
 from kafka_ferry.operators.failures import fail_fast
-from kafka_ferry.promotion.guard import assert_not_promoted, promotion_status
+from kafka_ferry.promotion.guard import assert_not_promoted
 from kafka_ferry.registry.client import SchemaRegistry
 from kafka_ferry.reports.publish import publish_batch_run
 from kafka_ferry.schemas.decode_check import check_decoding
 from kafka_ferry.schemas.schemas import SchemaMigrationError, migrate_schemas
 from kafka_ferry.schemas.serialized_fields import decide_from_registry
+from kafka_ferry.state.promotion import promotion_status
 from kafka_ferry.state.schema_ids import id_map_storer, stored_id_map
 from kafka_ferry.state.serialized_fields import fields_by_destination, store_decisions
 

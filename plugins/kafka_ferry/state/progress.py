@@ -1,12 +1,12 @@
 """Copy progress and migrated groups as stored in the migration's state topic.
 
-The one reader of each: the planner, the Spark task, translation, promotion and the decode check all read
+The one reader and writer of each: the planner, the Spark task, translation, promotion and the decode check all read
 progress here, so they agree on what "copied so far" means.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.state_records import GROUP_KIND, PROGRESS_KIND
@@ -20,6 +20,13 @@ def read_progress(store: MigrationStateStore, state: Mapping | None = None) -> d
     return {(p.source_topic, p.partition): p for p in progress}
 
 
+def save_progress(store: MigrationStateStore, progress: Iterable[PartitionProgress]) -> None:
+    """Write each partition's progress record (the copier after a partition; the planner past an accepted gap)."""
+    records = {p.key: p.as_record() for p in progress}
+    if records:
+        store.put_many(PROGRESS_KIND, records)
+
+
 def migrated_groups(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, list[str]]:
     """Groups recorded by ProvisionMirrorGroupsOperator -> their migrated source topics."""
     records = GROUP_KIND.records(state or store.read_all())
@@ -29,3 +36,24 @@ def migrated_groups(store: MigrationStateStore, state: Mapping | None = None) ->
 def save_migrated_groups(store: MigrationStateStore, migrated: Mapping[str, list[str]]) -> None:
     """Record each migrated group with its source topics (what translation and promotion read back)."""
     store.put_many(GROUP_KIND, {g: {"source_topics": list(t)} for g, t in migrated.items()})
+
+
+class PlannedGroups:
+    """The migration's state as reads would see it once ``migrated`` groups are recorded (what a dry run's fence
+    plan reads: it writes nothing, so the groups it would record are not there yet); writes are refused."""
+
+    def __init__(self, store, migrated) -> None:
+        self.topic = store.topic
+        self._store, self._migrated = store, migrated
+
+    def read_all(self) -> dict:
+        state = dict(self._store.read_all())
+        state[GROUP_KIND] = {**state.get(GROUP_KIND, {}),
+                             **{g: {"source_topics": list(t)} for g, t in self._migrated.items()}}
+        return state
+
+    def read_kind(self, kind) -> dict:
+        return dict(self.read_all().get(kind, {}))
+
+    def put_many(self, *_args, **_kwargs) -> None:
+        raise RuntimeError("a dry run writes no state")
