@@ -15,10 +15,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk.exceptions import AirflowFailException
-
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.copy.report import write_report
+from kafka_ferry.core.decode_faults import DecodeCheckFailed, MigrationFaultsFound
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.hooks.schema_registry import SchemaRegistryHook
 from kafka_ferry.operators.base import DryRunOperator
@@ -142,8 +141,8 @@ class DecodeCheckOperator(DryRunOperator):
                 page = {**json.loads(report_path.read_text()), "failure": message}
                 publish_batch_run(self.spec, work_dir(self.spec.name), str(context.get("run_id") or
                                                                             page.get("batch_id")), page, [], [])
-            raise AirflowFailException(message)
+            raise MigrationFaultsFound(message)  # Permanent: fail_fast fails the task once
         if report.failed and settings.decode_check == "enforce":
-            raise AirflowFailException(f"{report.failed} record(s) copied to the destination do not decode "
-                                       f"against its registry: {report.describe_failures()}")
+            raise DecodeCheckFailed(f"{report.failed} record(s) copied to the destination do not decode "
+                                    f"against its registry: {report.describe_failures()}")
         return result
