@@ -54,7 +54,8 @@ FLOORS: tuple[Floor, ...] = (
         ("copy/", "plan.py (CopyPlan, the one plan type), planning.py (from stored progress + source offsets), "
                   "spark_job.py (what spark-submit or Spark Connect runs), runner.py, partition_copier.py (why "
                   "delivery is exact: delivery.py), lease.py, catch_up.py (batches until caught up), "
-                  "jvm_archive.py"),
+                  "throttle.py (the rate limit's pacing), backlog.py (backlog, rate and ETA of a run), "
+                  "live_progress.py (a running batch's page), jvm_archive.py"),
     )),
     Floor("provisioning and schemas", (
         ("provision/", "provision.py (mirror topics and groups), topic_ownership.py (own only what it creates or "
@@ -64,8 +65,10 @@ FLOORS: tuple[Floor, ...] = (
     )),
     Floor("state", (
         ("state/", "store.py (the migration's state topic, only through declared kinds) and the one typed reader "
-                   "and writer of each kind: progress.py (copy progress, migrated groups), staged_cutover.py "
-                   "(group and topic promotions), offset_decisions.py (the final translation), fences.py, "
+                   "and writer of each kind: progress.py (copy progress, migrated groups), promotion.py (the "
+                   "promoted mark, step marks, final translation), staged_cutover.py (group and topic "
+                   "promotions), offset_decisions.py (the final translation's decisions), batches.py, gaps.py, "
+                   "fences.py, "
                    "schema_ids.py, serialized_fields.py, topic_ownership.py, time_plans.py, decode_marks.py, "
                    "group_activity.py, backlog.py"),
     )),

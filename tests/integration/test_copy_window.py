@@ -36,7 +36,7 @@ from kafka_ferry.copy.runner import group_pace, task_groups
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.operators.copy import CopyReportOperator, PlanCopyBatchOperator
 from kafka_ferry.promotion.commit import commit_translated_offsets
-from kafka_ferry.state.batch_history import read_batches
+from kafka_ferry.state.batches import batch_history
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import translate_migration
 
@@ -96,7 +96,7 @@ def test_a_batch_cut_by_its_deadline_resumes_exactly_in_the_next_run(clusters, t
     assert stopped and all(row["next_upstream_offset"] < row["planned_end"] for row in stopped)
     # nothing half done: each partition's progress is what it produced, its syncs written before it
     store = MigrationStateStore(destination, spec.state_topic_name)
-    kept = [b for b in read_batches(store) if b["batch_id"] == cut["batch_id"]]
+    kept = [b for b in batch_history(store) if b["batch_id"] == cut["batch_id"]]
     assert kept and kept[0]["stop_reason"] == "deadline" and kept[0]["overrun_s"] == cut["overrun_s"]
     syncs = read_syncs(clusters, f"dst-{p}", topic)
     for row in cut["partitions"]:

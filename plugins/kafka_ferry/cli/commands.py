@@ -110,10 +110,11 @@ def status(spec_path: Path) -> int:
     from kafka_ferry.cli import migrate_db
     from kafka_ferry.copy.plan import work_dir
     from kafka_ferry.core.provisioning_plan import select_topics
-    from kafka_ferry.promotion.guard import PROMOTED, promotion_status
     from kafka_ferry.promotion.readiness import replication_lag
-    from kafka_ferry.reports.publish import OVERVIEW_FILE, batch_history, run_page_path
+    from kafka_ferry.reports.publish import OVERVIEW_FILE, run_page_path
     from kafka_ferry.state.backlog import read_backlog
+    from kafka_ferry.state.batches import batch_history
+    from kafka_ferry.state.promotion import PROMOTED, promotion_status
     from kafka_ferry.state.store import MigrationStateStore
 
     spec = load_spec(spec_path)
@@ -156,7 +157,7 @@ def status(spec_path: Path) -> int:
 def reset(spec_path: Path) -> int:
     """Delete the promotion records, so catch-up runs copy again (confirmed by the caller)."""
     from kafka_ferry.cli import migrate_db
-    from kafka_ferry.promotion.guard import reset_promotion
+    from kafka_ferry.state.promotion import reset_promotion
     from kafka_ferry.state.store import MigrationStateStore
 
     spec = load_spec(spec_path)

@@ -12,18 +12,9 @@ from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.report import build_report, measure_lag, write_report
-from kafka_ferry.core.state_records import BATCH_KIND
 from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.state.batches import save_batch
 from kafka_ferry.state.store import MigrationStateStore
-
-# The state record keeps totals and gaps; per-partition rows stay in the JSON file (a record has a size cap).
-STATE_FIELDS = ("migration", "batch_id", "status", "started_at_ms", "finished_at_ms", "duration_s",
-                "partitions_planned", "partitions_copied", "records_copied", "bytes_copied", "records_resumed",
-                "records_skipped_loop", "syncs_written", "lag_before_total", "lag_after_total", "gaps",
-                # the window and the rate limit (core.batch_window, core.rate_limit): why it stopped, by how much
-                # it overran its deadline, how long it waited on the limit
-                "stop_reason", "window", "deadline_ms", "overrun_s", "max_bytes_per_second",
-                "max_records_per_second", "throttled_s")
 
 
 def report_path_for(plan_path: str | Path, plan: CopyPlan) -> Path:
@@ -47,5 +38,5 @@ def finish_batch(plan: CopyPlan, results: Iterable[Mapping[str, Any]], configs: 
     report = build_report(plan, results, lag_after, started_at_ms, int(time.time() * 1000))
     report["report_path"] = str(report_path)
     write_report(report, report_path)
-    store.put(BATCH_KIND, plan.batch_id, {k: report[k] for k in STATE_FIELDS} | {"report_path": report["report_path"]})
+    save_batch(store, report)
     return report

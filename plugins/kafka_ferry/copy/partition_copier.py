@@ -44,8 +44,8 @@ from kafka_ferry.core.provenance import (
     copy_headers,
 )
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownSchemaId
-from kafka_ferry.core.state_records import PROGRESS_KIND
 from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.state.progress import save_progress
 from kafka_ferry.state.store import MigrationStateStore
 
 log = logging.getLogger(__name__)
@@ -298,7 +298,7 @@ class PartitionCopier:
         if not (moved or result.records_copied or result.records_resumed):
             return
         last = tracker.last_observed
-        self.store.put(PROGRESS_KIND, task.key, PartitionProgress(
+        save_progress(self.store, [PartitionProgress(
             source_topic=task.source_topic,
             partition=task.partition,
             destination_topic=task.destination_topic,
@@ -308,4 +308,4 @@ class PartitionCopier:
             records_copied=(progress.records_copied if progress else 0) + result.records_copied
             + result.records_resumed,
             batch_id=self.plan.batch_id,
-        ).as_record())
+        )])

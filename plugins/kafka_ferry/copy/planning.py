@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
@@ -27,12 +27,14 @@ from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.serialized_fields import FieldsUndecided
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import promoted_names, topics_to_copy
-from kafka_ferry.core.state_records import GAP_KIND, PROGRESS_KIND, TOPIC_PROMOTION_KIND, gap_key, partition_key
+from kafka_ferry.core.staged_cutover import topics_to_copy
+from kafka_ferry.core.state_records import partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
-from kafka_ferry.state.batch_history import migration_rate
-from kafka_ferry.state.progress import read_progress as stored_progress
+from kafka_ferry.state.batches import migration_rate
+from kafka_ferry.state.gaps import save_gaps
+from kafka_ferry.state.progress import read_progress, save_progress
 from kafka_ferry.state.schema_ids import record_rewriter
+from kafka_ferry.state.staged_cutover import promoted_topics
 from kafka_ferry.state.store import MigrationStateStore
 
 log = logging.getLogger(__name__)
@@ -50,7 +52,7 @@ def plan_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClust
     grow are no refusal (a dry run of a migration that never ran answers with its first batch). ``window``: the
     run's due time and timezone when ``copy.window`` applies (a catch-up run; never the promotion's final copy):
     the plan carries the deadline and is sized from the migration's measured rate to end inside it."""
-    promoted = promoted_names(store.read_kind(TOPIC_PROMOTION_KIND), TOPIC_PROMOTION_KIND)
+    promoted = promoted_topics(store)
     topics = topics_to_copy(select_topics(spec, source.list_topic_names()), promoted)  # producers moved off those
     partitions = source.partitions_of(topics)
     rename = spec.topics.rename.destination_topic
@@ -58,7 +60,7 @@ def plan_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClust
         _check_destination(destination, partitions, rename)
     log_start = source.list_offsets(partitions, "earliest")
     stable_end = source.list_offsets(partitions, "latest", read_committed=True)
-    progress = stored_progress(store)
+    progress = read_progress(store)
     positions = [
         PartitionPosition(t, p, progress[(t, p)].next_upstream_offset if (t, p) in progress else None,
                           log_start[(t, p)], stable_end[(t, p)])
@@ -165,28 +167,24 @@ def record_accepted_gaps(plan: CopyPlan, store: MigrationStateStore, destination
     """
     if not plan.gaps:
         return []
-    progress = stored_progress(store) if progress is None else progress
+    progress = read_progress(store) if progress is None else progress
     now_ms = int(time.time() * 1000)
-    store.put_many(GAP_KIND, {
-        gap_key(g.topic, g.partition, g.lost_start):
-            {**asdict(g), "lost_count": g.lost_count, "batch_id": plan.batch_id, "recorded_at_ms": now_ms}
-        for g in plan.gaps})
-    moved = {}
+    save_gaps(store, plan.gaps, plan.batch_id, now_ms)
+    moved = []
     copied = {(t.source_topic, t.partition) for t in plan.tasks}
     for g in plan.gaps:
         if (g.topic, g.partition) in copied:
             continue
         old = progress.get((g.topic, g.partition))
         if old is None or old.next_upstream_offset < g.lost_end:
-            moved[partition_key(g.topic, g.partition)] = PartitionProgress(
+            moved.append(PartitionProgress(
                 source_topic=g.topic, partition=g.partition,
                 destination_topic=destination_topic(g.topic),
                 next_upstream_offset=g.lost_end,
                 last_upstream_offset=old.last_upstream_offset if old else None,
                 last_downstream_offset=old.last_downstream_offset if old else None,
-                records_copied=old.records_copied if old else 0, batch_id=plan.batch_id).as_record()
-    if moved:
-        store.put_many(PROGRESS_KIND, moved)
+                records_copied=old.records_copied if old else 0, batch_id=plan.batch_id))
+    save_progress(store, moved)
     lines = [f"{g.topic}-{g.partition} [{g.lost_start}, {g.lost_end}) {g.lost_count} offsets lost" for g in plan.gaps]
     for line in lines:
         log.warning("accepted retention gap: %s", line)

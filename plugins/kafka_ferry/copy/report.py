@@ -16,7 +16,7 @@ from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.core.batch_window import STOP_CAUGHT_UP, STOP_DEADLINE, STOP_LIMIT, batch_stop_reason
 from kafka_ferry.core.dates import iso_utc
 from kafka_ferry.core.state_records import parse_partition_key, partition_key
-from kafka_ferry.state.progress import read_progress as stored_progress
+from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.store import MigrationStateStore
 
 TOTALS = ("records_copied", "bytes_copied", "records_resumed", "records_skipped_loop", "syncs_written")
@@ -57,7 +57,7 @@ def measure_lag(plan: CopyPlan, source, store: MigrationStateStore) -> dict[str,
         return {}
     ends = source.list_offsets(partitions, "latest", read_committed=True)
     starts = source.list_offsets(partitions, "earliest")
-    progress = stored_progress(store)
+    progress = read_progress(store)
     lag = {}
     for tp in partitions:
         stored = progress[tp].next_upstream_offset if tp in progress else 0

@@ -24,7 +24,7 @@ from kafka_ferry.core.batch_planning import split_into_task_groups
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.rate_limit import share_of
 from kafka_ferry.kafka.cluster import KafkaCluster
-from kafka_ferry.state.progress import read_progress as stored_progress
+from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.store import MigrationStateStore
 
 
@@ -105,7 +105,7 @@ def _copy_lane(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[
     state_clients = KafkaCluster("destination", configs["destination"], reuse_producers=True)
     state_clients.start_durable_producer()
     store = MigrationStateStore(state_clients, plan.state_topic)
-    progress = stored_progress(store)
+    progress = read_progress(store)
     copier = PartitionCopier(plan, source, destination, OffsetSyncWriter(destination, plan.offset_syncs_topic),
                              store, Faults(fault_spec), pace)
     results = []

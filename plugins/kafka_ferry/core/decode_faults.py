@@ -30,6 +30,10 @@ class MigrationFaultsFound(Permanent, RuntimeError):
     """Copied records decode on the source but not on the destination: the run (or the promotion) stops."""
 
 
+class DecodeCheckFailed(Permanent, RuntimeError):
+    """Copied records do not decode against the destination registry and the spec enforces the decode check."""
+
+
 class FaultClassifier:
     """`source_id(payload)` when a destination payload that failed decodes on the source, else None.
 

@@ -47,7 +47,7 @@ from kafka_ferry.core.spec import MigrationSpec, load_spec
 from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.operators.base import DryRunOperator, MigrationOperator
-from kafka_ferry.operators.copy_failure import fail_copy
+from kafka_ferry.operators.copy_failures import copy_stopped
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
 from kafka_ferry.translation.sync_log import write_heartbeat
@@ -149,8 +149,8 @@ class CopyBatchSparkOperator(TopicLineage, SparkSubmitOperator):
                     self._copy_on_spark_connect(spec, summary)
                 else:
                     self._spark_submit(spec, summary, connection, context)
-        except CopyFailed as exc:  # no retry heals it: the task fails once, naming the record and the cause
-            fail_copy(spec, summary, exc.record, str(context.get("run_id") or ""))
+        except CopyFailed as exc:  # completed with what the registry knows; fail_fast fails the task once
+            raise copy_stopped(spec, summary, exc.record, str(context.get("run_id") or "")) from exc
         self._announce(context, spec, summary)
 
     def _announce(self, context: Any, spec: MigrationSpec, summary: dict) -> None:

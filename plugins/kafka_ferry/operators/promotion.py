@@ -20,7 +20,8 @@ from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.copy import SPARK_CONNECT_CONN_TYPE
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.steps import STEPS, FinalCopy, PromotionRunner, spark_connect_final_copy
-from kafka_ferry.reports.publish import batch_history, publish_promotion_run
+from kafka_ferry.reports.publish import publish_promotion_run
+from kafka_ferry.state.batches import batch_history
 
 
 class PromoteMigrationOperator(TopicLineage, MigrationOperator):

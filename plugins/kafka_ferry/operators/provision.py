@@ -7,7 +7,6 @@ from typing import Any
 from kafka_ferry.copy.backlog import estimate_before_copy, estimate_lines
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.selection_check import check_selections
-from kafka_ferry.core.state_records import GROUP_KIND
 from kafka_ferry.core.trigger_form import check_trigger
 from kafka_ferry.operators.base import DryRunOperator, MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
@@ -22,6 +21,7 @@ from kafka_ferry.provision.provision import (
     record_groups,
 )
 from kafka_ferry.schemas.serialized_fields import decide_from_registry
+from kafka_ferry.state.progress import PlannedGroups
 from kafka_ferry.state.staged_cutover import recorded_promotions
 from kafka_ferry.state.time_plans import record_time_plans
 from kafka_ferry.state.topic_ownership import record_ownership, record_topics
@@ -190,23 +190,3 @@ class ProvisionMirrorGroupsOperator(DryRunOperator):
         for key, entries in wanted.items():
             self.log.info("dry run: would fence %s: %s", key, "; ".join(e.describe() for e in entries))
         return {"fences": {key: [e.describe() for e in entries] for key, entries in wanted.items()}}
-
-
-class PlannedGroups:
-    """The migration's state as reads would see it once ``migrated`` groups are recorded; writes are refused."""
-
-    def __init__(self, store, migrated) -> None:
-        self.topic = store.topic
-        self._store, self._migrated = store, migrated
-
-    def read_all(self) -> dict:
-        state = dict(self._store.read_all())
-        state[GROUP_KIND] = {**state.get(GROUP_KIND, {}),
-                             **{g: {"source_topics": list(t)} for g, t in self._migrated.items()}}
-        return state
-
-    def read_kind(self, kind) -> dict:
-        return dict(self.read_all().get(kind, {}))
-
-    def put_many(self, *_args, **_kwargs) -> None:
-        raise RuntimeError("a dry run writes no state")

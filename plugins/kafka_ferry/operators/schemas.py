@@ -15,21 +15,21 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk.exceptions import AirflowFailException
-
 from kafka_ferry.airflow_native.announce import decode_measured
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.copy.report import write_report
+from kafka_ferry.core.decode_faults import DecodeCheckFailed, MigrationFaultsFound
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.hooks.schema_registry import SchemaRegistryHook
 from kafka_ferry.operators.base import DryRunOperator
 from kafka_ferry.operators.failures import fail_fast
-from kafka_ferry.promotion.guard import assert_not_promoted, promotion_status
+from kafka_ferry.promotion.guard import assert_not_promoted
 from kafka_ferry.registry.client import SchemaRegistry
 from kafka_ferry.reports.publish import publish_batch_run
 from kafka_ferry.schemas.decode_check import check_decoding
 from kafka_ferry.schemas.schemas import SchemaMigrationError, migrate_schemas
 from kafka_ferry.schemas.serialized_fields import decide_from_registry
+from kafka_ferry.state.promotion import promotion_status
 from kafka_ferry.state.schema_ids import id_map_storer, stored_id_map
 from kafka_ferry.state.serialized_fields import fields_by_destination, store_decisions
 
@@ -143,8 +143,8 @@ class DecodeCheckOperator(DryRunOperator):
                 page = {**json.loads(report_path.read_text()), "failure": message}
                 publish_batch_run(self.spec, work_dir(self.spec.name), str(context.get("run_id") or
                                                                             page.get("batch_id")), page, [], [])
-            raise AirflowFailException(message)
+            raise MigrationFaultsFound(message)  # Permanent: fail_fast fails the task once
         if report.failed and settings.decode_check == "enforce":
-            raise AirflowFailException(f"{report.failed} record(s) copied to the destination do not decode "
-                                       f"against its registry: {report.describe_failures()}")
+            raise DecodeCheckFailed(f"{report.failed} record(s) copied to the destination do not decode "
+                                    f"against its registry: {report.describe_failures()}")
         return result

@@ -14,7 +14,6 @@ from kafka_ferry.copy.catch_up import threads_engine
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.staged_cutover import validate_selection
-from kafka_ferry.core.state_records import TOPIC_KIND
 from kafka_ferry.core.trigger_form import GROUPS_FIELD, TOPICS_FIELD, WAIVE_FIELD, names
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
@@ -23,6 +22,7 @@ from kafka_ferry.promotion.group_readiness import ready_groups
 from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.reports.publish import publish_staged_run
 from kafka_ferry.state.progress import migrated_groups
+from kafka_ferry.state.topic_ownership import mirrored_topics
 
 
 class StagedPromotionOperator(MigrationOperator):
@@ -36,8 +36,8 @@ class StagedPromotionOperator(MigrationOperator):
     def publish(self, context: Any, this_run: list[str]) -> str:
         state = self.state_store.read_all()
         page = publish_staged_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id, state,
-                                  sorted(migrated_groups(self.state_store, state)), sorted(TOPIC_KIND.records(state)),
-                                  this_run)
+                                  sorted(migrated_groups(self.state_store, state)),
+                                  sorted(mirrored_topics(self.state_store, state)), this_run)
         self.log.info("run report: %s", page)
         return str(page)
 

@@ -19,8 +19,9 @@ from kafka_ferry.operators.base import DryRunOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.group_readiness import ready_groups, write_ready_file
-from kafka_ferry.promotion.guard import promotion_status
-from kafka_ferry.reports.publish import batch_history, publish_batch_run
+from kafka_ferry.reports.publish import publish_batch_run
+from kafka_ferry.state.batches import batch_history
+from kafka_ferry.state.promotion import promotion_status
 from kafka_ferry.state.staged_cutover import without_promoted_groups
 from kafka_ferry.translation.translate import checkpoint_translations, export_offset_map, translate_migration
 

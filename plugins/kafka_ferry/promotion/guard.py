@@ -1,4 +1,4 @@
-"""The promotion marker in the migration state, and the guard the copy planner calls before copying.
+"""The guard the copy planner calls before copying: it reads the promotion marker (``state.promotion``).
 
 Why a guard: after promotion the destination is the system of record; a copy run would append source
 records behind consumers that already moved. Only an explicit ``reset_promotion`` lifts it (for people:
@@ -9,18 +9,13 @@ from __future__ import annotations
 
 from kafka_ferry.core.dates import iso_utc
 from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.state_records import MIGRATION_KEY, PROMOTION_KIND
+from kafka_ferry.state.promotion import PROMOTED, promotion_status
+from kafka_ferry.state.promotion import reset_promotion as reset_promotion  # the command's name for it, kept here
 from kafka_ferry.state.store import MigrationStateStore
-
-PROMOTED = "promoted"
 
 
 class MigrationPromotedError(Permanent, RuntimeError):
     """The migration was promoted: copy runs are refused until ``reset_promotion``."""
-
-
-def promotion_status(store: MigrationStateStore) -> dict | None:
-    return store.read_kind(PROMOTION_KIND).get(MIGRATION_KEY)
 
 
 def assert_not_promoted(store: MigrationStateStore, spec_path: str | None = None) -> None:
@@ -33,10 +28,3 @@ def assert_not_promoted(store: MigrationStateStore, spec_path: str | None = None
             "are refused, the destination is the system of record now. To copy again anyway, reset the promotion "
             f"explicitly: kafka-ferry reset-promotion {spec_path or '<spec file>'}")
 
-
-def reset_promotion(store: MigrationStateStore) -> list[str]:
-    """Delete every promotion record (marker, steps, translations): a later promotion starts over."""
-    keys = sorted(store.read_kind(PROMOTION_KIND))
-    if keys:
-        store.put_many(PROMOTION_KIND, {k: None for k in keys})
-    return keys

@@ -11,10 +11,11 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 
-from kafka_ferry.core.state_records import PROMOTION_KIND, QUIESCE_KEY, STEP_PREFIX, partition_key
+from kafka_ferry.core.state_records import partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.offset_decisions import expected_group_offsets, stored_decisions
 from kafka_ferry.state.progress import read_progress
+from kafka_ferry.state.promotion import promotion_records, quiesce_mark, save_quiesce_mark, step_done
 from kafka_ferry.state.store import MigrationStateStore
 
 
@@ -54,9 +55,9 @@ def check_quiesced_persistent(source, store: MigrationStateStore, topics, window
     """Quiesced when the end offsets match the ones stored at least ``window_s`` ago (survives reschedules)."""
     now = time.time() if now_s is None else now_s
     current = fingerprint(source_end_offsets(source, topics))
-    seen = store.read_kind(PROMOTION_KIND).get(QUIESCE_KEY)
+    seen = quiesce_mark(store)
     if not seen or seen.get("fingerprint") != current:
-        store.put(PROMOTION_KIND, QUIESCE_KEY, {"fingerprint": current, "since_s": now})
+        save_quiesce_mark(store, current, now)
         return False, {"unchanged_for_s": 0.0, "window_s": window_s}
     unchanged = now - seen["since_s"]
     return unchanged >= window_s, {"unchanged_for_s": round(unchanged, 3), "window_s": window_s}
@@ -87,8 +88,8 @@ def group_offset_mismatches(destination: KafkaCluster,
 
 
 def check_group_offsets_synced(destination, store: MigrationStateStore) -> tuple[bool, dict]:
-    state = store.read_kind(PROMOTION_KIND)
-    if state.get(STEP_PREFIX + "final_translation", {}).get("status") != "done":
+    state = promotion_records(store)
+    if not step_done(state, "final_translation"):
         return False, {"waiting_for": "final_translation"}
     mismatches = group_offset_mismatches(destination, expected_group_offsets(stored_decisions(state)))
     return not mismatches, {"mismatches": mismatches}

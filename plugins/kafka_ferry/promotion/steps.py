@@ -19,25 +19,13 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until, spark_connect_engine, threads_engine
 from kafka_ferry.core.decode_faults import MigrationFaultsFound, blocking
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import (
-    MIGRATION_KEY,
-    PROMOTED_GROUP_PREFIX,
-    PROMOTED_TOPIC_PREFIX,
-    PROMOTION_KIND,
-    STEP_PREFIX,
-    TIMESTAMPS_KIND,
-    TRANSLATION_PREFIX,
-    under,
-)
 from kafka_ferry.core.time_fidelity import LOG_APPEND_TIME, TIMESTAMP_TYPE, TopicTimePlan
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.commit import commit_translated_offsets
-from kafka_ferry.promotion.guard import PROMOTED
 from kafka_ferry.promotion.promotion_report import build_report, write_report
 from kafka_ferry.promotion.readiness import replication_lag
 from kafka_ferry.promotion.reconcile import reconcile
@@ -45,7 +33,15 @@ from kafka_ferry.provision.fences import lift_all_fences
 from kafka_ferry.state.decode_marks import decode_marks
 from kafka_ferry.state.offset_decisions import expected_group_offsets, stored_decisions  # noqa: F401 (public here too)
 from kafka_ferry.state.progress import migrated_groups
+from kafka_ferry.state.promotion import (
+    completed_steps,
+    promotion_records,
+    save_final_translation,
+    save_promoted,
+    save_step_done,
+)
 from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.state.time_plans import save_time_plan_records, time_plan_records
 from kafka_ferry.translation.translate import (
     checkpoint_translations,
     default_work_dir,
@@ -102,15 +98,13 @@ class PromotionRunner:
 
     # --- state ------------------------------------------------------------------------------
     def _state(self) -> dict[str, dict]:
-        return self.store.read_kind(PROMOTION_KIND)
+        return promotion_records(self.store)
 
     def completed_steps(self) -> list[str]:
-        state = self._state()
-        return [s for s in STEPS if state.get(STEP_PREFIX + s, {}).get("status") == "done"]
+        return completed_steps(self._state(), STEPS)
 
     def _mark(self, step: str, summary: dict, duration_s: float) -> None:
-        self.store.put(PROMOTION_KIND, STEP_PREFIX + step, {"status": "done", "finished_at_ms": int(time.time() * 1000),
-                                                         "duration_s": round(duration_s, 3), "summary": summary})
+        save_step_done(self.store, step, summary, duration_s)
 
     # --- run --------------------------------------------------------------------------------
     def run(self, steps: Sequence[str] | None = None) -> dict:
@@ -143,7 +137,7 @@ class PromotionRunner:
             if self.after_step:
                 self.after_step(step)
         report = build_report(self.spec, self._state(), timings, self._reconciliation,
-                              time.monotonic() - started, self.store.read_kind(TIMESTAMPS_KIND),
+                              time.monotonic() - started, time_plan_records(self.store),
                               decode_marks(self.store))
         path = write_report(report, self.work_dir)
         report["report_path"] = str(path)
@@ -164,9 +158,7 @@ class PromotionRunner:
         by_group: dict[str, list[dict]] = {}
         for d in result.decisions:
             by_group.setdefault(d.group, []).append(d.as_dict())
-        stale = [TRANSLATION_PREFIX + g for g in under(self._state(), TRANSLATION_PREFIX) if g not in by_group]
-        records = {TRANSLATION_PREFIX + g: {"decisions": rows} for g, rows in by_group.items()}
-        self.store.put_many(PROMOTION_KIND, {**records, **{k: None for k in stale}})
+        save_final_translation(self.store, by_group, self._state())
         return {**result.summary(), "checkpoints": checkpoints, "offset_map": str(json_path)}
 
     def _step_commit_offsets(self) -> dict:
@@ -185,7 +177,7 @@ class PromotionRunner:
 
     def _step_switch_timestamps(self) -> dict:
         """Set each mirror's timestamp configs for after promotion; setting them again is harmless (resume)."""
-        plans = self.store.read_kind(TIMESTAMPS_KIND)
+        plans = time_plan_records(self.store)
         now = int(time.time() * 1000)
         switched, to_log_append_time = {}, 0
         for topic in self._source_topics():
@@ -198,21 +190,15 @@ class PromotionRunner:
             switched[topic] = {**plans[topic], "status": "switched", "switched_at_ms": now}
             log.info("promotion %s: %s timestamp configs now %s", self.spec.name, plan.destination_topic,
                      plan.at_promotion or "unchanged")
-        self.store.put_many(TIMESTAMPS_KIND, switched)
+        save_time_plan_records(self.store, switched)
         return {"topics": len(switched), "switched_to_log_append_time": to_log_append_time}
 
     def _step_mark_promoted(self) -> dict:
         groups = migrated_groups(self.store)
         topics = self._source_topics()
         now = int(time.time() * 1000)
-        records: dict[str, Any] = {PROMOTED_TOPIC_PREFIX + t: {"status": PROMOTED, "destination_topic":
-                                                  self.spec.topics.rename.destination_topic(t), "promoted_at_ms": now}
-                                   for t in topics}
-        records.update({PROMOTED_GROUP_PREFIX + g: {"status": PROMOTED, "promoted_at_ms": now} for g in groups})
-        records[MIGRATION_KEY] = {"status": PROMOTED, "promoted_at_ms": now, "topics": topics,
-                                  "groups": sorted(groups)}
         lifted = lift_all_fences(self.destination, self.store)  # before the mark: consumers may start after it
-        self.store.put_many(PROMOTION_KIND, records)
+        save_promoted(self.store, {t: self.spec.topics.rename.destination_topic(t) for t in topics}, groups, now)
         return {"topics": len(topics), "groups": len(groups), **({"fences_lifted": len(lifted)} if lifted else {})}
 
     def _source_topics(self) -> list[str]:

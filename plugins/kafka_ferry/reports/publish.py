@@ -19,7 +19,7 @@ from typing import Any
 
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_STEPS
-from kafka_ferry.core.state_records import BATCH_KIND, GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
 from kafka_ferry.reports.render import batch_page, promotion_page, staged_page
 
 OVERVIEW_FILE = "overview.json"
@@ -66,11 +66,6 @@ def run_id_of_file_name(name: str) -> str | None:
 def run_page_path(migration_dir: Path, run_id: str) -> Path:
     """The page of one DAG run (``run_file_name`` makes the run id a safe, one-to-one file name)."""
     return Path(migration_dir) / "runs" / (run_file_name(run_id) + ".html")
-
-
-def batch_history(store) -> list[dict[str, Any]]:
-    """Every batch record of the migration (totals, lag before/after), oldest first."""
-    return sorted(store.read_kind(BATCH_KIND).values(), key=lambda b: b.get("finished_at_ms") or 0)
 
 
 def publish_batch_run(spec: MigrationSpec, migration_dir: Path, run_id: str, report: Mapping[str, Any],

@@ -1,12 +1,12 @@
 """Copy progress and migrated groups as stored in the migration's state topic.
 
-The one reader of each: the planner, the Spark task, translation, promotion and the decode check all read
+The one reader and writer of each: the planner, the Spark task, translation, promotion and the decode check all read
 progress here, so they agree on what "copied so far" means.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.state_records import GROUP_KIND, PROGRESS_KIND
@@ -18,6 +18,13 @@ def read_progress(store: MigrationStateStore, state: Mapping | None = None) -> d
     records = PROGRESS_KIND.records(state or store.read_all())
     progress = [PartitionProgress.from_record(v) for v in records.values()]
     return {(p.source_topic, p.partition): p for p in progress}
+
+
+def save_progress(store: MigrationStateStore, progress: Iterable[PartitionProgress]) -> None:
+    """Write each partition's progress record (the copier after a partition; the planner past an accepted gap)."""
+    records = {p.key: p.as_record() for p in progress}
+    if records:
+        store.put_many(PROGRESS_KIND, records)
 
 
 def migrated_groups(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, list[str]]:
@@ -36,3 +43,24 @@ def read_progress_records(store: MigrationStateStore, state: Mapping | None = No
     what a batch's live view needs beyond ``read_progress``."""
     records = PROGRESS_KIND.records(state or store.read_all())
     return {(v["source_topic"], int(v["partition"])): dict(v) for v in records.values()}
+
+
+class PlannedGroups:
+    """The migration's state as reads would see it once ``migrated`` groups are recorded (what a dry run's fence
+    plan reads: it writes nothing, so the groups it would record are not there yet); writes are refused."""
+
+    def __init__(self, store, migrated) -> None:
+        self.topic = store.topic
+        self._store, self._migrated = store, migrated
+
+    def read_all(self) -> dict:
+        state = dict(self._store.read_all())
+        state[GROUP_KIND] = {**state.get(GROUP_KIND, {}),
+                             **{g: {"source_topics": list(t)} for g, t in self._migrated.items()}}
+        return state
+
+    def read_kind(self, kind) -> dict:
+        return dict(self.read_all().get(kind, {}))
+
+    def put_many(self, *_args, **_kwargs) -> None:
+        raise RuntimeError("a dry run writes no state")

@@ -4,6 +4,8 @@ limits had before provisioning lifted them, so promotion restores them (``core.t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kafka_ferry.core.provisioning_plan import TopicPlan
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import TIMESTAMPS_KIND
@@ -16,7 +18,7 @@ def recorded_time_plans(spec: MigrationSpec, destination: KafkaCluster) -> dict[
     """The timestamp plans of earlier provisionings (their values to restore), by source topic."""
     if spec.state_topic_name not in destination.list_topic_names():
         return {}
-    records = MigrationStateStore(destination, spec.state_topic_name).read_kind(TIMESTAMPS_KIND)
+    records = time_plan_records(MigrationStateStore(destination, spec.state_topic_name))
     return {topic: TopicTimePlan.from_record(value) for topic, value in records.items()}
 
 
@@ -26,6 +28,16 @@ def record_time_plans(spec: MigrationSpec, plan: TopicPlan, destination: KafkaCl
     Why before: a provisioning killed after lifting would otherwise leave no record of the values to restore.
     """
     store = MigrationStateStore(destination, spec.state_topic_name)
-    recorded = store.read_kind(TIMESTAMPS_KIND)
+    recorded = time_plan_records(store)
     store.put_many(TIMESTAMPS_KIND, {a.source_topic: {**a.time.as_record(), "status": "copying"}
                                      for a in plan.actions if a.time and a.source_topic not in recorded})
+
+
+def time_plan_records(store: MigrationStateStore) -> dict[str, dict]:
+    """Every stored timestamp plan as its record (with its status: copying, or switched by the promotion)."""
+    return store.read_kind(TIMESTAMPS_KIND)
+
+
+def save_time_plan_records(store: MigrationStateStore, records: Mapping[str, Mapping]) -> None:
+    """Write plan records back (the promotion's ``switch_timestamps`` sets status switched)."""
+    store.put_many(TIMESTAMPS_KIND, records)

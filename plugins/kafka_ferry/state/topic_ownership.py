@@ -4,6 +4,8 @@ created or adopted, recorded before it does (``provision.topic_ownership`` decid
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused, TopicPlan
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import OWNED_TOPIC_KIND, TOPIC_KIND
@@ -18,6 +20,11 @@ def owned_topics(spec: MigrationSpec, destination: KafkaCluster) -> set[str]:
     state = MigrationStateStore(destination, spec.state_topic_name).read_all()  # empty when the topic is missing
     return set(OWNED_TOPIC_KIND.records(state)) | {
         v["destination_topic"] for v in TOPIC_KIND.records(state).values() if v.get("destination_topic")}
+
+
+def mirrored_topics(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, dict]:
+    """The ``topic`` records provisioning wrote, by source topic (destination_topic, partitions)."""
+    return TOPIC_KIND.records(state if state is not None else store.read_all())
 
 
 def record_ownership(spec: MigrationSpec, plan: TopicPlan, store: MigrationStateStore) -> list[str]:

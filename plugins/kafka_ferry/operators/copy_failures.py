@@ -1,5 +1,8 @@
 """The copy task's failure when the copy job stopped on a cause no retry heals: one message, on the task and the page.
 
+The operator does not decide that the task fails: ``CopyStopped`` is ``Permanent`` like the ``CopyFailed`` it
+completes, and ``task_support.fail_fast`` (the one reader of that policy) fails the task once.
+
 The copy job (spark-submit or Spark Connect) hands back a failure record (`copy.copy_failures`): where it
 stopped and why. This module turns it into the task's error message, adding what only the Airflow side can
 learn (the copy job never talks to a registry): for a schema id the migration did not map, the source
@@ -13,12 +16,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from airflow.sdk.exceptions import AirflowFailException
-
 from kafka_ferry.copy.plan import work_dir
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.spec import MigrationSpec
 
 log = logging.getLogger(__name__)
+
+
+class CopyStopped(Permanent, RuntimeError):
+    """``CopyFailed`` with what only the Airflow side knows added to its message (``failure_message``)."""
 
 
 def failure_message(spec: MigrationSpec, record: Mapping[str, Any]) -> str:
@@ -68,8 +74,9 @@ def _source_versions(spec: MigrationSpec, schema_id: int) -> list[tuple[str, int
         source.close()
 
 
-def fail_copy(spec: MigrationSpec, summary: Mapping[str, Any], record: Mapping[str, Any], run_id: str) -> None:
-    """Raise the task's failure (no retry) with the record's message, after putting it on the run's page."""
+def copy_stopped(spec: MigrationSpec, summary: Mapping[str, Any], record: Mapping[str, Any], run_id: str
+                 ) -> CopyStopped:
+    """The task's failure (no retry) with the record's message, once that message is on the run's page."""
     message = failure_message(spec, record)
     try:
         from kafka_ferry.reports.publish import publish_batch_run
@@ -79,4 +86,4 @@ def fail_copy(spec: MigrationSpec, summary: Mapping[str, Any], record: Mapping[s
         publish_batch_run(spec, work_dir(spec.name), run_id or str(summary.get("batch_id")), report, [], [])
     except Exception as exc:  # noqa: BLE001 - the page is a copy of the message, the task's failure is the record
         log.warning("could not write the run page: %s", exc)
-    raise AirflowFailException(message)
+    return CopyStopped(message)

@@ -1,0 +1,109 @@
+"""The promotion's, the batches' and the gap ledger's records as ``state/`` writes and reads them, through the
+declared kinds' own encoding (``core.state_records``): keys, tombstones, and what a reader gets back."""
+
+from __future__ import annotations
+
+from kafka_ferry.core.batch_planning import RetentionGap
+from kafka_ferry.core.offset_decisions import OffsetDecision
+from kafka_ferry.core.state_records import GAP_KIND, KINDS, PROMOTION_KIND, decode
+from kafka_ferry.state.batches import batch_history, save_batch
+from kafka_ferry.state.gaps import save_gaps
+from kafka_ferry.state.offset_decisions import stored_decisions
+from kafka_ferry.state.promotion import (
+    completed_steps,
+    promotion_records,
+    promotion_status,
+    reset_promotion,
+    save_final_translation,
+    save_promoted,
+    save_step_done,
+)
+
+
+class TopicBytes:
+    """The state topic as bytes: every write goes through the kind's encode, every read through decode (the
+    store's own path, minus Kafka); compaction is the last value per key."""
+
+    topic = "kafka-ferry.test.state"
+
+    def __init__(self) -> None:
+        self.log: list[tuple[bytes, bytes | None]] = []
+
+    def put(self, kind, key, value) -> None:
+        self.put_many(kind, {key: value})
+
+    def put_many(self, kind, values) -> None:
+        self.log += [kind.encode(k, v, 1) for k, v in values.items()]
+
+    def read_all(self) -> dict:
+        state: dict = {}
+        for raw_key, raw_value in self.log:
+            name, key, value = decode(raw_key, raw_value)
+            if value is None:
+                state.get(KINDS[name], {}).pop(key, None)
+            else:
+                state.setdefault(KINDS[name], {})[key] = value
+        return state
+
+    def read_kind(self, kind) -> dict:
+        return dict(self.read_all().get(kind, {}))
+
+
+def _decision(group: str, partition: int, downstream: int) -> OffsetDecision:
+    return OffsetDecision(group, "t", partition, "d", downstream + 2, downstream, "exact-run", "r")
+
+
+def test_a_new_final_translation_replaces_the_groups_of_an_earlier_one():
+    store = TopicBytes()
+    save_final_translation(store, {"a": [_decision("a", 0, 1).as_dict()], "b": [_decision("b", 0, 2).as_dict()]},
+                           promotion_records(store))
+    save_final_translation(store, {"b": [_decision("b", 0, 5).as_dict()]}, promotion_records(store))
+    assert sorted(promotion_records(store)) == ["translation/b"]
+    assert [(d.group, d.downstream_offset) for d in stored_decisions(promotion_records(store))] == [("b", 5)]
+    assert (b"promotion/translation/a", None) in store.log  # a tombstone, not a record left behind
+
+
+def test_steps_are_done_in_their_order_once_marked():
+    store = TopicBytes()
+    save_step_done(store, "commit_offsets", {"groups": 1}, 0.12345)
+    save_step_done(store, "final_copy", {}, 1.0)
+    records = promotion_records(store)
+    assert completed_steps(records, ["final_copy", "final_translation", "commit_offsets"]) == [
+        "final_copy", "commit_offsets"]
+    assert records["step/commit_offsets"]["duration_s"] == 0.123
+
+
+def test_the_promoted_mark_names_topics_and_groups_and_a_reset_removes_every_promotion_record():
+    store = TopicBytes()
+    assert promotion_status(store) is None
+    save_step_done(store, "final_copy", {}, 1.0)
+    save_promoted(store, {"orders": "eu.orders"}, ["g2", "g1"], 1000)
+    assert promotion_status(store) == {"status": "promoted", "promoted_at_ms": 1000, "topics": ["orders"],
+                                       "groups": ["g1", "g2"], "written_at_ms": 1}
+    assert promotion_records(store)["topic/orders"]["destination_topic"] == "eu.orders"
+    assert reset_promotion(store) == ["group/g1", "group/g2", "migration", "step/final_copy", "topic/orders"]
+    assert store.read_kind(PROMOTION_KIND) == {} and promotion_status(store) is None
+    assert reset_promotion(store) == []
+
+
+def test_a_gap_is_keyed_by_its_first_lost_offset_and_a_wider_loss_replaces_it():
+    store = TopicBytes()
+    save_gaps(store, [RetentionGap("t", 0, 10, 20)], "batch-1", 5)
+    save_gaps(store, [RetentionGap("t", 0, 10, 30)], "batch-2", 6)
+    assert store.read_kind(GAP_KIND) == {"t:0@10": {
+        "topic": "t", "partition": 0, "lost_start": 10, "lost_end": 30, "lost_count": 20, "batch_id": "batch-2",
+        "recorded_at_ms": 6, "written_at_ms": 1}}
+
+
+def test_batch_history_is_oldest_first_and_keeps_totals_not_partition_rows():
+    store = TopicBytes()
+    fields = dict.fromkeys(("migration", "status", "started_at_ms", "duration_s", "partitions_planned",
+                            "partitions_copied", "records_copied", "bytes_copied", "records_resumed",
+                            "records_skipped_loop", "syncs_written", "lag_before_total", "lag_after_total",
+                            "gaps"), 0)
+    for batch_id, finished in (("b2", 20), ("b1", 10)):
+        save_batch(store, {**fields, "batch_id": batch_id, "finished_at_ms": finished, "report_path": f"/r/{batch_id}",
+                           "partitions": [{"partition": 0}]})
+    history = batch_history(store)
+    assert [b["batch_id"] for b in history] == ["b1", "b2"]
+    assert "partitions" not in history[0] and history[0]["report_path"] == "/r/b1"
