@@ -6,7 +6,7 @@ from __future__ import annotations
 from kafka_ferry.core.batch_planning import RetentionGap
 from kafka_ferry.core.offset_decisions import OffsetDecision
 from kafka_ferry.core.state_records import GAP_KIND, KINDS, PROMOTION_KIND, decode
-from kafka_ferry.state.batches import batch_history, save_batch
+from kafka_ferry.state.batches import STATE_FIELDS, batch_history, save_batch
 from kafka_ferry.state.gaps import save_gaps
 from kafka_ferry.state.offset_decisions import stored_decisions
 from kafka_ferry.state.promotion import (
@@ -97,10 +97,7 @@ def test_a_gap_is_keyed_by_its_first_lost_offset_and_a_wider_loss_replaces_it():
 
 def test_batch_history_is_oldest_first_and_keeps_totals_not_partition_rows():
     store = TopicBytes()
-    fields = dict.fromkeys(("migration", "status", "started_at_ms", "duration_s", "partitions_planned",
-                            "partitions_copied", "records_copied", "bytes_copied", "records_resumed",
-                            "records_skipped_loop", "syncs_written", "lag_before_total", "lag_after_total",
-                            "gaps"), 0)
+    fields = dict.fromkeys((f for f in STATE_FIELDS if f not in ("batch_id", "finished_at_ms")), 0)
     for batch_id, finished in (("b2", 20), ("b1", 10)):
         save_batch(store, {**fields, "batch_id": batch_id, "finished_at_ms": finished, "report_path": f"/r/{batch_id}",
                            "partitions": [{"partition": 0}]})
