@@ -114,6 +114,7 @@ def status(spec_path: Path) -> int:
     from kafka_ferry.promotion.readiness import replication_lag
     from kafka_ferry.reports.publish import OVERVIEW_FILE, batch_history, run_page_path
     from kafka_ferry.state.store import MigrationStateStore
+    from kafka_ferry.storage.workdir import read_text
 
     spec = load_spec(spec_path)
     migrate_db()
@@ -142,7 +143,7 @@ def status(spec_path: Path) -> int:
         print("  promoted: no")
     overview = work_dir(spec.name) / OVERVIEW_FILE
     if overview.exists():
-        row = json.loads(overview.read_text())
+        row = json.loads(read_text(overview))
         page = run_page_path(overview.parent, row["last_run_id"]) if row.get("last_run_id") else None
         print(f"  last run here: {row.get('last_run_id')}, at {iso_utc(row.get('updated_at_ms'))}"
               + (f", page {page}" if page and page.exists() else ""))

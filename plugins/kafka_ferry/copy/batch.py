@@ -15,6 +15,7 @@ from kafka_ferry.copy.report import build_report, measure_lag, write_report
 from kafka_ferry.core.state_records import BATCH_KIND
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.storage.workdir import StoragePath, as_path
 
 # The state record keeps totals and gaps; per-partition rows stay in the JSON file (a record has a size cap).
 STATE_FIELDS = ("migration", "batch_id", "status", "started_at_ms", "finished_at_ms", "duration_s",
@@ -22,8 +23,8 @@ STATE_FIELDS = ("migration", "batch_id", "status", "started_at_ms", "finished_at
                 "records_skipped_loop", "syncs_written", "lag_before_total", "lag_after_total", "gaps")
 
 
-def report_path_for(plan_path: str | Path, plan: CopyPlan) -> Path:
-    return Path(plan_path).with_name(f"report-{plan.batch_id}.json")
+def report_path_for(plan_path: str | Path | StoragePath, plan: CopyPlan) -> StoragePath:
+    return as_path(plan_path).with_name(f"report-{plan.batch_id}.json")
 
 
 def state_clients(configs: Mapping[str, Mapping[str, Any]]) -> KafkaCluster:

@@ -16,6 +16,7 @@ from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.core.state_records import parse_partition_key, partition_key
 from kafka_ferry.state.progress import read_progress as stored_progress
 from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.storage.workdir import StoragePath, as_path, write_text
 
 TOTALS = ("records_copied", "bytes_copied", "records_resumed", "records_skipped_loop", "syncs_written")
 
@@ -105,10 +106,5 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def write_report(report: Mapping[str, Any], path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=1, sort_keys=True))
-    tmp.replace(path)
-    return path
+def write_report(report: Mapping[str, Any], path: str | Path | StoragePath) -> StoragePath:
+    return write_text(as_path(path), json.dumps(report, indent=1, sort_keys=True))

@@ -46,6 +46,7 @@ from kafka_ferry.state.decode_marks import decode_marks
 from kafka_ferry.state.offset_decisions import expected_group_offsets, stored_decisions  # noqa: F401 (public here too)
 from kafka_ferry.state.progress import migrated_groups
 from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.storage.workdir import as_path
 from kafka_ferry.translation.translate import (
     checkpoint_translations,
     default_work_dir,
@@ -94,7 +95,7 @@ class PromotionRunner:
                  after_step: Callable[[str], None] | None = None) -> None:
         self.spec, self.source, self.destination = spec, source, destination
         self.store = store or MigrationStateStore(destination, spec.state_topic_name)
-        self.work_dir = Path(work_dir) if work_dir else default_work_dir(spec)
+        self.work_dir = as_path(work_dir) if work_dir else default_work_dir(spec)
         self.allow_rewind = allow_rewind
         self.final_copy = final_copy or in_process_final_copy
         self.after_step = after_step
