@@ -24,7 +24,7 @@ from fastapi.responses import HTMLResponse
 from kafka_ferry.core.patterns import MIGRATION_NAME
 from kafka_ferry.reports.publish import overview_rows, run_page_path
 from kafka_ferry.reports.render import overview_page, page
-from kafka_ferry.storage.workdir import StoragePath, work_base
+from kafka_ferry.storage.workdir import StoragePath, fresh, work_base
 
 URL_PREFIX = "/kafka-ferry"
 DAG_ID_PREFIX = "kafka_ferry__"
@@ -53,7 +53,7 @@ async def _security_headers(request: Request, call_next):
 
 
 def _work_base() -> StoragePath:
-    return work_base()  # the setting is read per request
+    return fresh(work_base())  # the setting is read per request; an object store's listings are read anew
 
 
 @app.get("/", response_class=HTMLResponse)

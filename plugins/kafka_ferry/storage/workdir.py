@@ -162,8 +162,10 @@ def _s3_filesystem(conn_id: str | None):
     """s3fs from an ``aws``-style Connection (the Amazon provider's fields); ambient credentials without one."""
     from s3fs import S3FileSystem
 
+    # no listings cache: the API server lists and stats the work dir for as long as it runs, and a cached listing
+    # would hide every page and overview row written after it
     if not conn_id:
-        return S3FileSystem()
+        return S3FileSystem(use_listings_cache=False)
     from airflow.sdk import BaseHook
 
     conn = BaseHook.get_connection(conn_id)
@@ -173,7 +175,16 @@ def _s3_filesystem(conn_id: str | None):
     client_kwargs = {"region_name": extra["region_name"]} if extra.get("region_name") else {}
     return S3FileSystem(key=conn.login or None, secret=conn.password or None,
                         token=extra.get("aws_session_token") or None, endpoint_url=endpoint,
-                        client_kwargs=client_kwargs, config_kwargs=dict(extra.get("config_kwargs") or {}))
+                        client_kwargs=client_kwargs, config_kwargs=dict(extra.get("config_kwargs") or {}),
+                        use_listings_cache=False)
+
+
+def fresh(path: StoragePath) -> StoragePath:
+    """``path`` with its filesystem's cached listings dropped (a provider's filesystem may cache them): for a
+    reader that runs long, the API server, so what a task wrote since is seen."""
+    if not is_local(path):
+        path.fs.invalidate_cache()
+    return path
 
 
 def write_text(path: StoragePath, text: str) -> StoragePath:
