@@ -3,7 +3,7 @@
 Built once from its Go module like the AxonOps registry (`go mod download` of the pinned pseudo-version, then
 `go build ./weed`), cached under ~/.cache/kafka-ferry/bin, never committed. One process: master, volume server,
 filer and S3 gateway, every port from KFERRY_S3_PORT (the S3 endpoint; the others follow it, +1 .. +9), data and
-log under the checkout's `.testbed/object-store/` (KFERRY_OBJECT_STORE_RUN_DIR). The S3 gateway accepts only the
+log under the checkout's `.testbed/object-store-<port>/` (KFERRY_OBJECT_STORE_RUN_DIR). The S3 gateway accepts only the
 one identity written to its config at start (KFERRY_S3_ACCESS_KEY / KFERRY_S3_SECRET_KEY, test values), so a
 client without the connection's credentials is refused: what the tests check. Standard library only.
 
@@ -26,13 +26,14 @@ from pathlib import Path
 from kafka_testbed import recorded_pid, stop_recorded
 
 REPO_DIR = Path(__file__).resolve().parent.parent
-RUN_DIR = Path(os.environ.get("KFERRY_OBJECT_STORE_RUN_DIR", REPO_DIR / ".testbed" / "object-store"))
+# Below Linux's ephemeral range (32768-60999), like the registries: a client socket cannot have taken it.
+S3_PORT = int(os.environ.get("KFERRY_S3_PORT", 17300))
+# one run dir per port: two lanes of a CI run (each its own port) never share a pid file
+RUN_DIR = Path(os.environ.get("KFERRY_OBJECT_STORE_RUN_DIR", REPO_DIR / ".testbed" / f"object-store-{S3_PORT}"))
 CACHE = Path(os.environ.get("KFERRY_REGISTRY_CACHE", Path.home() / ".cache" / "kafka-ferry"))
 SEAWEEDFS_MODULE = "github.com/seaweedfs/seaweedfs"
 SEAWEEDFS_VERSION = os.environ.get("KFERRY_SEAWEEDFS_VERSION", "v0.0.0-20261109003541-7506e5f91cd6")
 HOST = "127.0.0.1"
-# Below Linux's ephemeral range (32768-60999), like the registries: a client socket cannot have taken it.
-S3_PORT = int(os.environ.get("KFERRY_S3_PORT", 17300))
 ACCESS_KEY = os.environ.get("KFERRY_S3_ACCESS_KEY", "kferry-testbed")
 SECRET_KEY = os.environ.get("KFERRY_S3_SECRET_KEY", "kferry-testbed-secret-0c1f")
 ENDPOINT = f"http://{HOST}:{S3_PORT}"
