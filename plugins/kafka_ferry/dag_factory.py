@@ -134,19 +134,6 @@ def write_stubs(dags_folder: Path, refused: list[str] | None = None) -> list[Pat
     return created
 
 
-def main(argv: list[str]) -> int:
-    refused: list[str] = []
-    for path in write_stubs(Path(argv[0] if argv else "dags"), refused):
-        print(f"wrote {path}")
-    for reason in refused:
-        print(f"refused: {reason}", file=sys.stderr)
-    return 1 if refused else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
-
-
 def _last_readiness(migration: str) -> tuple[list[str], int | None]:
     """The trigger form's defaults from the last catch-up's readiness file; none when it cannot be read.
 
@@ -159,3 +146,17 @@ def _last_readiness(migration: str) -> tuple[list[str], int | None]:
         logging.getLogger(__name__).warning("kafka-ferry %s: the work dir's readiness file was not read: %s",
                                             migration, type(exc).__name__)
         return [], None
+
+
+def main(argv: list[str]) -> int:
+    refused: list[str] = []
+    for path in write_stubs(Path(argv[0] if argv else "dags"), refused):
+        print(f"wrote {path}")
+    for reason in refused:
+        print(f"refused: {reason}", file=sys.stderr)
+    return 1 if refused else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+
