@@ -37,6 +37,7 @@ HOST = "127.0.0.1"
 ACCESS_KEY = os.environ.get("KFERRY_S3_ACCESS_KEY", "kferry-testbed")
 SECRET_KEY = os.environ.get("KFERRY_S3_SECRET_KEY", "kferry-testbed-secret-0c1f")
 ENDPOINT = f"http://{HOST}:{S3_PORT}"
+BUCKET = "kferry-tests"  # the tests' bucket; each test works under a prefix of its own
 PID_FILE = RUN_DIR / "weed.pid"
 LOG_FILE = RUN_DIR / "weed.log"
 
@@ -66,7 +67,7 @@ def _command(binary: Path) -> list[str]:
     port = S3_PORT
     return [str(binary), "server", f"-dir={RUN_DIR / 'data'}", f"-ip={HOST}", f"-ip.bind={HOST}",
             f"-master.port={port + 1}", f"-master.port.grpc={port + 2}",
-            f"-volume.port={port + 3}", f"-volume.port.grpc={port + 4}", "-volume.max=4",
+            f"-volume.port={port + 3}", f"-volume.port.grpc={port + 4}", "-volume.max=32",
             "-master.volumeSizeLimitMB=64",
             "-filer", f"-filer.port={port + 5}", f"-filer.port.grpc={port + 6}",
             "-s3", f"-s3.port={port}", f"-s3.port.grpc={port + 7}", "-s3.port.iceberg=0", "-s3.port.lance=0",
@@ -95,6 +96,7 @@ def start() -> None:
     if answers():
         raise SystemExit(f"object store: port {S3_PORT} is taken by another process")
     binary = weed_binary()
+    shutil.rmtree(RUN_DIR / "data", ignore_errors=True)  # a test bed's data: every start begins empty
     (RUN_DIR / "data").mkdir(parents=True, exist_ok=True)
     config = RUN_DIR / "s3.json"
     config.write_text(json.dumps({"identities": [{

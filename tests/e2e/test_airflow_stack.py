@@ -63,7 +63,7 @@ def tenant(clusters, tmp_path):
 
 def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path, s3_work_dir):
     name, dag_id, dags = tenant
-    s3_env, fs, bucket = s3_work_dir
+    s3_env, fs, root = s3_work_dir
     env = {k: v for k, v in os.environ.items() if k.startswith("AIRFLOW_CONN_")}
     with AirflowStack(tmp_path / "airflow", dags, {**env, **s3_env}) as stack:
         token = stack.token()
@@ -81,7 +81,7 @@ def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path, s3_wor
                             "the manual run finished")
         assert scheduled["state"] == manual["state"] == "success", stack.logs()
         assert manual["start_date"] >= scheduled["end_date"], (scheduled, manual)  # never overlapped
-        first = json.loads(fs.cat(f"{bucket}/work/{name}/overview.json"))
+        first = json.loads(fs.cat(f"{root}/work/{name}/overview.json"))
         assert first["lag"] == 0 and first["dag_id"] == dag_id
 
         # 2. Bad input changes nothing: an unknown mode is refused by the API, an unconfirmed promote by pre-flight.

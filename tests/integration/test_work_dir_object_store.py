@@ -65,19 +65,19 @@ def test_the_work_dir_on_s3_goes_through_the_connection_only(s3_work_dir, object
 
     from kafka_ferry.storage.workdir import WorkDirError, as_path, read_text, work_base, work_dir, write_text
 
-    env, fs, bucket = s3_work_dir
+    env, fs, root = s3_work_dir
     page = write_text(work_dir("orders") / "runs" / "r.html", "<p>batch</p>")
 
-    assert fs.cat(f"{bucket}/work/orders/runs/r.html") == b"<p>batch</p>"
+    assert fs.cat(f"{root}/work/orders/runs/r.html") == b"<p>batch</p>"
     # the text that goes to XCom names the connection, never its secret, and leads back to the object
-    assert str(page) == f"s3://{env['KFERRY_WORK_DIR_CONN_ID']}@{bucket}/work/orders/runs/r.html"
+    assert str(page) == f"s3://{env['KFERRY_WORK_DIR_CONN_ID']}@{root}/work/orders/runs/r.html"
     assert read_text(as_path(str(page))) == "<p>batch</p>"
     # the server enforces credentials: without the connection's there is no reading the work dir
     anonymous = s3fs.S3FileSystem(anon=True, endpoint_url=object_store.ENDPOINT, skip_instance_cache=True)
     with pytest.raises(PermissionError):
-        anonymous.cat(f"{bucket}/work/orders/runs/r.html")
+        anonymous.cat(f"{root}/work/orders/runs/r.html")
     # credentials in the URL are refused, and not echoed
-    monkeypatch.setenv("KFERRY_WORK_DIR", f"s3://{object_store.ACCESS_KEY}:{object_store.SECRET_KEY}@{bucket}/w")
+    monkeypatch.setenv("KFERRY_WORK_DIR", f"s3://{object_store.ACCESS_KEY}:{object_store.SECRET_KEY}@{root}/w")
     with pytest.raises(WorkDirError, match="never in the URL") as refused:
         work_base()
     assert object_store.SECRET_KEY not in str(refused.value)
@@ -85,7 +85,7 @@ def test_the_work_dir_on_s3_goes_through_the_connection_only(s3_work_dir, object
 
 def test_catch_up_and_promotion_keep_the_work_dir_on_s3_and_the_ui_renders_it(clusters, tmp_path, s3_work_dir,
                                                                               object_store):
-    s3_env, fs, bucket = s3_work_dir
+    s3_env, fs, root = s3_work_dir
     p = clusters.unique("s3wd")
     topic = clusters.create_topic("source", f"{p}.t", 2)
     seed_plain(clusters, topic, 2, 30)
@@ -105,7 +105,7 @@ def test_catch_up_and_promotion_keep_the_work_dir_on_s3_and_the_ui_renders_it(cl
     env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
     airflow = str(Path(sys.executable).parent / "airflow")
     subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=300)
-    dag_id, prefix = f"kafka_ferry__{p}", f"{bucket}/work/{p}"
+    dag_id, prefix = f"kafka_ferry__{p}", f"{root}/work/{p}"
 
     first, first_log = _run(env, RUN, str(dags), dag_id, "{}")
 
