@@ -39,6 +39,7 @@ def test_a_local_work_dir_is_a_plain_path_and_its_own_local_dir():
     assert is_local(work_base(env)) and local_base(env) == Path("/srv/work")
     assert local_dir("orders", env) == Path("/srv/work/orders")
     assert as_path("/srv/work/orders/plan-1.json") == Path("/srv/work/orders/plan-1.json")
+    assert work_base({"KFERRY_WORK_DIR": "file:///srv/work"}) == Path("/srv/work")  # a URL of a local directory
 
 
 @pytest.mark.parametrize("url", ["s3://AKIAEXAMPLE:wJalrXUtnFEMI@bucket/work", "s3://user@bucket/work",

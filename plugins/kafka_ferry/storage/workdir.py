@@ -78,7 +78,10 @@ def setting(environ: Mapping[str, str] | None = None) -> tuple[str, str | None]:
 def work_base(environ: Mapping[str, str] | None = None) -> StoragePath:
     """The directory every migration's work dir is in."""
     base, conn_id = setting(environ)
-    if _URL.fullmatch(base):
+    match = _URL.fullmatch(base)
+    if match and match["scheme"].lower() == "file":
+        return Path("/" + match["rest"].lstrip("/"))  # a local directory spelled as a URL: written as one
+    if match:
         return object_path(base.rstrip("/"), conn_id, origin=f"{WORK_DIR_ENV} / [{SECTION}] work_dir")
     return Path(base)
 
