@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from scenarios import commit_source_group, seed_plain
+from scenarios import commit_source_group, provision, run_batch, seed_plain, write_spec
 
 from kafka_ferry.dag_factory import write_stubs
 from kafka_ferry.reports.publish import run_file_name
@@ -169,3 +169,22 @@ def test_catch_up_and_promotion_keep_the_work_dir_on_s3_and_the_ui_renders_it(cl
     assert pages["overview"][0] == 200 and p in pages["overview"][1] and "no migration has reported" not in \
         pages["overview"][1]
     assert not (ui_home / "kafka-ferry").exists()
+
+
+def test_a_batch_on_spark_connect_reads_its_plan_from_s3_and_writes_its_report_there(
+        clusters, tmp_path, s3_work_dir, spark_connect, monkeypatch):
+    s3_env, fs, root = s3_work_dir
+    monkeypatch.setenv("KFERRY_LOCAL_DIR", str(tmp_path / "local"))
+    p = clusters.unique("s3sc")
+    topic = clusters.create_topic("source", f"{p}.t", 2)
+    seed_plain(clusters, topic, 2, 20)
+    spec_path = write_spec(tmp_path, clusters, p, copy={"spark_connection_id": spark_connect})
+    provision(spec_path)
+
+    report = run_batch(spec_path, spark_connect)  # this task is the Connect client: it reads and writes the store
+
+    assert report["records_copied"] == 40 and report["lag_after_total"] == 0
+    names = {n.rsplit("/", 1)[-1] for n in fs.find(f"{root}/work/{p.lower()}")}
+    assert f"report-{report['batch_id']}.json" in names and f"plan-{report['batch_id']}.json" in names, names
+    # what Spark is handed stays local: the package zip (and the kept session's record beside it)
+    assert list((tmp_path / "local").rglob("*.zip")) and not any(n.endswith(".zip") for n in names)
