@@ -100,4 +100,3 @@ def registries():
         if not os.environ.get("KFERRY_KEEP_TESTBED"):
             for spec in started:
                 srtb.stop(spec)
-
