@@ -120,3 +120,52 @@ def private(testbed):
     yield pair
     if not os.environ.get("KFERRY_KEEP_TESTBED"):
         pair.down()
+
+
+@pytest.fixture(scope="session")
+def object_store():
+    """The test bed's S3-compatible server (testbed/object_store.py: SeaweedFS built from its Go module), started
+    once for the session unless it answers already; the one started here is stopped at its end (by pid), even
+    when a test failed."""
+    import object_store as ostb
+
+    started_here = not ostb.answers()
+    if started_here:
+        ostb.up()
+    try:
+        yield ostb
+    finally:
+        if started_here:
+            ostb.down()
+
+
+WORK_DIR_CONN = "kf_test_work_dir_s3"
+
+
+@pytest.fixture
+def s3_work_dir(object_store, monkeypatch):
+    """A work dir under a prefix of its own in the object store's test bucket, through an ``aws`` connection (the
+    Amazon provider's fields): ``(env, fs, root)`` - the environment a worker or the API server gets, an s3fs client
+    with the test bed's credentials for the assertions, and ``<bucket>/<prefix>`` (the work base is
+    ``s3://<root>/work``). Also set in this process's environment; the prefix is removed after the test."""
+    import json
+    import uuid
+
+    import s3fs
+
+    # one bucket, a prefix per test: a bucket is a SeaweedFS collection, and each new one takes volumes of its own
+    root = f"{object_store.BUCKET}/{uuid.uuid4().hex[:12]}"
+    fs = s3fs.S3FileSystem(key=object_store.ACCESS_KEY, secret=object_store.SECRET_KEY,
+                           endpoint_url=object_store.ENDPOINT, skip_instance_cache=True,
+                           use_listings_cache=False)
+    if not fs.exists(object_store.BUCKET):
+        fs.mkdir(object_store.BUCKET)
+    env = {"KFERRY_WORK_DIR": f"s3://{root}/work", "KFERRY_WORK_DIR_CONN_ID": WORK_DIR_CONN,
+           f"AIRFLOW_CONN_{WORK_DIR_CONN.upper()}": json.dumps(
+               {"conn_type": "aws", "login": object_store.ACCESS_KEY, "password": object_store.SECRET_KEY,
+                "extra": {"endpoint_url": object_store.ENDPOINT, "region_name": "us-east-1"}})}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    yield env, fs, root
+    if fs.exists(root):
+        fs.rm(root, recursive=True)

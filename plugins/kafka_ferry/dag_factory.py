@@ -8,6 +8,7 @@ writes the missing stubs.
 from __future__ import annotations
 
 import ast
+import logging
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -78,7 +79,7 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
         # every task is bounded (the copy tasks by copy_seconds, the sensors by their own timeout too)
         default_args={"retries": 2, "retry_delay": timedelta(seconds=30),
                       "execution_timeout": timedelta(seconds=spec.timeouts.task_seconds)},
-        params=trigger_params(spec.name, *read_ready_file(work_dir(spec.name))),
+        params=trigger_params(spec.name, *_last_readiness(spec.name)),
         doc_md=f"Migration **{spec.name}** (tenant `{spec.tenant}`) from `{spec.source.alias}` to "
                f"`{spec.destination.alias}`. Spec: `{spec_path.name}`.",
     ) as dag:
@@ -133,6 +134,20 @@ def write_stubs(dags_folder: Path, refused: list[str] | None = None) -> list[Pat
     return created
 
 
+def _last_readiness(migration: str) -> tuple[list[str], int | None]:
+    """The trigger form's defaults from the last catch-up's readiness file; none when it cannot be read.
+
+    Read while the DAG is parsed: a work dir in object storage that cannot be reached (or its connection missing)
+    must cost the form its defaults, never the DAG its import; the tasks that write there fail with the cause.
+    """
+    try:
+        return read_ready_file(work_dir(migration))
+    except Exception as exc:  # noqa: BLE001 - see the docstring: parse time, defaults only
+        logging.getLogger(__name__).warning("kafka-ferry %s: the work dir's readiness file was not read: %s",
+                                            migration, type(exc).__name__)
+        return [], None
+
+
 def main(argv: list[str]) -> int:
     refused: list[str] = []
     for path in write_stubs(Path(argv[0] if argv else "dags"), refused):
@@ -144,3 +159,4 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+

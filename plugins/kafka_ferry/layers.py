@@ -77,6 +77,8 @@ FLOORS: tuple[Floor, ...] = (
                    "errors.py, acls.py, configs.py"),
         ("registry/", "the Schema Registry client (confluent-kafka's SchemaRegistryClient + the calls it lacks)"),
         ("reports/", "the per-run HTML report and lag chart (matplotlib)"),
+        ("storage/", "workdir.py: the work dir (plans, reports, offset maps, pages) as a local directory or an "
+                     "ObjectStoragePath URL through an Airflow connection; what must stay local"),
     )),
     Floor("core", (
         ("core/", "no Airflow, Kafka or Spark: spec (+ spec_check), state_records.py (every state record kind "

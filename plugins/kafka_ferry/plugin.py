@@ -1,8 +1,9 @@
 """The Airflow UI plugin: a "Migrations" page in the navigation and a report tab on every DAG run.
 
 A FastAPI app mounted by the API server under ``/kafka-ferry`` serves the HTML the migration tasks wrote
-into the work dir (``kafka_ferry.reports.publish``): the API server needs the work dir (a shared volume
-on a distributed deployment), not the clusters. Both pages go through Airflow's own authentication
+into the work dir (``kafka_ferry.reports.publish``): the API server needs the work dir, not the clusters - a
+shared volume, or the object store the work dir is on (``kafka_ferry.storage.workdir``: the same setting and
+connection as the workers). Both pages go through Airflow's own authentication
 (the session cookie or a bearer token) and authorization: a run's report needs read access to that DAG's
 runs, and the overview lists only the DAGs the user may read.
 
@@ -12,7 +13,6 @@ Registered through the ``airflow.plugins`` entry point, so a plain ``pip install
 from __future__ import annotations
 
 from html import escape
-from pathlib import Path
 
 from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
@@ -21,10 +21,10 @@ from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse
 
-from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.patterns import MIGRATION_NAME
 from kafka_ferry.reports.publish import overview_rows, run_page_path
 from kafka_ferry.reports.render import overview_page, page
+from kafka_ferry.storage.workdir import StoragePath, fresh, work_base
 
 URL_PREFIX = "/kafka-ferry"
 DAG_ID_PREFIX = "kafka_ferry__"
@@ -52,8 +52,8 @@ async def _security_headers(request: Request, call_next):
     return response
 
 
-def _work_base() -> Path:
-    return work_dir("-").parent  # $KFERRY_WORK_DIR or $AIRFLOW_HOME/kafka-ferry, read per request
+def _work_base() -> StoragePath:
+    return fresh(work_base())  # the setting is read per request; an object store's listings are read anew
 
 
 @app.get("/", response_class=HTMLResponse)

@@ -4,8 +4,10 @@
 One scenario, in the order a platform team meets it: the tenant's DAG runs on its cron schedule with no
 trigger; a manual trigger during that run waits (max_active_runs=1); bad trigger input changes nothing;
 then in Chromium: log in, open the DAG, fill the trigger form for a catch-up, run it, open the run's report
-tab; screenshots go to docs/screenshots/; last, a confirmed promotion, whose asset event runs the downstream
-team's DAG scheduled on the promoted topic (dags/examples/post_cutover_check.py).
+tab; screenshots go to docs/screenshots/. The work dir is in object storage (the test bed's SeaweedFS, through an
+Airflow connection): the API server shares no volume with the workers and renders both pages from the bucket.
+Last, a confirmed promotion, whose asset event runs the downstream team's DAG scheduled on the promoted topic
+(dags/examples/post_cutover_check.py).
 """
 
 from __future__ import annotations
@@ -67,12 +69,12 @@ def tenant(clusters, tmp_path):
     return name, f"kafka_ferry__{name}", dags
 
 
-def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path):
+def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path, s3_work_dir):
     name, dag_id, dags = tenant
-    work = tmp_path / "work"
+    s3_env, fs, root = s3_work_dir
     env = {k: v for k, v in os.environ.items() if k.startswith("AIRFLOW_CONN_")}
     env |= {"KFERRY_EXAMPLE_BOOTSTRAP": clusters.destination_bootstrap, "KFERRY_EXAMPLE_TOPIC": f"{name}.orders"}
-    with AirflowStack(tmp_path / "airflow", dags, {**env, "KFERRY_WORK_DIR": str(work)}) as stack:
+    with AirflowStack(tmp_path / "airflow", dags, {**env, **s3_env}) as stack:
         token = stack.token()
         stack.wait(lambda: stack.call("GET", f"/api/v2/dags/{dag_id}", token), 300, f"{dag_id} parsed")
         stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": False})
@@ -88,7 +90,7 @@ def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path):
                             "the manual run finished")
         assert scheduled["state"] == manual["state"] == "success", stack.logs()
         assert manual["start_date"] >= scheduled["end_date"], (scheduled, manual)  # never overlapped
-        first = json.loads((work / name / "overview.json").read_text())
+        first = json.loads(fs.cat(f"{root}/work/{name}/overview.json"))
         assert first["lag"] == 0 and first["dag_id"] == dag_id
 
         # 2. Bad input changes nothing: an unknown mode is refused by the API, an unconfirmed promote by pre-flight.
@@ -109,6 +111,7 @@ def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path):
         # 3. The tenant's view in a browser.
         report = browse(stack, dag_id, name)
         assert report["lag_after_total"] == 0
+        assert not (tmp_path / "airflow" / "kafka-ferry").exists()  # no local work dir: all of it is in the bucket
 
         # 4. The confirmed promotion's asset event runs the downstream team's DAG scheduled on the promoted topic.
         promoted_topic_runs(stack, token, dag_id, name, clusters.destination_bootstrap)
@@ -209,7 +212,10 @@ def browse(stack, dag_id: str, name: str) -> dict:
             page.screenshot(path=str(SCREENSHOTS / "migrations-overview.png"))
         finally:
             browser.close()
-    return json.loads(Path(plan["report_path"]).read_text())
+    from kafka_ferry.storage.workdir import as_path, read_text
+
+    assert plan["report_path"].startswith("s3://"), plan  # the report the pages show is the bucket's
+    return json.loads(read_text(as_path(plan["report_path"])))
 
 
 def _text(frame) -> str:

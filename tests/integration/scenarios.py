@@ -260,7 +260,9 @@ def run_batch(spec_path: str, spark_conn: str, env: dict | None = None, conf: di
         if type(exc).__name__ != "AirflowSkipException":
             raise
     summary = CopyReportOperator(task_id="report", spec_path=spec_path).execute(context)
-    return json.loads(Path(summary["report_path"]).read_text())
+    from kafka_ferry.storage.workdir import as_path, read_text
+
+    return json.loads(read_text(as_path(summary["report_path"])))  # a local file or the work dir's object store
 
 
 def catch_up_run(spec_path: str, spark_conn: str) -> dict:

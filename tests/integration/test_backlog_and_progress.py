@@ -138,8 +138,8 @@ def test_run_page_overview_and_a_running_batch_in_a_browser(clusters, tmp_path, 
 
     from kafka_ferry.copy import backlog as copy_backlog
     from kafka_ferry.reports.publish import overview_rows, publish_batch_run
-    from kafka_ferry.state.batches import batch_history
     from kafka_ferry.reports.render import overview_page
+    from kafka_ferry.state.batches import batch_history
 
     # Stands in for copy.max_records_per_second and copy.window (issue 27's rate branch): the ETA at the limit,
     # in windows, is drawn from the spec's keys through spec_limits.

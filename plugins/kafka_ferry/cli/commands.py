@@ -116,6 +116,7 @@ def status(spec_path: Path) -> int:
     from kafka_ferry.state.batches import batch_history
     from kafka_ferry.state.promotion import PROMOTED, promotion_status
     from kafka_ferry.state.store import MigrationStateStore
+    from kafka_ferry.storage.workdir import read_text
 
     spec = load_spec(spec_path)
     migrate_db()
@@ -147,7 +148,7 @@ def status(spec_path: Path) -> int:
         print("  promoted: no")
     overview = work_dir(spec.name) / OVERVIEW_FILE
     if overview.exists():
-        row = json.loads(overview.read_text())
+        row = json.loads(read_text(overview))
         page = run_page_path(overview.parent, row["last_run_id"]) if row.get("last_run_id") else None
         print(f"  last run here: {row.get('last_run_id')}, at {iso_utc(row.get('updated_at_ms'))}"
               + (f", page {page}" if page and page.exists() else ""))

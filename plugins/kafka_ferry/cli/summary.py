@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 
 def task_results(run) -> dict[str, object]:
@@ -19,6 +20,7 @@ def task_results(run) -> dict[str, object]:
 def print_summary(run, migration: str) -> None:
     from kafka_ferry.copy.plan import work_dir
     from kafka_ferry.copy.report import report_lines
+    from kafka_ferry.storage.workdir import as_path, read_text
 
     results = task_results(run)
     states = {ti.task_id: str(ti.state).rsplit(".", 1)[-1].lower() for ti in run.get_task_instances()}
@@ -34,9 +36,9 @@ def print_summary(run, migration: str) -> None:
         print(f"  schemas ({schemas['mode']}): {len(schemas['subjects'])} subject(s), {schemas['registered']} "
               f"version(s) registered; ids " + ", ".join(f"{s} -> {d}" for s, d in schemas["id_map"].items()))
     plan = results.get("plan_copy") or {}
-    report_path = Path(plan["report_path"]) if plan.get("report_path") else None
+    report_path = as_path(plan["report_path"]) if plan.get("report_path") else None
     if report_path and report_path.exists():
-        for line in report_lines(json.loads(report_path.read_text())):
+        for line in report_lines(json.loads(read_text(report_path))):
             print(f"  copy: {line}")
     check = results.get("decode_check") or {}
     if "topics" in check and not check["topics"]:
@@ -54,8 +56,10 @@ def print_summary(run, migration: str) -> None:
         print_promotion(work_dir(migration) / "promotion-report.json")
 
 
-def print_promotion(path: Path) -> None:
-    report = json.loads(path.read_text())
+def print_promotion(path: Path | Any) -> None:  # Any: a work dir object (storage.workdir)
+    from kafka_ferry.storage.workdir import read_text
+
+    report = json.loads(read_text(path))
     steps = ", ".join(f"{name} {step.get('duration_s', '?')} s" for name, step in report["steps"].items())
     total = report.get("total_s")
     print(f"  promotion: {report['status']} ({steps}" + (f"; {total} s in all)" if total is not None else ")"))

@@ -15,10 +15,11 @@ from kafka_ferry.copy.report import build_report, measure_lag, write_report
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.batches import save_batch
 from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.storage.workdir import StoragePath, as_path
 
 
-def report_path_for(plan_path: str | Path, plan: CopyPlan) -> Path:
-    return Path(plan_path).with_name(f"report-{plan.batch_id}.json")
+def report_path_for(plan_path: str | Path | StoragePath, plan: CopyPlan) -> StoragePath:
+    return as_path(plan_path).with_name(f"report-{plan.batch_id}.json")
 
 
 def state_clients(configs: Mapping[str, Mapping[str, Any]]) -> KafkaCluster:

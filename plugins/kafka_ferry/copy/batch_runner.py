@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from kafka_ferry.copy.lease import copy_lease
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.report import report_lines
 from kafka_ferry.copy.runner import check_planned_topics, copy_plan_in_process
+from kafka_ferry.storage.workdir import StoragePath, as_path, copy_file, is_local, local_dir, remove
 
 Configs = Mapping[str, Mapping[str, Any]]
 # The engine-specific step: a plan, both clusters' configs and the fault spec -> one result row per partition
@@ -90,5 +91,32 @@ def run_partitions(plan: CopyPlan, configs: Configs, run_tasks: RunTasks, check_
 
 def clear_outputs(report_path: str | Path) -> None:
     """Before a run: no report or failure record of an earlier try stays for the report task to read."""
-    Path(report_path).unlink(missing_ok=True)
-    failure_path_for(report_path).unlink(missing_ok=True)
+    remove(as_path(report_path))
+    remove(failure_path_for(report_path))
+
+
+@contextmanager
+def staged_for_spark(migration: str, plan_path: str | Path | StoragePath, report_path: str | Path | StoragePath
+                     ) -> Iterator[tuple[Path, Path]]:
+    """The plan and report paths a spark-submit job reads and writes: local files.
+
+    Why stage: the job's driver opens them as files and must get no credentials of the work dir's store. With the
+    work dir in object storage the plan is copied to ``local_dir(migration)/staging`` first, and the report and the
+    failure record the job leaves there are copied back after it, whether it succeeded or failed (the task reads
+    the failure record to fail once with its cause). A local work dir is used as it is.
+    """
+    plan, report = as_path(plan_path), as_path(report_path)
+    if is_local(plan) and is_local(report):
+        yield plan, report
+        return
+    scratch = local_dir(migration) / "staging"
+    local_plan, local_report = copy_file(plan, scratch / plan.name), scratch / report.name
+    clear_outputs(local_report)
+    try:
+        yield local_plan, local_report
+    finally:
+        for local, stored in ((local_report, report), (failure_path_for(local_report), failure_path_for(report))):
+            if local.exists():
+                copy_file(local, stored)
+                local.unlink()
+        local_plan.unlink(missing_ok=True)

@@ -17,6 +17,7 @@ from kafka_ferry.copy.delivery import ChunkAcks, CopyError
 from kafka_ferry.copy.plan import PartitionTask
 from kafka_ferry.core.failures import Permanent, retry_cannot_help
 from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.storage.workdir import StoragePath, as_path, read_text, write_text
 
 TOO_LARGE_CODES = (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD)
 TOO_LARGE_TEXT = "Message size too large"  # a fatal (gapless) error carries the broker's code only in its text
@@ -111,23 +112,19 @@ class CopyFailed(Permanent, RuntimeError):
         super().__init__(record["message"])
 
 
-def failure_path_for(report_path: str | Path) -> Path:
+def failure_path_for(report_path: str | Path | StoragePath) -> StoragePath:
     """Where the copy job leaves its failure record: beside the report the task reads on success."""
-    path = Path(report_path)
+    path = as_path(report_path)
     return path.with_name(path.name + ".failure.json")
 
 
-def write_failure(report_path: str | Path, record: dict[str, Any]) -> Path:
-    path = failure_path_for(report_path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, sort_keys=True))
-    tmp.replace(path)
-    return path
+def write_failure(report_path: str | Path | StoragePath, record: dict[str, Any]) -> StoragePath:
+    return write_text(failure_path_for(report_path), json.dumps(record, sort_keys=True))
 
 
-def stored_failure(report_path: str | Path) -> dict[str, Any] | None:
+def stored_failure(report_path: str | Path | StoragePath) -> dict[str, Any] | None:
     try:
-        return json.loads(failure_path_for(report_path).read_text())
+        return json.loads(read_text(failure_path_for(report_path)))
     except (OSError, ValueError):
         return None
 

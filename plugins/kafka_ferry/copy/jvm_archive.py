@@ -2,10 +2,12 @@
 where it lives, which JVM and Spark install it belongs to, and moving a freshly written one into place.
 
 One archive per JVM build and Spark install, shared by every migration on the host, under the work root
-(``$KFERRY_WORK_DIR/jvm`` or ``$AIRFLOW_HOME/kafka-ferry/jvm``) unless ``$KFERRY_JVM_ARCHIVE_DIR`` names a
-directory (a volume that outlives the worker's work dir, say). The batch that finds none writes one to a
-name of its own and moves it into place only after its job succeeded (``os.replace``: a reader sees the old
-file or the whole new one); two first batches at once each write their own and the last move wins.
+(``storage.workdir.local_base()/jvm``: the work dir when it is local, else ``$KFERRY_LOCAL_DIR`` - a JVM maps
+the archive, so it is a file on this host even when the work dir is in object storage) unless
+``$KFERRY_JVM_ARCHIVE_DIR`` names a directory (a volume that outlives the worker's work dir, say). The batch
+that finds none writes one to a name of its own and moves it into place only after its job succeeded
+(``os.replace``: a reader sees the old file or the whole new one); two first batches at once each write their
+own and the last move wins.
 """
 
 from __future__ import annotations

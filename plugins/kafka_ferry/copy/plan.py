@@ -8,7 +8,6 @@ job's driver and each of its Python workers import this module.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,10 @@ from typing import Any
 from kafka_ferry.core.batch_planning import PartitionRange, RetentionGap
 from kafka_ferry.core.rate_limit import RateLimit
 from kafka_ferry.core.state_records import partition_key
+from kafka_ferry.storage.workdir import WORK_DIR_ENV, StoragePath, as_path, read_text, write_text
+from kafka_ferry.storage.workdir import work_dir as work_dir
 
-WORK_DIR_ENV = "KFERRY_WORK_DIR"
+__all__ = ["WORK_DIR_ENV", "CopyPlan", "PartitionTask", "work_dir"]  # work_dir: kafka_ferry.storage.workdir's
 
 
 @dataclass(frozen=True)
@@ -113,26 +114,11 @@ class CopyPlan:
         data["gaps"] = tuple(RetentionGap(**g) for g in data.get("gaps", ()))
         return cls(**data)
 
-    def write(self, directory: str | Path) -> Path:
-        """Write ``plan-<batch_id>.json`` atomically (a reader never sees half a plan)."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"plan-{self.batch_id}.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(self.to_json())
-        os.replace(tmp, path)
-        return path
+    def write(self, directory: str | Path | StoragePath) -> StoragePath:
+        """Write ``plan-<batch_id>.json`` whole (a reader never sees half a plan), locally or in object storage."""
+        return write_text(as_path(directory) / f"plan-{self.batch_id}.json", self.to_json())
 
     @classmethod
-    def read(cls, path: str | Path) -> CopyPlan:
-        return cls.from_json(Path(path).read_text())
+    def read(cls, path: str | Path | StoragePath) -> CopyPlan:
+        return cls.from_json(read_text(as_path(path)))
 
-
-def work_dir(migration: str, environ: dict[str, str] | None = None) -> Path:
-    """Where plans and reports go: ``$KFERRY_WORK_DIR/<migration>`` or ``$AIRFLOW_HOME/kafka-ferry/<migration>``."""
-    env = os.environ if environ is None else environ
-    base = env.get(WORK_DIR_ENV)
-    if base:
-        return Path(base) / migration
-    airflow_home = env.get("AIRFLOW_HOME") or str(Path.home() / "airflow")
-    return Path(airflow_home) / "kafka-ferry" / migration

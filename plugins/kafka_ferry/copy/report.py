@@ -18,6 +18,7 @@ from kafka_ferry.core.dates import iso_utc
 from kafka_ferry.core.state_records import parse_partition_key, partition_key
 from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.storage.workdir import StoragePath, as_path, write_text
 
 TOTALS = ("records_copied", "bytes_copied", "records_resumed", "records_skipped_loop", "syncs_written")
 
@@ -163,10 +164,5 @@ def _stop_line(report: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def write_report(report: Mapping[str, Any], path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=1, sort_keys=True))
-    tmp.replace(path)
-    return path
+def write_report(report: Mapping[str, Any], path: str | Path | StoragePath) -> StoragePath:
+    return write_text(as_path(path), json.dumps(report, indent=1, sort_keys=True))

@@ -28,7 +28,7 @@ from kafka_ferry.airflow_native.announce import TopicLineage, announce_batch, ba
 from kafka_ferry.airflow_native.assets import copy_outlets
 from kafka_ferry.copy.backlog import estimate_before_copy, estimate_lines, record_backlog
 from kafka_ferry.copy.batch import finish_batch, report_path_for
-from kafka_ferry.copy.batch_runner import clear_outputs, run_batch
+from kafka_ferry.copy.batch_runner import clear_outputs, run_batch, staged_for_spark
 from kafka_ferry.copy.copy_failures import CopyFailed, stored_failure
 from kafka_ferry.copy.credentials import (
     SparkConnectionRefused,
@@ -50,6 +50,7 @@ from kafka_ferry.operators.base import DryRunOperator, MigrationOperator
 from kafka_ferry.operators.copy_failures import copy_stopped
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
+from kafka_ferry.storage.workdir import as_path, local_base, local_dir, read_text, remove
 from kafka_ferry.translation.sync_log import write_heartbeat
 
 APPLICATION_ENV = "KFERRY_COPY_APPLICATION"
@@ -155,10 +156,10 @@ class CopyBatchSparkOperator(TopicLineage, SparkSubmitOperator):
 
     def _announce(self, context: Any, spec: MigrationSpec, summary: dict) -> None:
         """The batch's asset events and lineage, from the report the copy wrote (after the copy is durable)."""
-        report_path = Path(summary["report_path"])
+        report_path = as_path(summary["report_path"])  # in the work dir: local or object storage
         if not report_path.exists():
             return  # the report task fails on it, naming the path
-        report = json.loads(report_path.read_text())
+        report = json.loads(read_text(report_path))
         events = announce_batch(context, self, kafka_cluster(spec.source.connection_id).bootstrap_servers,
                                 kafka_cluster(spec.destination.connection_id).bootstrap_servers, report)
         for uri, extra in events.items():
@@ -180,17 +181,18 @@ class CopyBatchSparkOperator(TopicLineage, SparkSubmitOperator):
     def _spark_submit(self, spec: MigrationSpec, summary: dict, connection: Any, context: Any) -> None:
         """One spark-submit of the job; the operator's public attributes are this run's only while it runs."""
         master = (connection.host or "").strip()  # the local[*] check; delivery reads the hook's resolution
-        packages = work_dir(spec.name) / "packages"
+        packages = local_dir(spec.name) / "packages"  # spark-submit is handed local files
         self.application = self.application or _application(packages)
-        self.application_args = ["--plan", summary["plan_path"], "--report", summary["report_path"]]
         self.py_files = ",".join(filter(None, [str(build_package_zip(packages)), self.py_files]))
         self.name = f"kafka-ferry {spec.name} {summary['batch_id']}"
         deploy_mode = self._deploy_mode or connection.extra_dejson.get("deploy-mode")
         with (self._attributes_restored(),
+              staged_for_spark(spec.name, summary["plan_path"], summary["report_path"]) as (plan, report),
               submit_credentials(self._conn_id, self._resolved_target(), spec.copy_settings,
                                  lambda: _cluster_configs(spec)) as credentials,
-              driver_options(work_dir(spec.name).parent, spec.copy_settings.fast_driver_start, master, deploy_mode,
+              driver_options(local_base(), spec.copy_settings.fast_driver_start, master, deploy_mode,
                              self.conf) as driver_conf):
+            self.application_args = ["--plan", str(plan), "--report", str(report)]
             self.env_vars = {**_local_python(master, self.env_vars), **credentials.env}
             self.conf = {**(self.conf or {}), **credentials.conf, **driver_conf}
             self.files = ",".join(filter(None, [*credentials.files, self.files]))
@@ -201,7 +203,7 @@ class CopyBatchSparkOperator(TopicLineage, SparkSubmitOperator):
             try:
                 super().execute(context)
             except Exception:
-                record = stored_failure(summary["report_path"])
+                record = stored_failure(report)  # the local one (copied back to the work dir after)
                 if record is None:
                     raise  # may heal (the job crashed, a broker was down): the task's retries resume it
                 raise CopyFailed(record) from None
@@ -234,11 +236,11 @@ class CopyBatchSparkOperator(TopicLineage, SparkSubmitOperator):
         url = SparkConnectHook(self._conn_id).get_connection_url()
         check_connect_server(self._conn_id, url)  # before any client is made: the configs go to that server
         plan = CopyPlan.read(summary["plan_path"])
-        Path(summary["report_path"]).unlink(missing_ok=True)  # the report task must never read a stale one
+        remove(as_path(summary["report_path"]))  # the report task must never read a stale one
         self.log.info("batch %s on Spark Connect (connection '%s'): %d partitions", plan.batch_id, self._conn_id,
                       len(plan.tasks))
         run_batch(plan, _cluster_configs(spec), functools.partial(connect_batch_engine, url,
-                                                                  work_dir(spec.name) / "packages"),
+                                                                  local_dir(spec.name) / "packages"),
                   summary["report_path"], logger=self.log)
 
 
@@ -314,14 +316,14 @@ class CopyReportOperator(MigrationOperator):
             self.log.info("dry run: batch %s would copy up to %d offsets of %d partitions; nothing recorded",
                           summary["batch_id"], summary["offsets"], summary["partitions"])
             return summary
-        report_path = Path(summary["report_path"])
+        report_path = as_path(summary["report_path"])
         if summary["empty"]:
             plan = CopyPlan.read(summary["plan_path"])
             configs = {"source": self.source_cluster.client_config,
                        "destination": self.destination_cluster.client_config}
             report = finish_batch(plan, [], configs, plan.planned_at_ms, report_path, self.destination_cluster)
         elif report_path.exists():
-            report = json.loads(report_path.read_text())
+            report = json.loads(read_text(report_path))
         else:
             raise AirflowFailException(f"the copy job wrote no report at {report_path}")
         for line in report_lines(report):

@@ -13,7 +13,6 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from kafka_ferry.airflow_native.announce import TopicLineage, announce_promotion, promotion_measured
 from kafka_ferry.copy.packaging import build_package_zip
-from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.operators.base import MigrationOperator
@@ -22,6 +21,7 @@ from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.steps import STEPS, FinalCopy, PromotionRunner, spark_connect_final_copy
 from kafka_ferry.reports.publish import publish_promotion_run
 from kafka_ferry.state.batches import batch_history
+from kafka_ferry.storage.workdir import local_dir
 
 
 class PromoteMigrationOperator(TopicLineage, MigrationOperator):
@@ -85,6 +85,6 @@ class PromoteMigrationOperator(TopicLineage, MigrationOperator):
             return None
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
-        package = build_package_zip(work_dir(self.spec.name) / "packages")
+        package = build_package_zip(local_dir(self.spec.name) / "packages")  # handed to Spark: a local file
         self.log.info("final copy on Spark Connect (connection '%s')", conn_id)
         return spark_connect_final_copy(SparkConnectHook(conn_id).get_connection_url(), package)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 from kafka_ferry.airflow_native.announce import decode_measured
@@ -32,6 +31,7 @@ from kafka_ferry.schemas.serialized_fields import decide_from_registry
 from kafka_ferry.state.promotion import promotion_status
 from kafka_ferry.state.schema_ids import id_map_storer, stored_id_map
 from kafka_ferry.state.serialized_fields import fields_by_destination, store_decisions
+from kafka_ferry.storage.workdir import as_path
 
 
 class MigrateSchemasOperator(DryRunOperator):
@@ -131,7 +131,7 @@ class DecodeCheckOperator(DryRunOperator):
             source.close()
         result = report.as_dict()
         decode_measured(self.spec.name, result)  # before a failure below: a dashboard sees the failures too
-        report_path = Path(plan["report_path"]) if plan.get("report_path") else None
+        report_path = as_path(plan["report_path"]) if plan.get("report_path") else None
         if report_path is not None and report_path.exists():  # the page translate_offsets writes shows it
             write_report({**json.loads(report_path.read_text()), "decode_check": result}, report_path)
         if report.migration_faults:  # whatever decode_check says: the migration damaged them

@@ -23,6 +23,7 @@ from kafka_ferry.reports.publish import publish_batch_run
 from kafka_ferry.state.batches import batch_history
 from kafka_ferry.state.promotion import promotion_status
 from kafka_ferry.state.staged_cutover import without_promoted_groups
+from kafka_ferry.storage.workdir import as_path
 from kafka_ferry.translation.translate import checkpoint_translations, export_offset_map, translate_migration
 
 
@@ -97,7 +98,7 @@ class TranslateOffsetsOperator(DryRunOperator):
         """The run's HTML page (batch, translated groups, lag chart) when this run copied or reported a batch."""
         ti = context.get("ti")
         plan = ti.xcom_pull(task_ids=self.plan_task_id) if ti is not None else None
-        report_path = Path(plan["report_path"]) if isinstance(plan, dict) and plan.get("report_path") else None
+        report_path = as_path(plan["report_path"]) if isinstance(plan, dict) and plan.get("report_path") else None
         if report_path is None or not report_path.exists():
             return None  # a dry run, or a DAG without the copy tasks
         report = json.loads(report_path.read_text())

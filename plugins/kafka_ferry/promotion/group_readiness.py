@@ -17,6 +17,7 @@ from kafka_ferry.state.group_activity import group_activity, save_group_activity
 from kafka_ferry.state.progress import migrated_groups
 from kafka_ferry.state.staged_cutover import promoted_groups
 from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.storage.workdir import StoragePath, as_path, read_text, write_text
 
 
 def ready_groups(source, store: MigrationStateStore, quiet_ms: int, now_ms: int | None = None) -> list[GroupReadiness]:
@@ -45,21 +46,17 @@ def ready_groups(source, store: MigrationStateStore, quiet_ms: int, now_ms: int 
 READY_FILE = "ready-groups.json"
 
 
-def write_ready_file(migration_dir: Path, readiness: list[GroupReadiness], now_ms: int) -> Path:
+def write_ready_file(migration_dir: Path | StoragePath, readiness: list[GroupReadiness], now_ms: int) -> StoragePath:
     """The readiness a catch-up run saw, for the trigger form (read when the DAG is parsed, no Kafka call there)."""
-    path = Path(migration_dir) / READY_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"as_of_ms": now_ms, "groups": [{"group": r.group, "ready": r.ready, "reason": r.reason}
-                                                              for r in readiness]}, indent=1))
-    tmp.replace(path)
-    return path
+    return write_text(as_path(migration_dir) / READY_FILE, json.dumps(
+        {"as_of_ms": now_ms, "groups": [{"group": r.group, "ready": r.ready, "reason": r.reason}
+                                        for r in readiness]}, indent=1))
 
 
-def read_ready_file(migration_dir: Path) -> tuple[list[str], int | None]:
+def read_ready_file(migration_dir: Path | StoragePath) -> tuple[list[str], int | None]:
     """(groups ready at the last look, when that was); ([], None) when no run looked yet or the file is unreadable."""
     try:
-        seen = json.loads((Path(migration_dir) / READY_FILE).read_text())
+        seen = json.loads(read_text(as_path(migration_dir) / READY_FILE))
         return sorted(g["group"] for g in seen["groups"] if g["ready"]), int(seen["as_of_ms"])
     except (OSError, ValueError, KeyError, TypeError):
         return [], None

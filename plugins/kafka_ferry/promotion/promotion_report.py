@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import MIGRATION_KEY, STEP_PREFIX, TRANSLATION_PREFIX, under
+from kafka_ferry.storage.workdir import StoragePath, as_path, write_text
 
 log = logging.getLogger(__name__)
 
@@ -75,13 +76,8 @@ def decode_totals(marks: dict[str, dict]) -> dict[str, dict[str, int]]:
     return dict(sorted(totals.items()))
 
 
-def write_report(report: dict, work_dir: str | Path) -> Path:
-    out = Path(work_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "promotion-report.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report, indent=1, default=str))
-    tmp.replace(path)
+def write_report(report: dict, work_dir: str | Path | StoragePath) -> StoragePath:
+    path = write_text(as_path(work_dir) / "promotion-report.json", json.dumps(report, indent=1, default=str))
     log_report(report)
     return path
 

@@ -42,6 +42,7 @@ from kafka_ferry.state.promotion import (
 )
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.state.time_plans import save_time_plan_records, time_plan_records
+from kafka_ferry.storage.workdir import as_path
 from kafka_ferry.translation.translate import (
     checkpoint_translations,
     default_work_dir,
@@ -90,7 +91,7 @@ class PromotionRunner:
                  after_step: Callable[[str], None] | None = None) -> None:
         self.spec, self.source, self.destination = spec, source, destination
         self.store = store or MigrationStateStore(destination, spec.state_topic_name)
-        self.work_dir = Path(work_dir) if work_dir else default_work_dir(spec)
+        self.work_dir = as_path(work_dir) if work_dir else default_work_dir(spec)
         self.allow_rewind = allow_rewind
         self.final_copy = final_copy or in_process_final_copy
         self.after_step = after_step

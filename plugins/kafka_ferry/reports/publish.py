@@ -1,9 +1,10 @@
 """Write a run's HTML page and the migration's overview row into the work dir, where the UI plugin reads them.
 
-Layout under ``$KFERRY_WORK_DIR`` (default ``$AIRFLOW_HOME/kafka-ferry``):
+Layout under the work base (``kafka_ferry.storage.workdir``: a local directory or an object-storage URL):
 ``<migration>/runs/<run id>.html`` (one page per DAG run, rewritten as the run progresses) and
 ``<migration>/overview.json`` (the migration's row on the overview page). Files, not the state topic, so
-the API server that serves them needs no Kafka connection; the lag history comes from the state topic
+the API server that serves them needs no Kafka connection (and, with the work dir in object storage, no shared
+volume); the lag history comes from the state topic
 (kind "batch") when the page is written.
 """
 
@@ -21,6 +22,7 @@ from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_STEPS
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
 from kafka_ferry.reports.render import batch_page, promotion_page, staged_page
+from kafka_ferry.storage.workdir import StoragePath, as_path, read_text, write_text
 
 OVERVIEW_FILE = "overview.json"
 
@@ -63,9 +65,9 @@ def run_id_of_file_name(name: str) -> str | None:
     return out.decode("utf-8")
 
 
-def run_page_path(migration_dir: Path, run_id: str) -> Path:
+def run_page_path(migration_dir: Path | StoragePath, run_id: str) -> StoragePath:
     """The page of one DAG run (``run_file_name`` makes the run id a safe, one-to-one file name)."""
-    return Path(migration_dir) / "runs" / (run_file_name(run_id) + ".html")
+    return as_path(migration_dir) / "runs" / (run_file_name(run_id) + ".html")
 
 
 def publish_batch_run(spec: MigrationSpec, migration_dir: Path, run_id: str, report: Mapping[str, Any],
@@ -114,21 +116,21 @@ def publish_staged_run(spec: MigrationSpec, migration_dir: Path, run_id: str, st
     return path
 
 
-def overview_rows(work_base: Path) -> list[dict[str, Any]]:
+def overview_rows(work_base: Path | StoragePath) -> list[dict[str, Any]]:
     """The rows every migration under the work base wrote (unreadable files are skipped, not fatal)."""
     rows = []
-    for path in sorted(Path(work_base).glob(f"*/{OVERVIEW_FILE}")):
+    for path in sorted(as_path(work_base).glob(f"*/{OVERVIEW_FILE}"), key=str):
         try:
-            rows.append(json.loads(path.read_text()))
+            rows.append(json.loads(read_text(path)))
         except (OSError, ValueError):
             continue
     return rows
 
 
 def _update_overview(spec: MigrationSpec, migration_dir: Path, run_id: str, **fields: Any) -> None:
-    path = Path(migration_dir) / OVERVIEW_FILE
+    path = as_path(migration_dir) / OVERVIEW_FILE
     try:
-        row = json.loads(path.read_text())
+        row = json.loads(read_text(path))
     except (OSError, ValueError):
         row = {"promoted": False, "reconciliation": None}
     row.update({k: v for k, v in fields.items() if v is not None or k not in row})
@@ -137,15 +139,11 @@ def _update_overview(spec: MigrationSpec, migration_dir: Path, run_id: str, **fi
     _write(path, json.dumps(row, indent=1, sort_keys=True))
 
 
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-    return path
+def _write(path: StoragePath, text: str) -> StoragePath:
+    return write_text(path, text)
 
 
-def publish_live_batch(migration_dir: Path, run_id: str, view: Mapping[str, Any]) -> Path:
+def publish_live_batch(migration_dir: StoragePath, run_id: str, view: Mapping[str, Any]) -> Path:
     """The run's page while its batch runs (``render.live_batch_page``); the batch's report replaces it."""
     from kafka_ferry.reports.render import live_batch_page
 

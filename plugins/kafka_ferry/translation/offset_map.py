@@ -13,6 +13,7 @@ Why runs and not raw syncs: a run says "upstream offsets ``first..last`` were co
 from __future__ import annotations
 
 import csv
+import io
 import json
 import time
 from bisect import bisect_right
@@ -22,6 +23,7 @@ from typing import NamedTuple
 
 from kafka_ferry.core.offset_decisions import PartitionCopy
 from kafka_ferry.core.offset_sync_policy import SyncPoint
+from kafka_ferry.storage.workdir import StoragePath, as_path, write_text
 
 RULE = ("U inside a run: downstream_first + (U - upstream_first); U before a run (hole or before the first run): "
         "that run's downstream_first; U after the last run: next_downstream_offset. Offsets above "
@@ -74,22 +76,19 @@ def offset_map_document(migration: str, copies: Iterable[PartitionCopy]) -> dict
             "run_fields": list(Run._fields), "partitions": partitions}
 
 
-def write_offset_map(migration: str, copies: Iterable[PartitionCopy], out_dir: str | Path) -> tuple[Path, Path]:
-    """Write ``offset-map.json`` and ``offset-map.csv`` (one row per run) atomically; returns both paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+def write_offset_map(migration: str, copies: Iterable[PartitionCopy], out_dir: str | Path | StoragePath
+                     ) -> tuple[StoragePath, StoragePath]:
+    """Write ``offset-map.json`` and ``offset-map.csv`` (one row per run), each whole; returns both paths."""
+    out = as_path(out_dir)
     document = offset_map_document(migration, copies)
     json_path, csv_path = out / "offset-map.json", out / "offset-map.csv"
-    tmp = json_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(document, indent=1))
-    tmp.replace(json_path)
-    tmp = csv_path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(CSV_COLUMNS)
-        for p in document["partitions"]:
-            for run in p["runs"] or [[None, None, None]]:
-                writer.writerow([p["source_topic"], p["partition"], p["destination_topic"], *run,
-                                 p["copied_upstream_end"], p["next_downstream_offset"]])
-    tmp.replace(csv_path)
+    write_text(json_path, json.dumps(document, indent=1))
+    rows = io.StringIO(newline="")
+    writer = csv.writer(rows)
+    writer.writerow(CSV_COLUMNS)
+    for p in document["partitions"]:
+        for run in p["runs"] or [[None, None, None]]:
+            writer.writerow([p["source_topic"], p["partition"], p["destination_topic"], *run,
+                             p["copied_upstream_end"], p["next_downstream_offset"]])
+    write_text(csv_path, rows.getvalue())
     return json_path, csv_path

@@ -24,6 +24,7 @@ from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.progress import migrated_groups, read_progress
 from kafka_ferry.state.staged_cutover import promoted_groups
 from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.storage.workdir import StoragePath
 from kafka_ferry.translation.offset_map import write_offset_map
 from kafka_ferry.translation.sync_log import read_migration_syncs, write_checkpoints
 
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 
-def default_work_dir(spec: MigrationSpec) -> Path:
+def default_work_dir(spec: MigrationSpec) -> StoragePath:
     """Per-migration files (offset maps, reports), next to the copy's plans and reports."""
     return work_dir(spec.name)
 
@@ -139,8 +140,8 @@ def checkpoint_translations(spec: MigrationSpec, destination: KafkaCluster,
     return written
 
 
-def export_offset_map(spec: MigrationSpec, copies: Iterable[PartitionCopy], out_dir: str | Path | None = None
-                      ) -> tuple[Path, Path]:
+def export_offset_map(spec: MigrationSpec, copies: Iterable[PartitionCopy],
+                      out_dir: str | Path | StoragePath | None = None) -> tuple[StoragePath, StoragePath]:
     """JSON + CSV offset map under ``<work dir>/offset-map`` (or ``out_dir``)."""
     paths = write_offset_map(spec.name, copies, out_dir or default_work_dir(spec) / "offset-map")
     log.info("offset map written to %s and %s", *paths)
