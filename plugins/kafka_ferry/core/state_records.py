@@ -172,8 +172,11 @@ LEASE_KIND = StateKind(
     ("token", "migration", "batch_id", "host", "pid", "pid_started", "claimed_at_ms", "expires_at_ms"),
     "a copy job claiming the migration's copy lease (core.copy_lease.Claim; written by the lease itself, "
     "which needs each claim's offset)")
+ROLLBACK_KIND = StateKind(
+    "rollback", "migration | step/<step> | resume/<group> | range/<destination topic>:<partition>", (),
+    "the rollback runner (promotion.rollback; keys and fields: state.rollback)")
 
 KINDS: dict[str, StateKind] = {k.name: k for k in (
     PROGRESS_KIND, GAP_KIND, BATCH_KIND, TOPIC_KIND, OWNED_TOPIC_KIND, GROUP_KIND, TIMESTAMPS_KIND, PROMOTION_KIND,
     GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, FENCE_KIND, DECODE_CHECK_KIND,
-    LEASE_KIND, SERIALIZED_FIELDS_KIND)}
+    LEASE_KIND, SERIALIZED_FIELDS_KIND, ROLLBACK_KIND)}
