@@ -71,10 +71,11 @@ def promoted_migration(clusters, tmp_path):
     return {"spec": spec, "spec_path": spec_path, "topics": topics, "groups": groups, "work_dir": work}
 
 
-def produce_on_destination(clusters, topics, round_: int) -> None:
-    """After the cutover: plain records (keys, null values, headers, timestamps), unique keys on the compacted topic,
-    and transactions on the transactional one, every second one aborted, with plain records between."""
-    plain = clusters.producer("destination", **{"enable.idempotence": True})
+def produce_on_destination(clusters, topics, round_: int, side: str = "destination") -> None:
+    """After the cutover (or, ``side`` source, after a rollback): plain records (keys, null values, headers,
+    timestamps), unique keys on the compacted topic, and transactions on the transactional one, every second one
+    aborted, with plain records between."""
+    plain = clusters.producer(side, **{"enable.idempotence": True})
     for q in range(2):
         for i in range(12):
             headers = [("d", f"{round_}-{q}-{i}".encode()), ("d", None)] if i % 3 == 0 else None
@@ -84,7 +85,7 @@ def produce_on_destination(clusters, topics, round_: int) -> None:
             plain.produce(topics["compact"], key=f"dest-key-{round_}-{q}-{i}".encode(),
                           value=f"c-{round_}-{i}".encode(), partition=q, timestamp=BASE_TS + 10**6 + i)
     assert plain.flush(30) == 0
-    txn = clusters.producer("destination", **{"transactional.id": f"{topics['txn']}-dest-{round_}"})
+    txn = clusters.producer(side, **{"transactional.id": f"{topics['txn']}-{side}-{round_}"})
     txn.init_transactions(30)
     for r in range(4):
         txn.begin_transaction()
@@ -130,11 +131,11 @@ def remaining(clusters, side, group, topic) -> dict[int, list[tuple]]:
             for q in range(2)}
 
 
-def read_on_as_group(clusters, group, topic) -> dict[int, list[tuple]]:
-    """A real consumer of ``group`` subscribed on the source reads to the end; what it got, per partition."""
-    hook = clusters.cluster("source")
+def read_on_as_group(clusters, group, topic, side="source") -> dict[int, list[tuple]]:
+    """A real consumer of ``group`` subscribed on ``side`` reads to the end; what it got, per partition."""
+    hook = clusters.cluster(side)
     ends = hook.list_offsets([(topic, q) for q in range(2)], "latest")
-    consumer = clusters.consumer("source", group, **{"isolation.level": "read_committed",
+    consumer = clusters.consumer(side, group, **{"isolation.level": "read_committed",
                                                      "auto.offset.reset": "error"})
     consumer.subscribe([topic])
     got: dict[int, list[tuple]] = {0: [], 1: []}
@@ -251,3 +252,28 @@ def test_a_killed_rollback_resumes_after_its_last_step(clusters, tmp_path, kille
         s: "resumed" if s in done_before else "done" for s in STEPS}
     assert report["status"] == "rolled-back"
     assert_rolled_back_exactly(clusters, m)
+
+
+def test_after_a_rollback_catch_up_and_promote_again_exactly(clusters, tmp_path):
+    m = prepare(clusters, tmp_path)
+    assert rollback(clusters, m).run()["status"] == "rolled-back"
+    produce_on_destination(clusters, m["topics"], 1, side="source")  # producers are back on the source
+    # the plain group stays among the copied-back records, the txn group stops among them on partition 1 (where
+    # the destination had markers and aborted records: the forward map alone would skip the rest of them)
+    for kind, per_partition in {"compact": {0: 10, 1: 2}, "txn": {0: 4, 1: 4}}.items():
+        consume_some(clusters, "source", m["groups"][kind], m["topics"][kind], per_partition)
+    expected = {kind: remaining(clusters, "source", m["groups"][kind], m["topics"][kind]) for kind in KINDS}
+    own, _ = source_split(clusters, m["topics"], m["ids"]["destination"])
+
+    report = PromotionRunner(m["spec"], clusters.cluster("source"), clusters.cluster("destination"),
+                             work_dir=m["work_dir"]).run()
+
+    assert report["status"] == "promoted" and report["reconciliation"]["ok"]
+    assert post_cutover(clusters, m["topics"], m["ids"]["source"]) == m["post"]  # nothing of it copied forward
+    for (t, q), records in own.items():  # each source record on the destination exactly once, in order
+        copied = [(read_provenance(r.headers)[1], shape(r)) for r in read_partition(clusters, "destination", t, q)
+                  if read_provenance(r.headers)[0] == m["ids"]["source"]]
+        assert copied == records, (t, q)
+    for kind in KINDS:
+        assert read_on_as_group(clusters, m["groups"][kind], m["topics"][kind], "destination") == expected[kind], kind
+    assert "copied-back-record" in {r["method"] for r in report["groups"]}, report["groups"]

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Final
 
+from kafka_ferry.core.offset_decisions import OffsetDecision, PartitionCopy
 from kafka_ferry.core.offset_translation import normalize_syncs
 
 FORWARD_RECORD: Final = "forward-copied-record"
@@ -193,3 +194,24 @@ def copy_back_range(destination_topic: str, partition: int, source_topic: str, *
         start, why = log_start, why + f" (raised to the log start {log_start})"
     end = max(start, stable_end)
     return CopyBackRange(destination_topic, partition, source_topic, start, end, why)
+
+
+def across_rollback(decision: OffsetDecision, forward: PartitionCopy | None,
+                    copied_back: PartitionCopy | None) -> OffsetDecision:
+    """A forward translation corrected for a rollback that copied records back to this partition.
+
+    After a rollback the source holds copied-back records between forward-copied ones; the forward sync log sees
+    them as a hole (the forward copy skips them) and would resume a group inside them at the next forward-copied
+    record, past the destination records they are copies of. A group at or after the first copied-back record
+    resumes by ``resume_on_destination`` (both logs) instead; below it, and for partitions never copied back, the
+    forward decision stands unchanged."""
+    if (forward is None or copied_back is None or not copied_back.offset_map.syncs
+            or decision.downstream_offset is None):
+        return decision
+    first = copied_back.offset_map.syncs[0]
+    if decision.upstream_offset < first.downstream_offset:
+        return decision
+    end = max(forward.next_downstream_offset, copied_back.copied_upstream_end)
+    r = resume_on_destination(forward.offset_map.syncs, copied_back.offset_map.syncs, decision.upstream_offset, end)
+    return replace(decision, downstream_offset=r.to_offset, method=r.method,
+                   reason=f"{r.reason} (across the rollback; forward alone: {decision.downstream_offset})")

@@ -33,7 +33,7 @@ from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.runner import copy_group
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.mm2_wire import offset_syncs_topic
-from kafka_ferry.core.offset_decisions import PartitionCopy, partition_copy
+from kafka_ferry.core.offset_decisions import PartitionCopy
 from kafka_ferry.core.provenance import read_provenance
 from kafka_ferry.core.rollback_plan import CopyBackRange, copy_back_range, resume_on_source
 from kafka_ferry.core.spec import MigrationSpec
@@ -47,8 +47,7 @@ from kafka_ferry.state import rollback as rb
 from kafka_ferry.state.progress import migrated_groups, read_progress
 from kafka_ferry.state.schema_ids import record_rewriter
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.translation.sync_log import read_offset_syncs
-from kafka_ferry.translation.translate import default_work_dir, load_partition_copies
+from kafka_ferry.translation.translate import copied_back, default_work_dir, load_partition_copies
 
 log = logging.getLogger(__name__)
 
@@ -126,10 +125,7 @@ class RollbackRunner:
         return load_partition_copies(self.spec, self.source, self.destination, read_progress(self.store))
 
     def reverse_copies(self) -> dict[tuple[str, int], PartitionCopy]:
-        """The copy-back per destination partition: its syncs (destination -> source) as its progress covers them."""
-        progress = rb.copy_back_progress(self.spec, self.source)
-        syncs = read_offset_syncs(self.source, offset_syncs_topic(self.spec.source.alias)) if progress else {}
-        return {k: partition_copy(p, syncs.get(k, ())) for k, p in progress.items()}
+        return copied_back(self.spec, self.source)
 
     def copy_back_ranges(self) -> list[CopyBackRange]:
         forward = read_progress(self.store)
