@@ -207,9 +207,21 @@ def assert_rolled_back_exactly(clusters, m):
 
 def test_rollback_copies_back_exactly_and_groups_read_on_on_the_source(clusters, tmp_path):
     m = prepare(clusters, tmp_path)
+    parts = [(t, q) for t in m["topics"].values() for q in range(2)]
+    source_before = clusters.cluster("source").list_offsets(parts)
+    plan = rollback(clusters, m).plan()  # the dry run: the plan, nothing changed
+    assert clusters.cluster("source").list_offsets(parts) == source_before
+    assert not any(t.endswith(".rollback") for t in clusters.cluster("source").list_topic_names()
+                   if t.startswith("kafka-ferry." + m["spec"].name))
+    assert plan["records"] == sum(len(v) for v in m["post"].values())
 
     report = rollback(clusters, m).run()
 
+    def where(groups):
+        return {g: [(r["source_topic"], r["partition"], r["destination_offset"], r["source_offset"], r["method"])
+                    for r in rows] for g, rows in groups.items()}
+
+    assert where(plan["groups"]) == where(report["groups"])  # the plan said where every group resumes
     assert {s: v["status"] for s, v in report["this_run"].items()} == {s: "done" for s in STEPS}
     assert report["status"] == "rolled-back"
     store = MigrationStateStore(clusters.cluster("destination"), m["spec"].state_topic_name)

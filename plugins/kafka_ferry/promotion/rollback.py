@@ -187,8 +187,36 @@ class RollbackRunner:
         return {"partitions": len(rows), "records_copied": sum(r.get("records_copied", 0) for r in rows),
                 "records_skipped_forward_copies": sum(r.get("records_skipped_loop", 0) for r in rows)}
 
-    def resume_plan(self) -> dict[str, list[dict]]:
-        """Each migrated group's source offsets after the copy-back, decided from both sync logs (changes nothing)."""
+    def plan(self) -> dict:
+        """What a rollback would do now, changing nothing (a dry run; the promotion report carries it): per
+        destination partition the range and the records it would copy back, and where each group would resume.
+
+        The copy-back appends at the source's end in destination order, so the records it would copy (those without
+        this migration's provenance, read here) and the source's end give its sync log in advance, and the resume
+        points are decided from it exactly as the real step decides them from the written one."""
+        ranges = self.copy_back_ranges()
+        source_id = self.source.describe_cluster().cluster_id
+        wanted = {(r.destination_topic, r.partition): (r.start, r.end) for r in ranges if r.offsets}
+        pending: dict[tuple[str, int], list[int]] = {}
+        for msg in read_ranges(self.destination, wanted):
+            if read_provenance(msg.headers())[0] != source_id:
+                pending.setdefault((msg.topic(), msg.partition()), []).append(msg.offset())
+        by_dest = {(r.destination_topic, r.partition): r for r in ranges}
+        source_ends = self.source.list_offsets([(r.source_topic, r.partition) for r in ranges], "latest",
+                                               read_committed=False)
+        predicted = {}
+        for key, offsets in pending.items():
+            r = by_dest[key]
+            end = source_ends[(r.source_topic, r.partition)]
+            predicted[key] = [(d, end + i) for i, d in enumerate(offsets)]
+        return {"migration": self.spec.name, "copy_back": [{**r.as_dict(), "records": len(pending.get(
+                    (r.destination_topic, r.partition), []))} for r in ranges],
+                "records": sum(len(v) for v in pending.values()), "groups": self.resume_plan(predicted)}
+
+    def resume_plan(self, predicted: dict[tuple[str, int], list[tuple[int, int]]] | None = None
+                    ) -> dict[str, list[dict]]:
+        """Each migrated group's source offsets after the copy-back, decided from both sync logs (changes nothing);
+        ``predicted``: reverse syncs a copy-back not run yet would add, per destination partition (``plan``)."""
         forward = self.forward_copies()
         reverse = self.reverse_copies()
         by_dest = {(c.destination_topic, c.partition): c for c in forward.values()}
@@ -201,8 +229,9 @@ class RollbackRunner:
                 if fwd is None or fwd.source_topic not in topics:
                     continue
                 back = reverse.get((dtopic, q))
-                back_syncs = back.offset_map.syncs if back else ()
-                end = max([fwd.copied_upstream_end] + [s.downstream_offset + 1 for s in back_syncs[-1:]])
+                back_syncs = [tuple(p) for p in (back.offset_map.syncs if back else ())]
+                back_syncs += (predicted or {}).get((dtopic, q), [])
+                end = max([fwd.copied_upstream_end] + [s[1] + 1 for s in back_syncs[-1:]])
                 r = resume_on_source(fwd.offset_map.syncs, back_syncs, offset, end)
                 rows.append({"source_topic": fwd.source_topic, "partition": q, "destination_topic": dtopic,
                              "destination_offset": offset, "source_offset": r.to_offset, "method": r.method,
