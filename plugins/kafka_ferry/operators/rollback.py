@@ -1,0 +1,50 @@
+"""The rollback as a task: ``mode: rollback`` runs ``promotion.rollback.RollbackRunner`` (resuming the steps already
+done); ``mode: rollback-plan`` (a dry run) returns what it would copy back and where each group would resume.
+
+Why one task for all steps: unlike the promotion there is no sensor between them (the quiesce step waits its own
+window), and a retry resumes from the state topic, not XCom.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_ferry.operators.base import DryRunOperator
+from kafka_ferry.operators.failures import fail_fast
+from kafka_ferry.promotion.rollback import RollbackRunner
+
+
+class RollbackMigrationOperator(DryRunOperator):
+    """Rolls a promoted migration back to the source, or (``dry_run``) shows the rollback plan and changes nothing.
+
+    :param dry_run: see ``DryRunOperator``: return the rollback plan, change nothing.
+    :param work_dir: where the rollback writes its report; default: the migration's work dir.
+    :param kwargs: passed to ``DryRunOperator`` (``spec_path``) and ``BaseOperator``.
+    """
+
+    ui_color = "#d8e8f8"
+
+    def __init__(self, *, work_dir: str | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.work_dir = work_dir
+
+    @fail_fast
+    def execute(self, context: Any) -> dict:
+        runner = RollbackRunner(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
+                                work_dir=self.work_dir,
+                                quiesce_window_s=self.spec.promotion.quiesce_window_seconds)
+        if self.is_dry_run:
+            plan = runner.plan()
+            self.log.info("rollback plan of %s: %d record(s) to copy back", self.spec.name, plan["records"])
+            for r in plan["copy_back"]:
+                self.log.info("  copy back %s-%d [%d, %d): %d record(s); %s", r["destination_topic"], r["partition"],
+                              r["start"], r["end"], r["records"], r["reason"])
+            for group, rows in plan["groups"].items():
+                for r in rows:
+                    self.log.info("  group %s %s-%d@%d -> %s-%d@%d [%s] %s", group, r["destination_topic"],
+                                  r["partition"], r["destination_offset"], r["source_topic"], r["partition"],
+                                  r["source_offset"], r["method"], r["reason"])
+            return plan
+        report = runner.run()
+        self.log.info("rollback report: %s (status %s)", report["report_path"], report["status"])
+        return {k: v for k, v in report.items() if k != "groups"}
