@@ -4,6 +4,7 @@ the source's own records are untouched; a killed rollback resumes; a second one 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -28,6 +29,7 @@ from scenarios import (
 
 from kafka_ferry.core.provenance import read_provenance, user_headers
 from kafka_ferry.core.spec import load_spec
+from kafka_ferry.operators.rollback import RollbackMigrationOperator
 from kafka_ferry.promotion.guard import assert_not_promoted
 from kafka_ferry.promotion.rollback import STEPS, RollbackRunner
 from kafka_ferry.promotion.steps import PromotionRunner
@@ -55,13 +57,15 @@ def promoted_migration(clusters, tmp_path):
         offsets = committed_offsets(clusters, "source", t, 2)
         groups[kind] = f"{p}-g{i}"
         commit_source_group(clusters, groups[kind], {(t, q): offsets[q][len(offsets[q]) // 2] for q in range(2)})
-    spec_path = write_spec(tmp_path, clusters, p)
+    spec_path = write_spec(tmp_path, clusters, p, promotion={"quiesce_window_seconds": 1})
     spec = load_spec(spec_path)
     provision(spec_path)
     provision_groups(spec_path)
     work = tmp_path / "work"
-    assert PromotionRunner(spec, clusters.cluster("source"), clusters.cluster("destination"),
-                           work_dir=work).run()["status"] == "promoted"
+    promoted = PromotionRunner(spec, clusters.cluster("source"), clusters.cluster("destination"), work_dir=work).run()
+    assert promoted["status"] == "promoted"
+    # the promotion report carries the way back: nothing to copy yet, every group back where it stopped
+    assert promoted["rollback_plan"]["records"] == 0 and len(promoted["rollback_plan"]["groups"]) == 3
     # The cleaner must not change either side while the test compares them (new keys below are unique anyway).
     for side in ("source", "destination"):
         entry = ConfigEntry("min.compaction.lag.ms", str(10**12), incremental_operation=AlterConfigOpType.SET)
@@ -209,13 +213,16 @@ def test_rollback_copies_back_exactly_and_groups_read_on_on_the_source(clusters,
     m = prepare(clusters, tmp_path)
     parts = [(t, q) for t in m["topics"].values() for q in range(2)]
     source_before = clusters.cluster("source").list_offsets(parts)
-    plan = rollback(clusters, m).plan()  # the dry run: the plan, nothing changed
+    plan = RollbackMigrationOperator(task_id="rollback", spec_path=m["spec_path"], dry_run=True,
+                                     work_dir=str(m["work_dir"])).execute({})  # the dry run: the plan, no change
     assert clusters.cluster("source").list_offsets(parts) == source_before
     assert not any(t.endswith(".rollback") for t in clusters.cluster("source").list_topic_names()
                    if t.startswith("kafka-ferry." + m["spec"].name))
     assert plan["records"] == sum(len(v) for v in m["post"].values())
 
-    report = rollback(clusters, m).run()
+    summary = RollbackMigrationOperator(task_id="rollback", spec_path=m["spec_path"],
+                                        work_dir=str(m["work_dir"])).execute({})
+    report = {**summary, "groups": json.loads((m["work_dir"] / "rollback-report.json").read_text())["groups"]}
 
     def where(groups):
         return {g: [(r["source_topic"], r["partition"], r["destination_offset"], r["source_offset"], r["method"])
@@ -239,6 +246,7 @@ def test_rollback_copies_back_exactly_and_groups_read_on_on_the_source(clusters,
 KILL_SCRIPT = textwrap.dedent("""
     import os, sys
     from kafka_ferry.core.spec import load_spec
+from kafka_ferry.operators.rollback import RollbackMigrationOperator
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.promotion.rollback import RollbackRunner
     spec = load_spec(sys.argv[1])

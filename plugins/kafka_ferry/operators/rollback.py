@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.operators.base import DryRunOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.rollback import RollbackRunner
+from kafka_ferry.reports.publish import publish_rollback_run
 
 
 class RollbackMigrationOperator(DryRunOperator):
@@ -44,7 +46,13 @@ class RollbackMigrationOperator(DryRunOperator):
                     self.log.info("  group %s %s-%d@%d -> %s-%d@%d [%s] %s", group, r["destination_topic"],
                                   r["partition"], r["destination_offset"], r["source_topic"], r["partition"],
                                   r["source_offset"], r["method"], r["reason"])
+            self._publish(context, plan)
             return plan
         report = runner.run()
         self.log.info("rollback report: %s (status %s)", report["report_path"], report["status"])
+        self._publish(context, report)
         return {k: v for k, v in report.items() if k != "groups"}
+
+    def _publish(self, context: Any, report: dict) -> None:
+        page = publish_rollback_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id, report)
+        self.log.info("run report: %s", page)
