@@ -56,7 +56,7 @@ STAGED_ENTRY = {PROMOTE_GROUPS: "promote_groups", PROMOTE_TOPICS: "promote_topic
 def _groups_param(ready: list[str], as_of_ms: int | None) -> Param:
     """The form's groups field; when a catch-up run saw groups ready to promote, it offers exactly those."""
     description = "For mode promote-groups: source consumer groups, one per line. Their consumers must have " \
-                  "stopped on the source."
+                  "stopped on the source. For mode rollback (or rollback-plan): only these promoted groups go back."
     if as_of_ms is None:
         return Param([], type=["null", "array"], items={"type": "string"}, title="Groups to promote",
                      section="Staged cutover", description=description)

@@ -181,6 +181,12 @@ def post_cutover(clusters, topics, source_id):
                      if read_provenance(r.headers)[0] != source_id] for t in topics.values() for q in range(2)}
 
 
+def read_promotions_of(store) -> set[str]:
+    from kafka_ferry.state.staged_cutover import promoted_groups
+
+    return set(promoted_groups(store))
+
+
 def prepare(clusters, tmp_path):
     """Promoted, then producers and consumers ran on the destination and stopped: the state a rollback starts from."""
     m = promoted_migration(clusters, tmp_path)
@@ -297,3 +303,42 @@ def test_after_a_rollback_catch_up_and_promote_again_exactly(clusters, tmp_path)
     for kind in KINDS:
         assert read_on_as_group(clusters, m["groups"][kind], m["topics"][kind], "destination") == expected[kind], kind
     assert "copied-back-record" in {r["method"] for r in report["groups"]}, report["groups"]
+
+
+def test_staged_one_promoted_group_rolls_back_while_another_stays_promoted(clusters, tmp_path):
+    from scenarios import one_group_migration
+    from staged_support import one_catch_up_batch, thread_copy
+
+    from kafka_ferry.promotion.group import promote_group
+    from kafka_ferry.promotion.group_rollback import rollback_group
+    from kafka_ferry.state.staged_cutover import promoted_groups
+
+    p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "grb", 2, 30, {0: 7, 1: 19})
+    back, stays = f"{p}-g", f"{p}-b"
+    commit_source_group(clusters, stays, {(topic, 0): 3, (topic, 1): 3})
+    provision_groups(spec_path)
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    for group in (back, stays):
+        assert promote_group(spec, source, destination, store, group, f"run-{group}", thread_copy).promoted
+    seed_plain(clusters, topic, 2, 10, start=30)  # producers still write to the source; a catch-up brings it over
+    assert one_catch_up_batch(spec, source, destination, store) == 20
+    for group, per_partition in ((back, {0: 8, 1: 2}), (stays, {0: 5, 1: 5})):
+        consume_some(clusters, "destination", group, topic, per_partition)  # the mirror keeps the topic's name
+    expected = remaining(clusters, "destination", back, topic)
+    stays_offsets = destination.group_offsets(stays)
+    plan = RollbackMigrationOperator(task_id="rollback", spec_path=spec_path, dry_run=True).execute(
+        {"params": {"groups": [back]}})  # the form's rollback-plan with the group named: where it would resume
+    assert list(plan["groups"]) == [back] and read_promotions_of(store) == {back, stays}
+
+    record = rollback_group(spec, source, destination, store, back)
+
+    assert record["status"] == "rolled-back"
+    assert promoted_groups(store) == [stays] and destination.group_offsets(stays) == stays_offsets
+    assert {r["source_offset"] for r in record["offsets"]} == {7 + 8, 19 + 2}
+    assert rollback_group(spec, source, destination, store, back) == record  # a second one changes nothing
+    assert RollbackMigrationOperator(task_id="rollback", spec_path=spec_path).execute(
+        {"params": {"groups": [back]}})["groups"] == {back: record["offsets"]}
+    assert [(r["source_offset"], r["method"]) for r in plan["groups"][back]] == [
+        (r["source_offset"], r["method"]) for r in record["offsets"]]
+    assert read_on_as_group(clusters, back, topic) == expected

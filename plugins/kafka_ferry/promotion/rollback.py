@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
@@ -64,6 +64,42 @@ class DestinationNotQuiet(RuntimeError):
 
 class RollbackMismatch(Permanent, RuntimeError):
     """What was copied back differs from what the destination holds; the message names the partitions."""
+
+
+def group_resumes(destination: KafkaCluster, group: str, topics: Sequence[str],
+                  forward: Mapping[tuple[str, int], PartitionCopy], reverse: Mapping[tuple[str, int], PartitionCopy],
+                  predicted: Mapping[tuple[str, int], list[tuple[int, int]]] | None = None) -> list[dict]:
+    """Where ``group`` resumes on the source, per partition it committed on the destination: the forward map and the
+    copy-back's syncs (``predicted``: those of a copy-back not run yet) decide it (``resume_on_source``)."""
+    by_dest = {(c.destination_topic, c.partition): c for c in forward.values()}
+    rows = []
+    for (dtopic, q), (offset, metadata) in sorted(destination.group_offsets_with_metadata(group).items()):
+        fwd = by_dest.get((dtopic, q))
+        if fwd is None or fwd.source_topic not in topics:
+            continue
+        back = reverse.get((dtopic, q))
+        back_syncs = [tuple(p) for p in (back.offset_map.syncs if back else ())]
+        back_syncs += (predicted or {}).get((dtopic, q), [])
+        end = max([fwd.copied_upstream_end] + [s[1] + 1 for s in back_syncs[-1:]])
+        r = resume_on_source(fwd.offset_map.syncs, back_syncs, offset, end)
+        rows.append({"source_topic": fwd.source_topic, "partition": q, "destination_topic": dtopic,
+                     "destination_offset": offset, "source_offset": r.to_offset, "method": r.method,
+                     "reason": r.reason, "metadata": metadata})
+    return rows
+
+
+def commit_on_source(source: KafkaCluster, group: str, rows: Sequence[dict]) -> int:
+    """Commit the decided offsets of ``group`` on the source, only while it has no members there."""
+    busy = active_groups(source, [group])
+    if busy:
+        raise RollbackRefused(f"group {group} has {busy[group]} on the source: commit only while it is empty")
+    if rows:
+        source.alter_group_offsets(group, {(r["source_topic"], r["partition"]): r["source_offset"] for r in rows},
+                                   {(r["source_topic"], r["partition"]): r["metadata"] for r in rows})
+    for r in rows:
+        log.info("rollback: group %s %s-%d -> %d (%s)", group, r["source_topic"], r["partition"], r["source_offset"],
+                 r["reason"])
+    return len(rows)
 
 
 class RollbackRunner:
@@ -217,27 +253,9 @@ class RollbackRunner:
                     ) -> dict[str, list[dict]]:
         """Each migrated group's source offsets after the copy-back, decided from both sync logs (changes nothing);
         ``predicted``: reverse syncs a copy-back not run yet would add, per destination partition (``plan``)."""
-        forward = self.forward_copies()
-        reverse = self.reverse_copies()
-        by_dest = {(c.destination_topic, c.partition): c for c in forward.values()}
-        out: dict[str, list[dict]] = {}
-        for group, topics in sorted(migrated_groups(self.store).items()):
-            committed = self.destination.group_offsets_with_metadata(group)
-            rows = []
-            for (dtopic, q), (offset, metadata) in sorted(committed.items()):
-                fwd = by_dest.get((dtopic, q))
-                if fwd is None or fwd.source_topic not in topics:
-                    continue
-                back = reverse.get((dtopic, q))
-                back_syncs = [tuple(p) for p in (back.offset_map.syncs if back else ())]
-                back_syncs += (predicted or {}).get((dtopic, q), [])
-                end = max([fwd.copied_upstream_end] + [s[1] + 1 for s in back_syncs[-1:]])
-                r = resume_on_source(fwd.offset_map.syncs, back_syncs, offset, end)
-                rows.append({"source_topic": fwd.source_topic, "partition": q, "destination_topic": dtopic,
-                             "destination_offset": offset, "source_offset": r.to_offset, "method": r.method,
-                             "reason": r.reason, "metadata": metadata})
-            out[group] = rows
-        return out
+        forward, reverse = self.forward_copies(), self.reverse_copies()
+        return {group: group_resumes(self.destination, group, topics, forward, reverse, predicted)
+                for group, topics in sorted(migrated_groups(self.store).items())}
 
     def _step_commit_offsets(self) -> dict:
         resumes = self.resume_plan()
@@ -246,17 +264,7 @@ class RollbackRunner:
         if busy:
             raise RollbackRefused("; ".join(f"group {g} has {why} on the source: commit only while it is empty"
                                             for g, why in sorted(busy.items())))
-        committed = 0
-        for group, rows in resumes.items():
-            if not rows:
-                continue
-            offsets = {(r["source_topic"], r["partition"]): r["source_offset"] for r in rows}
-            self.source.alter_group_offsets(group, offsets, {(r["source_topic"], r["partition"]): r["metadata"]
-                                                             for r in rows})
-            committed += len(offsets)
-            for r in rows:
-                log.info("rollback: group %s %s-%d -> %d (%s)", group, r["source_topic"], r["partition"],
-                         r["source_offset"], r["reason"])
+        committed = sum(commit_on_source(self.source, group, rows) for group, rows in resumes.items())
         return {"groups": len(resumes), "committed": committed}
 
     def _step_fences(self) -> dict:

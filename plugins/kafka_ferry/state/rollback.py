@@ -18,7 +18,7 @@ from typing import Any
 
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import ROLLBACK_KIND, under
+from kafka_ferry.core.state_records import ROLLBACK_KIND, WRITTEN_AT, under
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.store import MigrationStateStore
@@ -77,3 +77,28 @@ def mark_rolled_back(store: MigrationStateStore, promoted_at_ms: int | None, now
                      groups: list[str]) -> None:
     store.put(ROLLBACK_KIND, MIGRATION, {"status": ROLLED_BACK, "promoted_at_ms": promoted_at_ms,
                                          "rolled_back_at_ms": now_ms, "topics": topics, "groups": groups})
+
+
+GROUP = "group/"  # group/<group>: a staged group's rollback (status, promoted_at_ms, rolled_back_at_ms, offsets)
+
+
+def group_rollback(store: MigrationStateStore, group: str) -> dict | None:
+    """A staged group's rollback record as it was saved (without the store's write time)."""
+    record = rollback_records(store).get(GROUP + group)
+    return None if record is None else {k: v for k, v in record.items() if k != WRITTEN_AT}
+
+
+def save_group_rollback(store: MigrationStateStore, group: str, record: Mapping[str, Any]) -> None:
+    store.put(ROLLBACK_KIND, GROUP + group, dict(record))
+
+
+def group_resume(store: MigrationStateStore, group: str, promoted_at_ms: int | None) -> list[dict] | None:
+    """A staged group's decided source offsets, when decided for this promotion of it."""
+    record = rollback_records(store).get(RESUME + group)
+    if record is None or record.get("promoted_at_ms") != promoted_at_ms:
+        return None
+    return record.get("partitions", [])
+
+
+def save_group_resume(store: MigrationStateStore, group: str, rows: list[dict], promoted_at_ms: int | None) -> None:
+    store.put(ROLLBACK_KIND, RESUME + group, {"partitions": rows, "promoted_at_ms": promoted_at_ms})
