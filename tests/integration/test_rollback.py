@@ -252,7 +252,6 @@ def test_rollback_copies_back_exactly_and_groups_read_on_on_the_source(clusters,
 KILL_SCRIPT = textwrap.dedent("""
     import os, sys
     from kafka_ferry.core.spec import load_spec
-from kafka_ferry.operators.rollback import RollbackMigrationOperator
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.promotion.rollback import RollbackRunner
     spec = load_spec(sys.argv[1])
@@ -264,7 +263,7 @@ from kafka_ferry.operators.rollback import RollbackMigrationOperator
 """)
 
 
-@pytest.mark.parametrize("killed_after", ["copy_back", "commit_offsets"])
+@pytest.mark.parametrize("killed_after", STEPS)
 def test_a_killed_rollback_resumes_after_its_last_step(clusters, tmp_path, killed_after):
     m = prepare(clusters, tmp_path)
     killed = subprocess.run([sys.executable, "-c", KILL_SCRIPT, m["spec_path"], str(m["work_dir"]), killed_after],
