@@ -12,6 +12,7 @@ from kafka_ferry.core.rollback_plan import (
     COPIED_BACK_RECORD,
     FORWARD_RECORD,
     RollbackPlanError,
+    across_rollback,
     copy_back_range,
     resume_on_destination,
     resume_on_source,
@@ -120,3 +121,23 @@ def test_copy_back_range_starts_after_the_forward_copy_then_at_its_own_progress(
     assert (fresh.start, fresh.end) == (3, 5)
     trimmed = copy_back_range("d", 0, "s", forward_last_downstream=1, reverse_next=None, log_start=7, stable_end=9)
     assert trimmed.start == 7 and "log start" in trimmed.reason
+
+
+def test_a_forward_decision_is_corrected_only_among_copied_back_records():
+    from kafka_ferry.core.offset_decisions import OffsetDecision, PartitionCopy
+
+    # source: 0..9 own records, 10..12 copied back (destination 10, 12, 14: markers between), 13..15 new ones
+    # forward-copied to destination 15..17
+    forward = PartitionCopy("s", 0, "d", 16, ((0, 0), (9, 9), (13, 15), (15, 17)))
+    back = PartitionCopy("d", 0, "s", 15, ((10, 10), (12, 11), (14, 12)))
+
+    def decision(upstream, downstream):
+        return OffsetDecision("g", "s", 0, "d", upstream, downstream, "hole-next-record", "forward")
+
+    below = decision(5, 5)
+    assert across_rollback(below, forward, back) is below
+    assert across_rollback(decision(11, 15), forward, None).downstream_offset == 15  # never rolled back: unchanged
+    among = across_rollback(decision(11, 15), forward, back)
+    assert (among.downstream_offset, among.method) == (12, COPIED_BACK_RECORD) and "forward alone: 15" in among.reason
+    after = across_rollback(decision(14, 16), forward, back)
+    assert (after.downstream_offset, after.method) == (16, FORWARD_RECORD)
