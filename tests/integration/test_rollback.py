@@ -303,6 +303,16 @@ def test_after_a_rollback_catch_up_and_promote_again_exactly(clusters, tmp_path)
         assert read_on_as_group(clusters, m["groups"][kind], m["topics"][kind], "destination") == expected[kind], kind
     assert "copied-back-record" in {r["method"] for r in report["groups"]}, report["groups"]
 
+    # and back once more: the second copy-back goes on from its own progress, the logs now interleave
+    produce_on_destination(clusters, m["topics"], 2)
+    for kind, per_partition in {"plain": {0: 30, 1: 3}, "compact": {0: 4, 1: None}, "txn": {0: 9, 1: 2}}.items():
+        consume_some(clusters, "destination", m["groups"][kind], m["topics"][kind], per_partition)
+    m["expected"] = {kind: remaining(clusters, "destination", m["groups"][kind], m["topics"][kind]) for kind in KINDS}
+    m["own_before"], _ = source_split(clusters, m["topics"], m["ids"]["destination"])
+    m["post"] = post_cutover(clusters, m["topics"], m["ids"]["source"])
+    assert rollback(clusters, m).run()["status"] == "rolled-back"
+    assert_rolled_back_exactly(clusters, m)
+
 
 def test_staged_one_promoted_group_rolls_back_while_another_stays_promoted(clusters, tmp_path):
     from scenarios import one_group_migration
