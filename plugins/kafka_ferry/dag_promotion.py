@@ -33,10 +33,13 @@ from kafka_ferry.core.trigger_form import (
     PROMOTE,
     PROMOTE_GROUPS,
     PROMOTE_TOPICS,
+    ROLLBACK,
+    ROLLBACK_PLAN,
     TOPICS_FIELD,
     WAIVE_FIELD,
 )
 from kafka_ferry.operators.promotion import PromoteMigrationOperator
+from kafka_ferry.operators.rollback import RollbackMigrationOperator
 from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator, PromoteTopicsOperator
 from kafka_ferry.operators.translation import TranslateOffsetsOperator
 from kafka_ferry.sensors.promotion_sensors import (
@@ -47,13 +50,14 @@ from kafka_ferry.sensors.promotion_sensors import (
 )
 
 PROMOTE_ENTRY = ("source_quiesced", "source_groups_inactive")
-STAGED_ENTRY = {PROMOTE_GROUPS: "promote_groups", PROMOTE_TOPICS: "promote_topics"}
+STAGED_ENTRY = {PROMOTE_GROUPS: "promote_groups", PROMOTE_TOPICS: "promote_topics", ROLLBACK: "rollback",
+                ROLLBACK_PLAN: "rollback"}
 
 
 def _groups_param(ready: list[str], as_of_ms: int | None) -> Param:
     """The form's groups field; when a catch-up run saw groups ready to promote, it offers exactly those."""
     description = "For mode promote-groups: source consumer groups, one per line. Their consumers must have " \
-                  "stopped on the source."
+                  "stopped on the source. For mode rollback (or rollback-plan): only these promoted groups go back."
     if as_of_ms is None:
         return Param([], type=["null", "array"], items={"type": "string"}, title="Groups to promote",
                      section="Staged cutover", description=description)
@@ -77,7 +81,9 @@ def trigger_params(migration: str, ready_groups: list[str] = (), ready_as_of_ms:
                       values_display={CATCH_UP: "catch-up: copy the next batch", DRY_RUN: "dry-run: plan only",
                                       PROMOTE: "promote: cut over (needs confirmation)",
                                       PROMOTE_GROUPS: "promote-groups: move the chosen consumer groups",
-                                      PROMOTE_TOPICS: "promote-topics: move the chosen topics' producers"},
+                                      PROMOTE_TOPICS: "promote-topics: move the chosen topics' producers",
+                                      ROLLBACK: "rollback: back to the source after a cutover (needs confirmation)",
+                                      ROLLBACK_PLAN: "rollback-plan: what a rollback would do, change nothing"},
                       description_md="`catch-up`: copy a batch, then translate and checkpoint. `dry-run`: show the "
                                      "pre-flight diff and the next batch, change nothing. `promote`: wait until "
                                      "producers and source consumers stopped, copy to lag 0, translate, commit "
@@ -85,11 +91,15 @@ def trigger_params(migration: str, ready_groups: list[str] = (), ready_as_of_ms:
                                      "`promote-groups`: while producers still write to the source, move each "
                                      "group named below (its source consumers stopped; the task logs which groups are "
                                      "ready). `promote-topics`: once every "
-                                     "group reading them is promoted or waived, move the topics named below."),
+                                     "group reading them is promoted or waived, move the topics named below. "
+                                     "`rollback`: after a promotion, once the destination is quiet, copy back what "
+                                     "producers wrote there, commit every group on the source where it stopped, "
+                                     "mark rolled back. `rollback-plan`: show that plan, change nothing."),
         # null allowed: the form sends an empty text field as null, and a catch-up leaves it empty
         CONFIRM_FIELD: Param(None, type=["null", "string"], title="Confirm promotion", section="Promotion",
-                             description=f"For the promote modes: type the migration name ({migration}) to "
-                                         "confirm the cutover. Ignored by catch-up and dry-run."),
+                             description=f"For the promote modes and rollback: type the migration name "
+                                         f"({migration}) to confirm the cutover (or the rollback). Ignored by "
+                                         "catch-up and dry-run."),
         "allow_rewind": Param(False, type="boolean", title="Allow rewinding destination groups", section="Promotion",
                               description="For mode promote only: the promotion may move a destination group's "
                                           "offsets backwards. Ignored by catch-up and dry-run."),
@@ -134,7 +144,8 @@ def add_translation_tasks(dag: DAG, spec_path: str | Path, upstream_task: BaseOp
 
 def add_staged_promotion_tasks(dag: DAG, spec_path: str | Path, branch: BaseOperator,
                                migration: str | None = None) -> list[BaseOperator]:
-    """promote-groups / promote-topics: one task each after the mode branch (never scheduled: a form choice).
+    """promote-groups / promote-topics / rollback (and its plan): one task each after the mode branch (never
+    scheduled: a form choice).
 
     ``migration``: the spec's name; the topics task then declares the migration's promoted asset alias as outlet.
     """
@@ -143,8 +154,11 @@ def add_staged_promotion_tasks(dag: DAG, spec_path: str | Path, branch: BaseOper
     topics = PromoteTopicsOperator(task_id=STAGED_ENTRY[PROMOTE_TOPICS], spec_path=str(spec_path), dag=dag,
                                    execution_timeout=timedelta(hours=1),
                                    outlets=promotion_outlets(migration) if migration else None)
-    branch >> [groups, topics]
-    return [groups, topics]
+    rollback = RollbackMigrationOperator(task_id=STAGED_ENTRY[ROLLBACK], spec_path=str(spec_path), dag=dag,
+                                         dry_run=f"{{{{ params.mode == '{ROLLBACK_PLAN}' }}}}",
+                                         execution_timeout=timedelta(hours=1))
+    branch >> [groups, topics, rollback]
+    return [groups, topics, rollback]
 
 
 def add_promotion_tasks(dag: DAG, spec: MigrationSpec, spec_path: str | Path, branch: BaseOperator,

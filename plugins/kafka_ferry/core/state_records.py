@@ -179,7 +179,11 @@ BACKLOG_KIND = StateKind(
     "the copy report task after each catch-up batch: backlog before and after (offsets; bytes estimated from "
     "the measured bytes per record), the measured rate and the ETAs (core.backlog_eta)")
 
+ROLLBACK_KIND = StateKind(
+    "rollback", "migration | step/<step> | resume/<group> | range/<destination topic>:<partition>", (),
+    "the rollback runner (promotion.rollback; keys and fields: state.rollback)")
+
 KINDS: dict[str, StateKind] = {k.name: k for k in (
     PROGRESS_KIND, GAP_KIND, BATCH_KIND, TOPIC_KIND, OWNED_TOPIC_KIND, GROUP_KIND, TIMESTAMPS_KIND, PROMOTION_KIND,
     GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, FENCE_KIND, DECODE_CHECK_KIND,
-    LEASE_KIND, SERIALIZED_FIELDS_KIND, BACKLOG_KIND)}
+    LEASE_KIND, SERIALIZED_FIELDS_KIND, BACKLOG_KIND, ROLLBACK_KIND)}

@@ -16,12 +16,16 @@ from kafka_ferry.core.failures import Permanent
 
 CATCH_UP, PROMOTE, DRY_RUN = "catch-up", "promote", "dry-run"
 PROMOTE_GROUPS, PROMOTE_TOPICS = "promote-groups", "promote-topics"  # staged cutover: groups first, then topics
-MODES = (CATCH_UP, PROMOTE, PROMOTE_GROUPS, PROMOTE_TOPICS, DRY_RUN)
-CONFIRMED_MODES = (PROMOTE, PROMOTE_GROUPS, PROMOTE_TOPICS)
+# after a cutover: back to the source (confirmed like a promotion), or only its plan (a dry run: changes nothing)
+ROLLBACK, ROLLBACK_PLAN = "rollback", "rollback-plan"
+MODES = (CATCH_UP, PROMOTE, PROMOTE_GROUPS, PROMOTE_TOPICS, DRY_RUN, ROLLBACK, ROLLBACK_PLAN)
+CONFIRMED_MODES = (PROMOTE, PROMOTE_GROUPS, PROMOTE_TOPICS, ROLLBACK)
+DRY_RUN_MODES = (DRY_RUN, ROLLBACK_PLAN)
 CONFIRM_FIELD = "confirm_migration"
 GROUPS_FIELD, TOPICS_FIELD, WAIVE_FIELD = "groups", "topics", "waive_groups"
-# A task field rendered "True" on a dry-run (a Jinja template), so provisioning and planning change nothing.
-DRY_RUN_TEMPLATE = f"{{{{ params.mode == '{DRY_RUN}' }}}}"
+# A task field rendered "True" on a dry-run or a rollback plan (a Jinja template), so provisioning and planning
+# change nothing.
+DRY_RUN_TEMPLATE = f"{{{{ params.mode in ('{DRY_RUN}', '{ROLLBACK_PLAN}') }}}}"
 
 
 class TriggerRefused(Permanent, ValueError):
@@ -43,8 +47,9 @@ def trigger_problems(migration: str, params: Mapping[str, Any], conf_keys: Itera
         typed = str(params.get(CONFIRM_FIELD) or "").strip()
         if typed != migration:
             got = f"got {typed!r}" if typed else "it is empty"
+            what = "the rollback" if mode == ROLLBACK else "the cutover"
             problems.append(f"{mode} needs the migration name {migration!r} typed into {CONFIRM_FIELD!r} "
-                            f"to confirm the cutover; {got}")
+                            f"to confirm {what}; {got}")
         needed = {PROMOTE_GROUPS: GROUPS_FIELD, PROMOTE_TOPICS: TOPICS_FIELD}.get(mode)
         if needed and not names(params.get(needed)):
             problems.append(f"{mode} needs at least one name in {needed!r}; it is empty")
@@ -67,4 +72,4 @@ def check_trigger(migration: str, params: Mapping[str, Any], conf_keys: Iterable
 
 
 def is_dry_run(mode: Any) -> bool:
-    return mode == DRY_RUN
+    return mode in DRY_RUN_MODES

@@ -29,11 +29,13 @@ from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.promotion_report import build_report, write_report
 from kafka_ferry.promotion.readiness import replication_lag
 from kafka_ferry.promotion.reconcile import reconcile
+from kafka_ferry.promotion.rollback import RollbackRunner
 from kafka_ferry.provision.fences import lift_all_fences
 from kafka_ferry.state.decode_marks import decode_marks
 from kafka_ferry.state.offset_decisions import expected_group_offsets, stored_decisions  # noqa: F401 (public here too)
 from kafka_ferry.state.progress import migrated_groups
 from kafka_ferry.state.promotion import (
+    PROMOTED,
     completed_steps,
     promotion_records,
     save_final_translation,
@@ -140,6 +142,8 @@ class PromotionRunner:
         report = build_report(self.spec, self._state(), timings, self._reconciliation,
                               time.monotonic() - started, time_plan_records(self.store),
                               decode_marks(self.store))
+        if report["status"] == PROMOTED:
+            report["rollback_plan"] = self._rollback_plan()
         path = write_report(report, self.work_dir)
         report["report_path"] = str(path)
         return report
@@ -201,6 +205,16 @@ class PromotionRunner:
         lifted = lift_all_fences(self.destination, self.store)  # before the mark: consumers may start after it
         save_promoted(self.store, {t: self.spec.topics.rename.destination_topic(t) for t in topics}, groups, now)
         return {"topics": len(topics), "groups": len(groups), **({"fences_lifted": len(lifted)} if lifted else {})}
+
+    def _rollback_plan(self) -> dict:
+        """What a rollback would copy back and where each group would resume (``promotion.rollback``); the report
+        carries it, so the cutover is signed off knowing the way back. Reading it must not fail a promotion that is
+        done: a failure is reported in its place."""
+        try:
+            return RollbackRunner(self.spec, self.source, self.destination, self.store, self.work_dir).plan()
+        except Exception as exc:  # noqa: BLE001 - reported, the promotion itself succeeded
+            log.warning("promotion %s: rollback plan not available: %s", self.spec.name, exc)
+            return {"error": f"rollback plan not available: {exc}"}
 
     def _source_topics(self) -> list[str]:
         from kafka_ferry.core.provisioning_plan import select_topics

@@ -21,7 +21,7 @@ from typing import Any
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_STEPS
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
-from kafka_ferry.reports.render import batch_page, promotion_page, staged_page
+from kafka_ferry.reports.render import batch_page, promotion_page, rollback_page, staged_page
 from kafka_ferry.storage.workdir import StoragePath, as_path, read_text, write_text
 
 OVERVIEW_FILE = "overview.json"
@@ -98,8 +98,18 @@ def publish_promotion_run(spec: MigrationSpec, migration_dir: Path, run_id: str,
     verdict = None if not rec else ("ok" if not rec.get("mismatched") else "mismatch: " + ", ".join(rec["mismatched"]))
     latest = history[-1] if history else {}
     _update_overview(spec, migration_dir, run_id, promoted=report.get("status") == "promoted",
+                     rolled_back=False if report.get("status") == "promoted" else None,
                      reconciliation=verdict, last_batch=latest.get("batch_id"),
                      last_batch_at_ms=latest.get("finished_at_ms"), lag=latest.get("lag_after_total"))
+    return path
+
+
+def publish_rollback_run(spec: MigrationSpec, migration_dir: StoragePath, run_id: str,
+                         report: Mapping[str, Any]) -> StoragePath:
+    """A rollback run's page (or a rollback-plan run's); a finished rollback shows on the overview as rolled back."""
+    path = _write(run_page_path(migration_dir, run_id), rollback_page(report, run_id))
+    if report.get("status") == "rolled-back":
+        _update_overview(spec, migration_dir, run_id, promoted=False, rolled_back=True)
     return path
 
 
@@ -143,7 +153,7 @@ def _write(path: StoragePath, text: str) -> StoragePath:
     return write_text(path, text)
 
 
-def publish_live_batch(migration_dir: StoragePath, run_id: str, view: Mapping[str, Any]) -> Path:
+def publish_live_batch(migration_dir: StoragePath, run_id: str, view: Mapping[str, Any]) -> StoragePath:
     """The run's page while its batch runs (``render.live_batch_page``); the batch's report replaces it."""
     from kafka_ferry.reports.render import live_batch_page
 

@@ -174,6 +174,8 @@ def promotion_page(report: Mapping[str, Any], history: Sequence[Mapping[str, Any
                  table((("topic", "destination topic"), ("records", "records checked"), ("decoded", "keys/values "
                         "decoded"), ("plain", "keys/values without schema"), ("failed", "records failed")),
                        [{"topic": t, **v} for t, v in report["decode_totals"].items()], left=("topic",))]
+    if report.get("rollback_plan"):
+        body.append(rollback_plan_section(report["rollback_plan"]))
     body += ["<h2>Lag over the migration's batches</h2>", lag_chart_svg(history)]
     return page(title, "".join(body))
 
@@ -249,7 +251,8 @@ def overview_page(rows: Sequence[Mapping[str, Any]], report_href: str = "") -> s
             f'<td class="l">{_cell(r.get("last_batch"))}</td>',
             f'<td class="l">{_time(r.get("last_batch_at_ms"))}</td>',
             f"<td>{_cell(r.get('lag'))}</td>",
-            f'<td class="l {"ok" if r.get("promoted") else ""}">{"yes" if r.get("promoted") else "no"}</td>',
+            f'<td class="l {"ok" if r.get("promoted") else ""}">'
+            f'{"yes" if r.get("promoted") else "rolled back" if r.get("rolled_back") else "no"}</td>',
             f'<td class="l">{_cell(r.get("staged"))}</td>',
             f'<td class="l">{_cell(r.get("reconciliation"))}</td>', f'<td class="l">{link or "—"}</td>']) + "</tr>")
     head = "".join(f'<th class="l">{escape(h)}</th>' for _, h in OVERVIEW_COLUMNS)
@@ -323,4 +326,43 @@ def live_batch_page(view: Mapping[str, Any], run_id: str = "") -> str:
             "0 until then.</p>",
             "<h2>Partitions of this batch</h2>",
             table(LIVE_COLUMNS, view.get("rows", []), left=("source_topic", "status", "finished"))]
+    return page(title, "".join(body))
+
+
+ROLLBACK_RANGE_COLUMNS = (("destination_topic", "destination topic"), ("partition", "partition"),
+                          ("source_topic", "back to"), ("start", "from"), ("end", "to"), ("records", "records"),
+                          ("reason", "why from there"))
+ROLLBACK_GROUP_COLUMNS = (("group", "group"), ("destination_topic", "destination topic"), ("partition", "partition"),
+                          ("destination_offset", "stopped at"), ("source_offset", "resumes on the source at"),
+                          ("method", "how"), ("reason", "why"))
+
+
+def rollback_plan_section(plan: Mapping[str, Any]) -> str:
+    """What a rollback would copy back now and where each group would resume on the source (the promotion page
+    and a rollback-plan run show it)."""
+    if plan.get("error"):
+        return f'<h2>Rollback plan</h2><p class="bad">{escape(str(plan["error"]))}</p>'
+    ranges = [r for r in plan.get("copy_back", []) if r.get("records") or r.get("end", 0) > r.get("start", 0)]
+    groups = [{"group": g, **r} for g, rows in plan.get("groups", {}).items() for r in rows]
+    return "".join([f"<h2>Rollback plan: {_cell(plan.get('records', 0))} record(s) to copy back</h2>",
+                    table(ROLLBACK_RANGE_COLUMNS, ranges, left=("destination_topic", "source_topic", "reason")),
+                    table(ROLLBACK_GROUP_COLUMNS, groups, left=("group", "destination_topic", "method", "reason"))])
+
+
+def rollback_page(report: Mapping[str, Any], run_id: str = "") -> str:
+    """A rollback run (or its plan): status, the steps of this run, where every group resumes on the source."""
+    title = f"{report['migration']}: rollback"
+    steps = [{"step": name, "status": step.get("status"), "seconds": step.get("duration_s")}
+             for name, step in (report.get("this_run") or {}).items()]
+    body = [f"<h1>{escape(title)}</h1>", f'<p class="muted">run {escape(run_id) or "—"}</p>',
+            _cards([("status", report.get("status", "plan")),
+                    ("groups", len(report.get("groups") or {}))])]
+    if steps:
+        body.append(table((("step", "step"), ("status", "status"), ("seconds", "seconds")), steps,
+                          left=("step", "status")))
+    if "copy_back" in report:
+        body.append(rollback_plan_section(report))
+    else:
+        groups = [{"group": g, **r} for g, rows in (report.get("groups") or {}).items() for r in rows]
+        body.append(table(ROLLBACK_GROUP_COLUMNS, groups, left=("group", "destination_topic", "method", "reason")))
     return page(title, "".join(body))

@@ -62,3 +62,8 @@ def recorded_promotions(spec: MigrationSpec, destination: KafkaCluster) -> tuple
     store = MigrationStateStore(destination, spec.state_topic_name)
     state = store.read_all()
     return promoted_groups(store, state), promoted_topics(store, state)
+
+
+def forget_group_promotion(store: MigrationStateStore, group: str) -> None:
+    """A rolled-back group is a migrated, unpromoted group again (``promotion.group_rollback``)."""
+    store.put(GROUP_PROMOTION_KIND, group, None)

@@ -15,18 +15,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_ferry.copy.plan import work_dir
-from kafka_ferry.core.mm2_wire import Checkpoint
+from kafka_ferry.core.mm2_wire import Checkpoint, offset_syncs_topic
 from kafka_ferry.core.offset_decisions import OffsetDecision, PartitionCopy, partition_copy, translate_groups
 from kafka_ferry.core.progress import PartitionProgress
+from kafka_ferry.core.rollback_plan import across_rollback
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import groups_to_commit
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.progress import migrated_groups, read_progress
+from kafka_ferry.state.rollback import copy_back_progress
 from kafka_ferry.state.staged_cutover import promoted_groups
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.storage.workdir import StoragePath
 from kafka_ferry.translation.offset_map import write_offset_map
-from kafka_ferry.translation.sync_log import read_migration_syncs, write_checkpoints
+from kafka_ferry.translation.sync_log import read_migration_syncs, read_offset_syncs, write_checkpoints
 
 log = logging.getLogger(__name__)
 
@@ -125,9 +127,23 @@ def translate_migration(spec: MigrationSpec, source: KafkaCluster, destination: 
     uncopied = {tp for offsets in commits.values() for tp in offsets if tp not in copies}
     copies.update(empty_partition_copies(spec, source, destination, uncopied))
     decisions = translate_groups(commits, copies)
+    back = copied_back(spec, source)
+    if back:  # a rollback copied records back: groups among them resume by both sync logs
+        decisions = [across_rollback(d, copies.get((d.source_topic, d.partition)),
+                                     back.get((d.destination_topic, d.partition))) for d in decisions]
     for d in decisions:
         (log.warning if d.flagged else log.info)("translate: %s", d.describe())
     return TranslationResult(decisions, copies)
+
+
+def copied_back(spec: MigrationSpec, source: KafkaCluster) -> dict[tuple[str, int], PartitionCopy]:
+    """What rollbacks copied back, per destination partition (empty when none ran): the copy-back's syncs
+    (destination offset -> source offset) as its progress covers them (``state.rollback``)."""
+    progress = copy_back_progress(spec, source)
+    if not progress:
+        return {}
+    syncs = read_offset_syncs(source, offset_syncs_topic(spec.source.alias))
+    return {k: partition_copy(p, syncs.get(k, ())) for k, p in progress.items()}
 
 
 def checkpoint_translations(spec: MigrationSpec, destination: KafkaCluster,

@@ -69,7 +69,7 @@ def test_dag_shape_and_params(dags_folder):
     assert (params["mode"], params["confirm_migration"], params["allow_rewind"]) == ("catch-up", None, False)
     assert "dry_run" not in dag.params
     assert dag.get_task("plan_copy").dry_run == dag.get_task("provision_topics").dry_run == (
-        "{{ params.mode == 'dry-run' }}")
+        "{{ params.mode in ('dry-run', 'rollback-plan') }}")
 
 
 def test_write_stubs_is_idempotent(dags_folder):
@@ -81,7 +81,7 @@ def test_a_spec_with_a_schema_registry_migrates_schemas_between_preflight_and_to
     with_schemas, without = bag.dags["kafka_ferry__demo-tenant"], bag.dags["kafka_ferry__other"]
     assert with_schemas.get_task("preflight").downstream_task_ids == {"migrate_schemas"}
     assert with_schemas.get_task("migrate_schemas").downstream_task_ids == {"provision_topics"}
-    assert with_schemas.get_task("migrate_schemas").dry_run == "{{ params.mode == 'dry-run' }}"
+    assert with_schemas.get_task("migrate_schemas").dry_run == "{{ params.mode in ('dry-run', 'rollback-plan') }}"
     assert "migrate_schemas" not in without.task_ids
     # the batch's records are decoded on the destination before translation writes the run's page
     assert with_schemas.get_task("copy_report").downstream_task_ids == {"decode_check"}

@@ -54,6 +54,8 @@ def test_branch_follows_the_mode_param():
     assert _choose("plan_copy", list(PROMOTE_ENTRY), params={"mode": "dry-run"}) == "plan_copy"
     assert _choose("plan_copy", list(PROMOTE_ENTRY), params={"mode": "promote-groups"}) == "promote_groups"
     assert _choose("plan_copy", list(PROMOTE_ENTRY), params={"mode": "promote-topics"}) == "promote_topics"
+    assert _choose("plan_copy", list(PROMOTE_ENTRY), params={"mode": "rollback"}) == "rollback"
+    assert _choose("plan_copy", list(PROMOTE_ENTRY), params={"mode": "rollback-plan"}) == "rollback"
     with pytest.raises(ValueError, match="mode must be"):
         _choose("plan_copy", list(PROMOTE_ENTRY), params={"mode": "yolo"})
 
@@ -62,7 +64,8 @@ def test_mode_param_is_an_enum_defaulting_to_catch_up():
     params = trigger_params("demo-tenant")
     mode = params["mode"]
     assert mode.resolve() == "catch-up"
-    assert mode.schema["enum"] == ["catch-up", "promote", "promote-groups", "promote-topics", "dry-run"]
+    assert mode.schema["enum"] == ["catch-up", "promote", "promote-groups", "promote-topics", "dry-run", "rollback",
+                                   "rollback-plan"]
     assert params["groups"].resolve() == [] and params["waive_groups"].schema["section"] == "Staged cutover"
     assert (mode.schema["section"], params["confirm_migration"].schema["section"]) == ("Run", "Promotion")
     assert "demo-tenant" in params["confirm_migration"].description

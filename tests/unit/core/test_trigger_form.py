@@ -41,7 +41,8 @@ def test_every_problem_is_named_at_once():
 
 def test_an_unknown_mode_is_refused_naming_the_modes():
     assert trigger_problems("orders", {"mode": "yolo"}) == [
-        "mode 'yolo' is not one of 'catch-up', 'promote', 'promote-groups', 'promote-topics', 'dry-run'"]
+        "mode 'yolo' is not one of 'catch-up', 'promote', 'promote-groups', 'promote-topics', 'dry-run', "
+        "'rollback', 'rollback-plan'"]
 
 
 @given(st.text(max_size=20))
@@ -55,7 +56,7 @@ def test_catch_up_and_dry_run_ignore_the_confirmation(mode, typed):
     problems = trigger_problems("orders", {"mode": mode, "confirm_migration": typed})
     names_given = {"groups": ["g"], "topics": ["t"]}
     problems = trigger_problems("orders", {"mode": mode, "confirm_migration": typed, **names_given})
-    assert (problems == []) == (not mode.startswith("promote") or typed.strip() == "orders")
+    assert (problems == []) == (not (mode.startswith("promote") or mode == "rollback") or typed.strip() == "orders")
 
 
 @pytest.mark.parametrize("mode, field", [("promote-groups", "groups"), ("promote-topics", "topics")])
@@ -71,5 +72,14 @@ def test_names_reads_lists_and_text():
 
 
 def test_dry_run_template_and_predicate_agree():
-    assert DRY_RUN_TEMPLATE == "{{ params.mode == 'dry-run' }}"
+    assert DRY_RUN_TEMPLATE == "{{ params.mode in ('dry-run', 'rollback-plan') }}"
+    assert is_dry_run("rollback-plan") and not is_dry_run("rollback")
     assert is_dry_run("dry-run") and not is_dry_run("catch-up") and not is_dry_run("promote")
+
+
+def test_a_rollback_is_confirmed_by_name_and_its_plan_is_not():
+    assert trigger_problems("orders", {"mode": "rollback", "confirm_migration": "orders"}) == []
+    assert trigger_problems("orders", {"mode": "rollback"}) == [
+        "rollback needs the migration name 'orders' typed into 'confirm_migration' to confirm the rollback; "
+        "it is empty"]
+    assert trigger_problems("orders", {"mode": "rollback-plan"}) == []

@@ -1,0 +1,79 @@
+"""The rollback as a task: ``mode: rollback`` runs ``promotion.rollback.RollbackRunner`` (resuming the steps already
+done); ``mode: rollback-plan`` (a dry run) returns what it would copy back and where each group would resume. With
+names in the form's *Groups* field, only those groups of a staged cutover go back (``promotion.group_rollback``).
+
+Why one task for all steps: unlike the promotion there is no sensor between them (the quiesce step waits its own
+window), and a retry resumes from the state topic, not XCom.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_ferry.copy.plan import work_dir
+from kafka_ferry.core.trigger_form import GROUPS_FIELD, names
+from kafka_ferry.operators.base import DryRunOperator
+from kafka_ferry.operators.failures import fail_fast
+from kafka_ferry.promotion.group_rollback import rollback_group
+from kafka_ferry.promotion.rollback import RollbackRunner
+from kafka_ferry.reports.publish import publish_rollback_run
+
+
+class RollbackMigrationOperator(DryRunOperator):
+    """Rolls a promoted migration back to the source, or (``dry_run``) shows the rollback plan and changes nothing.
+
+    :param dry_run: see ``DryRunOperator``: return the rollback plan, change nothing.
+    :param work_dir: where the rollback writes its report; default: the migration's work dir.
+    :param kwargs: passed to ``DryRunOperator`` (``spec_path``) and ``BaseOperator``.
+    """
+
+    ui_color = "#d8e8f8"
+
+    def __init__(self, *, work_dir: str | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.work_dir = work_dir
+
+    @fail_fast
+    def execute(self, context: Any) -> dict:
+        runner = RollbackRunner(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
+                                work_dir=self.work_dir,
+                                quiesce_window_s=self.spec.promotion.quiesce_window_seconds)
+        groups = names((context.get("params") or {}).get(GROUPS_FIELD))
+        if groups:
+            return self._groups(context, runner, groups)
+        if self.is_dry_run:
+            plan = runner.plan()
+            self.log.info("rollback plan of %s: %d record(s) to copy back", self.spec.name, plan["records"])
+            for r in plan["copy_back"]:
+                self.log.info("  copy back %s-%d [%d, %d): %d record(s); %s", r["destination_topic"], r["partition"],
+                              r["start"], r["end"], r["records"], r["reason"])
+            for group, rows in plan["groups"].items():
+                for r in rows:
+                    self.log.info("  group %s %s-%d@%d -> %s-%d@%d [%s] %s", group, r["destination_topic"],
+                                  r["partition"], r["destination_offset"], r["source_topic"], r["partition"],
+                                  r["source_offset"], r["method"], r["reason"])
+            self._publish(context, plan)
+            return plan
+        report = runner.run()
+        self.log.info("rollback report: %s (status %s)", report["report_path"], report["status"])
+        self._publish(context, report)
+        return {k: v for k, v in report.items() if k != "groups"}
+
+    def _groups(self, context: Any, runner: RollbackRunner, groups: list[str]) -> dict:
+        """A staged cutover's groups: their rollback, or (dry run) where each would resume on the source."""
+        if self.is_dry_run:
+            plan = {"migration": self.spec.name, "records": 0, "copy_back": [], "groups": runner.resume_plan(),
+                    "note": "groups of a staged cutover: nothing is copied back (producers write to the source)"}
+            plan["groups"] = {g: rows for g, rows in plan["groups"].items() if g in groups}
+            self._publish(context, plan)
+            return plan
+        done = {g: rollback_group(self.spec, self.source_cluster, self.destination_cluster, self.state_store, g)
+                for g in groups}
+        report = {"migration": self.spec.name, "status": "rolled-back",
+                  "groups": {g: r.get("offsets", []) for g, r in done.items()}}
+        self._publish(context, {**report, "status": "groups rolled back"})
+        return report
+
+    def _publish(self, context: Any, report: dict) -> None:
+        page = publish_rollback_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id, report)
+        self.log.info("run report: %s", page)

@@ -1,0 +1,70 @@
+"""Roll one group of a staged cutover back to the source, while the migration's other promoted groups stay.
+
+A promoted group's consumers read the destination while producers still write to the source (``promotion.group``):
+nothing was produced on the destination for it, so nothing is copied back. Its destination offsets translate to
+exact source offsets (``core.rollback_plan.resume_on_source`` over the forward map, and the copy-back's syncs where a
+whole-migration rollback ran before), are committed on the source, and the group is a migrated, unpromoted group again:
+catch-up runs translate and commit it, and ``promote-groups`` can move it later.
+
+Order, each step idempotent so a killed run resumes: decide (stored once per promotion, key ``resume/<group>``) ->
+commit on the source -> mark rolled back (``group/<group>``) -> forget the promotion -> fence the destination again
+(with ``acls.fence``). A rerun after the mark only finishes the last two; a second rollback of the group changes
+nothing. A group reading a promoted topic is refused: its producers write to the destination, which only the
+whole-migration rollback copies back.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.promotion.readiness import active_groups
+from kafka_ferry.promotion.rollback import DestinationNotQuiet, RollbackRefused, commit_on_source, group_resumes
+from kafka_ferry.provision.fences import put_fences
+from kafka_ferry.state import rollback as rb
+from kafka_ferry.state.progress import migrated_groups, read_progress
+from kafka_ferry.state.staged_cutover import forget_group_promotion, promoted_topics, read_promotions
+from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.translation.translate import copied_back, load_partition_copies
+
+log = logging.getLogger(__name__)
+
+
+def rollback_group(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
+                   group: str) -> dict:
+    """Roll ``group`` back (or finish its interrupted rollback); returns its rollback record."""
+    promotion = read_promotions(store, GROUP_PROMOTION_KIND).get(group)
+    done = rb.group_rollback(store, group)
+    if promotion is None or not promotion.promoted:
+        if done and done.get("status") == rb.ROLLED_BACK:
+            log.info("group rollback %s: rolled back at %s already, nothing to do", group, done["rolled_back_at_ms"])
+            return done
+        raise RollbackRefused(f"group {group!r} of migration {spec.name} is not promoted: nothing to roll back")
+    at = promotion.promoted_at_ms
+    if not (done and done.get("promoted_at_ms") == at):
+        topics = migrated_groups(store).get(group, [])
+        moved = sorted(set(promoted_topics(store)) & set(topics))
+        if moved:
+            raise RollbackRefused(f"group {group!r} reads promoted topic(s) {', '.join(moved)}: their producers write "
+                                  "to the destination; roll the whole migration back (mode rollback, no groups)")
+        active = active_groups(destination, [group])
+        if active:
+            raise DestinationNotQuiet(f"group {group} has {active[group]} on the destination: stop its consumers")
+        stored = rb.group_resume(store, group, at)
+        if stored is None:
+            forward = load_partition_copies(spec, source, destination, read_progress(store))
+            stored = group_resumes(destination, group, topics, forward, copied_back(spec, source))
+            rb.save_group_resume(store, group, stored, at)
+        commit_on_source(source, group, stored)
+        done = {"status": rb.ROLLED_BACK, "promoted_at_ms": at, "rolled_back_at_ms": int(time.time() * 1000),
+                "offsets": stored}
+        rb.save_group_rollback(store, group, done)
+    forget_group_promotion(store, group)  # a migrated, unpromoted group again: catch-up runs commit it
+    if spec.acls.fence:
+        put_fences(spec, source, destination, store)
+    log.info("group rollback %s: done, resumes on the source at %s", group,
+             {f"{r['source_topic']}-{r['partition']}": r["source_offset"] for r in done["offsets"]})
+    return done

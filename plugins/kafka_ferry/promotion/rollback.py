@@ -1,0 +1,322 @@
+"""Roll a promoted migration back to the source, exactly; each step idempotent and recorded, so a killed run resumes.
+
+    quiesce -> copy_back -> commit_offsets -> fences -> reconcile -> mark_rolled_back
+
+- ``quiesce``: the destination's mirror topics keep their end offsets for the quiesce window and no migrated group
+  has members there (a record produced or an offset committed after this would be left behind).
+- ``copy_back``: the partition copier with the roles swapped (destination -> source, same partition): every record
+  after the cutover that does not carry this migration's provenance, with the copier's fidelity (key, value,
+  headers, timestamp, read_committed: aborted transactions never copied) and exactly-once resume, stamped with the
+  destination's provenance (so a later forward catch-up never copies it again) and its own sync log and progress
+  (``state.rollback``). Remap-mode migrations are refused before anything changes: the copy would have to map
+  schema ids back, which this version does not do.
+- ``commit_offsets``: each migrated group's destination offsets translated to exact source offsets
+  (``core.rollback_plan.resume_on_source``: the forward map before the cutover, the reverse syncs after), stored
+  first, then committed on the source while the group has no members there.
+- ``fences``: with ``acls.fence`` the destination's groups and mirror topics are fenced again (the migration never
+  put anything on the source, so nothing is lifted there).
+- ``reconcile``: per partition the copied-back records on the source against the destination's post-cutover ones
+  (count and order-sensitive digest of key, value, user headers, timestamp).
+- ``mark_rolled_back``: the promotion's records are cleared (copy runs may go on, a later ``promote`` runs every
+  step again) and the rollback recorded. A second rollback finds it and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from kafka_ferry.copy.plan import CopyPlan, PartitionTask
+from kafka_ferry.copy.runner import copy_group
+from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.mm2_wire import offset_syncs_topic
+from kafka_ferry.core.offset_decisions import PartitionCopy
+from kafka_ferry.core.provenance import read_provenance
+from kafka_ferry.core.rollback_plan import CopyBackRange, copy_back_range, resume_on_source
+from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.reads import read_ranges
+from kafka_ferry.promotion.digest import PartitionDigest
+from kafka_ferry.promotion.guard import PROMOTED, promotion_status, reset_promotion
+from kafka_ferry.promotion.readiness import active_groups, fingerprint
+from kafka_ferry.provision.fences import put_fences
+from kafka_ferry.state import rollback as rb
+from kafka_ferry.state.progress import migrated_groups, read_progress
+from kafka_ferry.state.schema_ids import record_rewriter
+from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.storage.workdir import as_path, write_text
+from kafka_ferry.translation.translate import copied_back, default_work_dir, load_partition_copies
+
+log = logging.getLogger(__name__)
+
+BIG = 1 << 62
+
+
+class RollbackRefused(Permanent, RuntimeError):
+    """The migration cannot be rolled back as it stands (not promoted, remap mode, a group still consuming)."""
+
+
+class DestinationNotQuiet(RuntimeError):
+    """Producers or consumers still use the destination; a later try may find it quiet."""
+
+
+class RollbackMismatch(Permanent, RuntimeError):
+    """What was copied back differs from what the destination holds; the message names the partitions."""
+
+
+def group_resumes(destination: KafkaCluster, group: str, topics: Sequence[str],
+                  forward: Mapping[tuple[str, int], PartitionCopy], reverse: Mapping[tuple[str, int], PartitionCopy],
+                  predicted: Mapping[tuple[str, int], list[tuple[int, int]]] | None = None) -> list[dict]:
+    """Where ``group`` resumes on the source, per partition it committed on the destination: the forward map and the
+    copy-back's syncs (``predicted``: those of a copy-back not run yet) decide it (``resume_on_source``)."""
+    by_dest = {(c.destination_topic, c.partition): c for c in forward.values()}
+    rows = []
+    for (dtopic, q), (offset, metadata) in sorted(destination.group_offsets_with_metadata(group).items()):
+        fwd = by_dest.get((dtopic, q))
+        if fwd is None or fwd.source_topic not in topics:
+            continue
+        back = reverse.get((dtopic, q))
+        back_syncs = [tuple(p) for p in (back.offset_map.syncs if back else ())]
+        back_syncs += (predicted or {}).get((dtopic, q), [])
+        end = max([fwd.copied_upstream_end] + [s[1] + 1 for s in back_syncs[-1:]])
+        r = resume_on_source(fwd.offset_map.syncs, back_syncs, offset, end)
+        rows.append({"source_topic": fwd.source_topic, "partition": q, "destination_topic": dtopic,
+                     "destination_offset": offset, "source_offset": r.to_offset, "method": r.method,
+                     "reason": r.reason, "metadata": metadata})
+    return rows
+
+
+def commit_on_source(source: KafkaCluster, group: str, rows: Sequence[dict]) -> int:
+    """Commit the decided offsets of ``group`` on the source, only while it has no members there."""
+    busy = active_groups(source, [group])
+    if busy:
+        raise RollbackRefused(f"group {group} has {busy[group]} on the source: commit only while it is empty")
+    if rows:
+        source.alter_group_offsets(group, {(r["source_topic"], r["partition"]): r["source_offset"] for r in rows},
+                                   {(r["source_topic"], r["partition"]): r["metadata"] for r in rows})
+    for r in rows:
+        log.info("rollback: group %s %s-%d -> %d (%s)", group, r["source_topic"], r["partition"], r["source_offset"],
+                 r["reason"])
+    return len(rows)
+
+
+class RollbackRunner:
+    """Runs the rollback steps for one migration; ``after_step`` is a test seam (e.g. to kill the run)."""
+
+    def __init__(self, spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
+                 store: MigrationStateStore | None = None, work_dir: str | Path | None = None,
+                 quiesce_window_s: float = 5.0, after_step: Callable[[str], None] | None = None) -> None:
+        self.spec, self.source, self.destination = spec, source, destination
+        self.store = store or MigrationStateStore(destination, spec.state_topic_name)
+        self.work_dir = as_path(work_dir) if work_dir else default_work_dir(spec)  # local or object storage
+        self.quiesce_window_s = quiesce_window_s
+        self.after_step = after_step
+        self.promoted_at_ms: int | None = None
+
+    # --- what is being rolled back --------------------------------------------------------
+    def _promoted_at(self) -> int | None:
+        status = promotion_status(self.store)
+        if status and status.get("status") == PROMOTED:
+            return status.get("promoted_at_ms")
+        done = rb.rollback_status(self.store)
+        if done and done.get("status") == rb.ROLLED_BACK:
+            return done.get("promoted_at_ms")
+        raise RollbackRefused(f"migration {self.spec.name!r} is not promoted: nothing to roll back (state topic "
+                              f"{self.store.topic})")
+
+    def run(self, steps: Sequence[str] | None = None) -> dict:
+        """Run the steps (all by default), skipping those done for this promotion; returns the report."""
+        steps = STEPS if steps is None else steps
+        promoted_at = self.promoted_at_ms = self._promoted_at()
+        if record_rewriter(self.spec, self.store) is not None:
+            raise RollbackRefused(f"migration {self.spec.name!r} copies in schema remap mode: a rollback would have "
+                                  "to map schema ids back, which this version does not do; nothing was changed")
+        done = set(rb.steps_done(self.store, promoted_at))
+        this_run: dict[str, dict] = {}
+        for step in (s for s in STEPS if s in steps):
+            if step in done:
+                this_run[step] = {"status": "resumed"}
+                continue
+            t0 = time.monotonic()
+            summary = STEP_TABLE[step](self)
+            rb.save_step(self.store, step, promoted_at, summary, int(time.time() * 1000))
+            this_run[step] = {"status": "done", "duration_s": round(time.monotonic() - t0, 3), "summary": summary}
+            log.info("rollback %s: step %s done: %s", self.spec.name, step, summary)
+            if self.after_step:
+                self.after_step(step)
+        status = rb.rollback_status(self.store)
+        report = {"migration": self.spec.name, "promoted_at_ms": promoted_at,
+                  "status": status["status"] if status and status.get("promoted_at_ms") == promoted_at
+                  else "in-progress", "this_run": this_run, "groups": rb.stored_resumes(self.store)}
+        path = write_text(self.work_dir / "rollback-report.json", json.dumps(report, indent=1, sort_keys=True))
+        report["report_path"] = str(path)
+        return report
+
+    # --- the plan (also a dry run) -----------------------------------------------------------
+    def forward_copies(self) -> dict[tuple[str, int], PartitionCopy]:
+        return load_partition_copies(self.spec, self.source, self.destination, read_progress(self.store))
+
+    def reverse_copies(self) -> dict[tuple[str, int], PartitionCopy]:
+        return copied_back(self.spec, self.source)
+
+    def copy_back_ranges(self) -> list[CopyBackRange]:
+        forward = read_progress(self.store)
+        reverse = rb.copy_back_progress(self.spec, self.source)
+        parts = [(p.destination_topic, q) for (_, q), p in sorted(forward.items())]
+        starts = self.destination.list_offsets(parts, "earliest")
+        ends = self.destination.list_offsets(parts, "latest", read_committed=True)
+        ranges = []
+        for (topic, q), p in sorted(forward.items()):
+            d = (p.destination_topic, q)
+            back = reverse.get(d)
+            ranges.append(copy_back_range(d[0], q, topic, forward_last_downstream=p.last_downstream_offset,
+                                          reverse_next=back.next_upstream_offset if back else None,
+                                          log_start=starts[d], stable_end=ends[d]))
+        return ranges
+
+    # --- steps ------------------------------------------------------------------------------
+    def _mirror_partitions(self) -> list[tuple[str, int]]:
+        return sorted((p.destination_topic, q) for (_, q), p in read_progress(self.store).items())
+
+    def _step_quiesce(self) -> dict:
+        parts = self._mirror_partitions()
+        groups = sorted(migrated_groups(self.store))
+        before = fingerprint({f"{t}:{p}": o for (t, p), o in
+                              self.destination.list_offsets(parts, "latest", read_committed=False).items()})
+        time.sleep(self.quiesce_window_s)  # the window itself: producers that stopped stay stopped through it
+        after = fingerprint({f"{t}:{p}": o for (t, p), o in
+                             self.destination.list_offsets(parts, "latest", read_committed=False).items()})
+        active = active_groups(self.destination, groups)
+        if before != after or active:
+            raise DestinationNotQuiet(
+                f"rollback of {self.spec.name!r}: the destination is not quiet: "
+                + ("end offsets moved within the quiesce window; " if before != after else "")
+                + ("; ".join(f"group {g} has {why}" for g, why in sorted(active.items())) or ""))
+        return {"partitions": len(parts), "groups": len(groups), "window_s": self.quiesce_window_s}
+
+    def _step_copy_back(self) -> dict:
+        ranges = [r for r in self.copy_back_ranges() if r.offsets]
+        for r in ranges:
+            log.info("rollback %s: copy back %s-%d [%d, %d): %s", self.spec.name, r.destination_topic, r.partition,
+                     r.start, r.end, r.reason)
+        if not ranges:
+            return {"partitions": 0, "records_copied": 0}
+        rf = min(3, self.source.describe_cluster().broker_count)
+        rb.copy_back_store(self.spec, self.source).ensure_topic()
+        syncs_topic = offset_syncs_topic(self.spec.source.alias)
+        self.source.create_topic(syncs_topic, 1, rf, {"cleanup.policy": "compact"})
+        plan = CopyPlan(
+            migration=self.spec.name, batch_id=f"rollback-{int(time.time() * 1000)}",
+            source_cluster_id=self.destination.describe_cluster().cluster_id,
+            destination_cluster_id=self.source.describe_cluster().cluster_id,
+            state_topic=rb.copy_back_state_topic(self.spec), offset_syncs_topic=syncs_topic,
+            provenance_headers=True, offset_sync_interval=self.spec.copy_settings.offset_sync_interval,
+            max_records_per_partition=BIG, max_bytes_per_partition=BIG,
+            tasks=tuple(PartitionTask(r.destination_topic, r.partition, r.source_topic, r.start, r.end)
+                        for r in ranges))
+        configs = {"source": self.destination.client_config, "destination": self.source.client_config}
+        rows = copy_group(plan, plan.tasks, configs)
+        return {"partitions": len(rows), "records_copied": sum(r.get("records_copied", 0) for r in rows),
+                "records_skipped_forward_copies": sum(r.get("records_skipped_loop", 0) for r in rows)}
+
+    def plan(self) -> dict:
+        """What a rollback would do now, changing nothing (a dry run; the promotion report carries it): per
+        destination partition the range and the records it would copy back, and where each group would resume.
+
+        The copy-back appends at the source's end in destination order, so the records it would copy (those without
+        this migration's provenance, read here) and the source's end give its sync log in advance, and the resume
+        points are decided from it exactly as the real step decides them from the written one."""
+        ranges = self.copy_back_ranges()
+        source_id = self.source.describe_cluster().cluster_id
+        wanted = {(r.destination_topic, r.partition): (r.start, r.end) for r in ranges if r.offsets}
+        pending: dict[tuple[str, int], list[int]] = {}
+        for msg in read_ranges(self.destination, wanted):
+            if read_provenance(msg.headers())[0] != source_id:
+                pending.setdefault((msg.topic(), msg.partition()), []).append(msg.offset())
+        by_dest = {(r.destination_topic, r.partition): r for r in ranges}
+        source_ends = self.source.list_offsets([(r.source_topic, r.partition) for r in ranges], "latest",
+                                               read_committed=False)
+        predicted = {}
+        for key, offsets in pending.items():
+            r = by_dest[key]
+            end = source_ends[(r.source_topic, r.partition)]
+            predicted[key] = [(d, end + i) for i, d in enumerate(offsets)]
+        return {"migration": self.spec.name, "copy_back": [{**r.as_dict(), "records": len(pending.get(
+                    (r.destination_topic, r.partition), []))} for r in ranges],
+                "records": sum(len(v) for v in pending.values()), "groups": self.resume_plan(predicted)}
+
+    def resume_plan(self, predicted: dict[tuple[str, int], list[tuple[int, int]]] | None = None
+                    ) -> dict[str, list[dict]]:
+        """Each migrated group's source offsets after the copy-back, decided from both sync logs (changes nothing);
+        ``predicted``: reverse syncs a copy-back not run yet would add, per destination partition (``plan``)."""
+        forward, reverse = self.forward_copies(), self.reverse_copies()
+        return {group: group_resumes(self.destination, group, topics, forward, reverse, predicted)
+                for group, topics in sorted(migrated_groups(self.store).items())}
+
+    def _step_commit_offsets(self) -> dict:
+        resumes = self.resume_plan()
+        rb.save_resumes(self.store, resumes)
+        busy = active_groups(self.source, list(resumes))
+        if busy:
+            raise RollbackRefused("; ".join(f"group {g} has {why} on the source: commit only while it is empty"
+                                            for g, why in sorted(busy.items())))
+        committed = sum(commit_on_source(self.source, group, rows) for group, rows in resumes.items())
+        return {"groups": len(resumes), "committed": committed}
+
+    def _step_fences(self) -> dict:
+        if not self.spec.acls.fence:
+            return {"fences": "off"}
+        return {"fenced": sorted(put_fences(self.spec, self.source, self.destination, self.store))}
+
+    def _step_reconcile(self) -> dict:
+        reverse = self.reverse_copies()
+        dest_id = self.destination.describe_cluster().cluster_id
+        source_id = self.source.describe_cluster().cluster_id
+        d_ranges, s_ranges = {}, {}
+        for (dtopic, q), c in reverse.items():
+            if not c.offset_map.syncs:
+                continue
+            first = c.offset_map.syncs[0]
+            d_ranges[(dtopic, q)] = (first.upstream_offset, c.copied_upstream_end)
+            s_ranges[(c.destination_topic, q)] = (first.downstream_offset, c.next_downstream_offset)
+        digests: dict[tuple[str, str, int], PartitionDigest] = {}
+        for side, cluster, ranges in (("d", self.destination, d_ranges), ("s", self.source, s_ranges)):
+            for msg in read_ranges(cluster, ranges):
+                cluster_of = read_provenance(msg.headers())[0]
+                if (side == "d" and cluster_of == source_id) or (side == "s" and cluster_of != dest_id):
+                    continue  # forward copies on the destination; the source's own records
+                _, ts = msg.timestamp()
+                digests.setdefault((side, msg.topic(), msg.partition()), PartitionDigest()).add(
+                    msg.key(), msg.value(), msg.headers(), ts)
+        bad, records = [], 0
+        for (dtopic, q), c in sorted(reverse.items()):
+            d = digests.get(("d", dtopic, q), PartitionDigest())
+            s = digests.get(("s", c.destination_topic, q), PartitionDigest())
+            records += s.count
+            if (d.count, d.hexdigest) != (s.count, s.hexdigest):
+                bad.append(f"{dtopic}-{q}: {d.count} records after the cutover vs {s.count} copied back to "
+                           f"{c.destination_topic}-{q}, digests {'equal' if d.hexdigest == s.hexdigest else 'differ'}")
+        if bad:
+            raise RollbackMismatch("rollback reconciliation failed: " + "; ".join(bad[:20]))
+        return {"partitions_checked": len(reverse), "records_checked": records}
+
+    def _step_mark_rolled_back(self) -> dict:
+        status = promotion_status(self.store) or rb.rollback_status(self.store) or {}  # a rerun after the clear
+        topics, groups = status.get("topics", []), status.get("groups", [])
+        rb.mark_rolled_back(self.store, self.promoted_at_ms, int(time.time() * 1000), topics, groups)
+        cleared = reset_promotion(self.store)  # after the mark: a crash between leaves both, the rerun clears
+        return {"promotion_records_cleared": len(cleared)}
+
+
+STEP_TABLE: dict[str, Callable[[RollbackRunner], dict]] = {
+    "quiesce": RollbackRunner._step_quiesce,
+    "copy_back": RollbackRunner._step_copy_back,
+    "commit_offsets": RollbackRunner._step_commit_offsets,
+    "fences": RollbackRunner._step_fences,
+    "reconcile": RollbackRunner._step_reconcile,
+    "mark_rolled_back": RollbackRunner._step_mark_rolled_back,
+}
+STEPS = tuple(STEP_TABLE)

@@ -1,0 +1,104 @@
+"""A rollback's records in the migration state (kind ``rollback``), and the copy-back's own state topic.
+
+Keys of the ``rollback`` kind (on the destination's state topic, like the promotion's):
+  migration                  status "rolled-back", promoted_at_ms of the promotion it undid, rolled_back_at_ms
+  step/<step>                status "done", promoted_at_ms (a step counts only for the promotion it undoes), summary
+  resume/<group>             the group's decided source offsets (one row per partition, with method and reason)
+
+The copy-back is a copy like the forward one, destination -> source, so it keeps its progress where it writes:
+``<state topic>.rollback`` on the source (the partition copier writes progress to its own destination's state
+topic), keyed by destination partition. Its offset syncs go to ``mm2-offset-syncs.<source alias>.internal`` on
+the source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafka_ferry.core.progress import PartitionProgress
+from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.state_records import ROLLBACK_KIND, WRITTEN_AT, under
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.state.progress import read_progress
+from kafka_ferry.state.store import MigrationStateStore
+
+ROLLED_BACK = "rolled-back"
+MIGRATION = "migration"
+STEP = "step/"
+RESUME = "resume/"
+
+
+def copy_back_state_topic(spec: MigrationSpec) -> str:
+    return f"{spec.state_topic_name}.rollback"
+
+
+def copy_back_store(spec: MigrationSpec, source: KafkaCluster) -> MigrationStateStore:
+    """The copy-back's progress store, on the source (where the copy-back writes)."""
+    return MigrationStateStore(source, copy_back_state_topic(spec))
+
+
+def copy_back_progress(spec: MigrationSpec, source: KafkaCluster) -> dict[tuple[str, int], PartitionProgress]:
+    """The copy-back's progress per destination partition (empty before any copy-back; creates nothing)."""
+    if copy_back_state_topic(spec) not in source.list_topic_names():
+        return {}
+    return read_progress(copy_back_store(spec, source))
+
+
+def rollback_records(store: MigrationStateStore) -> dict[str, dict]:
+    return store.read_kind(ROLLBACK_KIND)
+
+
+def rollback_status(store: MigrationStateStore) -> dict | None:
+    return rollback_records(store).get(MIGRATION)
+
+
+def steps_done(store: MigrationStateStore, promoted_at_ms: int | None) -> list[str]:
+    """Steps done for the promotion that started at ``promoted_at_ms`` (a rollback of an earlier one is not it)."""
+    return [s for s, v in under(rollback_records(store), STEP).items()
+            if v.get("status") == "done" and v.get("promoted_at_ms") == promoted_at_ms]
+
+
+def save_step(store: MigrationStateStore, step: str, promoted_at_ms: int | None, summary: Mapping[str, Any],
+              finished_at_ms: int) -> None:
+    store.put(ROLLBACK_KIND, STEP + step, {"status": "done", "promoted_at_ms": promoted_at_ms,
+                                           "finished_at_ms": finished_at_ms, "summary": dict(summary)})
+
+
+def save_resumes(store: MigrationStateStore, resumes: Mapping[str, list[dict]]) -> None:
+    store.put_many(ROLLBACK_KIND, {RESUME + g: {"partitions": rows} for g, rows in resumes.items()})
+
+
+def stored_resumes(store: MigrationStateStore) -> dict[str, list[dict]]:
+    return {g: v.get("partitions", []) for g, v in under(rollback_records(store), RESUME).items()}
+
+
+def mark_rolled_back(store: MigrationStateStore, promoted_at_ms: int | None, now_ms: int, topics: list[str],
+                     groups: list[str]) -> None:
+    store.put(ROLLBACK_KIND, MIGRATION, {"status": ROLLED_BACK, "promoted_at_ms": promoted_at_ms,
+                                         "rolled_back_at_ms": now_ms, "topics": topics, "groups": groups})
+
+
+GROUP = "group/"  # group/<group>: a staged group's rollback (status, promoted_at_ms, rolled_back_at_ms, offsets)
+
+
+def group_rollback(store: MigrationStateStore, group: str) -> dict | None:
+    """A staged group's rollback record as it was saved (without the store's write time)."""
+    record = rollback_records(store).get(GROUP + group)
+    return None if record is None else {k: v for k, v in record.items() if k != WRITTEN_AT}
+
+
+def save_group_rollback(store: MigrationStateStore, group: str, record: Mapping[str, Any]) -> None:
+    store.put(ROLLBACK_KIND, GROUP + group, dict(record))
+
+
+def group_resume(store: MigrationStateStore, group: str, promoted_at_ms: int | None) -> list[dict] | None:
+    """A staged group's decided source offsets, when decided for this promotion of it."""
+    record = rollback_records(store).get(RESUME + group)
+    if record is None or record.get("promoted_at_ms") != promoted_at_ms:
+        return None
+    return record.get("partitions", [])
+
+
+def save_group_resume(store: MigrationStateStore, group: str, rows: list[dict], promoted_at_ms: int | None) -> None:
+    store.put(ROLLBACK_KIND, RESUME + group, {"partitions": rows, "promoted_at_ms": promoted_at_ms})

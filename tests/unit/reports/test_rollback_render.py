@@ -1,0 +1,39 @@
+"""The rollback on the pages: its plan on the promotion page, a rollback run's page, "rolled back" on the overview."""
+
+from __future__ import annotations
+
+from kafka_ferry.reports.render import overview_page, promotion_page, rollback_page
+
+PLAN = {"migration": "orders", "records": 3,
+        "copy_back": [{"destination_topic": "orders.v1", "partition": 0, "source_topic": "orders", "start": 30,
+                       "end": 34, "records": 3, "reason": "after the last forward-copied record 29"},
+                      {"destination_topic": "orders.v1", "partition": 1, "source_topic": "orders", "start": 9,
+                       "end": 9, "records": 0, "reason": "after the last forward-copied record 8"}],
+        "groups": {"billing": [{"source_topic": "orders", "partition": 0, "destination_topic": "orders.v1",
+                                "destination_offset": 31, "source_offset": 41, "method": "copied-back-record",
+                                "reason": "next record at or after 31 is 31, its copy is at 41"}]}}
+
+
+def test_the_promotion_page_carries_the_rollback_plan():
+    html = promotion_page({"migration": "orders", "status": "promoted", "groups": [], "rollback_plan": PLAN}, [])
+    assert "Rollback plan: 3 record(s) to copy back" in html
+    assert "after the last forward-copied record 29" in html and "record 8" not in html  # nothing to copy there
+    assert "billing" in html and ">41<" in html and "copied-back-record" in html
+    broken = promotion_page({"migration": "orders", "status": "promoted", "groups": [],
+                             "rollback_plan": {"error": "rollback plan not available: <boom>"}}, [])
+    assert "rollback plan not available: &lt;boom&gt;" in broken
+
+
+def test_a_rollback_page_shows_the_steps_and_where_groups_resume():
+    report = {"migration": "orders", "status": "rolled-back", "groups": PLAN["groups"],
+              "this_run": {"quiesce": {"status": "resumed"}, "copy_back": {"status": "done", "duration_s": 1.5}}}
+    html = rollback_page(report, "manual__1")
+    assert "orders: rollback" in html and "rolled-back" in html and "copy_back" in html and ">41<" in html
+    assert "Rollback plan: 3 record(s)" in rollback_page(PLAN, "manual__2")
+
+
+def test_the_overview_says_rolled_back():
+    rows = [{"migration": "a", "promoted": False, "rolled_back": True}, {"migration": "b", "promoted": True},
+            {"migration": "c", "promoted": False}]
+    html = overview_page(rows)
+    assert html.count("rolled back") == 1 and ">yes<" in html and ">no<" in html
