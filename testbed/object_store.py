@@ -17,12 +17,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
+from go_build import go_binary
 from kafka_testbed import recorded_pid, stop_recorded
 
 REPO_DIR = Path(__file__).resolve().parent.parent
@@ -44,23 +44,8 @@ LOG_FILE = RUN_DIR / "weed.log"
 
 def weed_binary() -> Path:
     """Build (once) the `weed` binary from the Go module proxy; about 4 minutes with `-p 2` on two cores."""
-    target = CACHE / "bin" / f"weed-{SEAWEEDFS_VERSION}"
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    go = os.environ.get("KFERRY_GO", shutil.which("go") or "go")
-    print(f"building SeaweedFS {SEAWEEDFS_VERSION} from the Go module proxy ...", flush=True)
-    info = json.loads(subprocess.run([go, "mod", "download", "-json", f"{SEAWEEDFS_MODULE}@{SEAWEEDFS_VERSION}"],
-                                     check=True, capture_output=True, text=True, cwd=tempfile.gettempdir()).stdout)
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "src"
-        shutil.copytree(info["Dir"], src)
-        subprocess.run(["chmod", "-R", "u+w", str(src)], check=True)
-        partial = target.with_suffix(".partial")
-        subprocess.run([go, "build", "-p", "2", "-ldflags", "-s -w", "-o", str(partial), "./weed"], check=True,
-                       cwd=src)
-        partial.rename(target)
-    return target
+    return go_binary(CACHE / "bin" / f"weed-{SEAWEEDFS_VERSION}", SEAWEEDFS_MODULE, SEAWEEDFS_VERSION, "./weed",
+                     ("-p", "2", "-ldflags", "-s -w"))
 
 
 def _command(binary: Path) -> list[str]:

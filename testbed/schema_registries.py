@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from go_build import go_binary
 from kafka_testbed import recorded_pid, stop_recorded
 
 REPO_DIR = Path(__file__).resolve().parent.parent
@@ -70,22 +70,8 @@ REGISTRIES = (SOURCE, REMAP, PRESERVE)
 
 def axonops_binary() -> Path:
     """Build (once) the AxonOps server from its Go module; about 85 s with `-p 1` on two cores."""
-    target = CACHE / "bin" / f"axonops-schema-registry-{AXONOPS_VERSION}"
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    go = os.environ.get("KFERRY_GO", shutil.which("go") or "go")
-    print(f"building AxonOps Schema Registry {AXONOPS_VERSION} from the Go module proxy ...", flush=True)
-    info = json.loads(subprocess.run([go, "mod", "download", "-json", f"{AXONOPS_MODULE}@{AXONOPS_VERSION}"],
-                                     check=True, capture_output=True, text=True, cwd=tempfile.gettempdir()).stdout)
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "src"
-        shutil.copytree(info["Dir"], src)
-        subprocess.run(["chmod", "-R", "u+w", str(src)], check=True)
-        partial = target.with_suffix(".partial")
-        subprocess.run([go, "build", "-p", "1", "-o", str(partial), "./cmd/schema-registry"], check=True, cwd=src)
-        partial.rename(target)
-    return target
+    return go_binary(CACHE / "bin" / f"axonops-schema-registry-{AXONOPS_VERSION}", AXONOPS_MODULE, AXONOPS_VERSION,
+                     "./cmd/schema-registry", ("-p", "1"))
 
 
 def apicurio_home() -> Path:

@@ -40,21 +40,9 @@ def lag_chart_svg(history: Sequence[dict[str, Any]], title: str = "Lag per batch
         axes.set_title(title)
         axes.set_ylabel("uncopied offsets")
         axes.set_ylim(bottom=0)
-        axes.set_xlim(*time_window(times))
-        if times[-1] - times[0] < timedelta(days=1):
-            from matplotlib.dates import DateFormatter
-
-            axes.xaxis.set_major_formatter(DateFormatter("%H:%M:%S", tz=UTC))
-        axes.grid(alpha=0.3)
-        axes.legend(loc="upper right")
-        figure.autofmt_xdate()
-        figure.tight_layout()
-        out = io.StringIO()
-        figure.savefig(out, format="svg")
+        return _finish_svg(figure, axes, times, legend={"loc": "upper right"})
     finally:
         plt.close(figure)
-    svg = out.getvalue()
-    return svg[svg.index("<svg"):]  # drop the XML prolog and doctype: the SVG sits inside an HTML page
 
 
 def backlog_chart_svg(history: Sequence[dict[str, Any]], title: str = "Backlog over the migration's runs",
@@ -83,18 +71,23 @@ def backlog_chart_svg(history: Sequence[dict[str, Any]], title: str = "Backlog o
         axes.set_title(title)
         axes.set_ylabel("uncopied offsets")
         axes.set_ylim(bottom=0, top=max([1, *after, *(r.get("backlog_before") or 0 for r in runs)]) * 1.25)
-        axes.set_xlim(*time_window(times))
-        if times[-1] - times[0] < timedelta(days=1):
-            from matplotlib.dates import DateFormatter
-
-            axes.xaxis.set_major_formatter(DateFormatter("%H:%M:%S", tz=UTC))
-        axes.grid(alpha=0.3)
-        axes.legend(loc="upper left", fontsize=8)
-        figure.autofmt_xdate()
-        figure.tight_layout()
-        out = io.StringIO()
-        figure.savefig(out, format="svg")
+        return _finish_svg(figure, axes, times, legend={"loc": "upper left", "fontsize": 8})
     finally:
         plt.close(figure)
+
+
+def _finish_svg(figure: Any, axes: Any, times: Sequence[datetime], legend: dict[str, Any]) -> str:
+    """A time chart's common finish (x range, clock labels within a day, grid, legend), as inline SVG text."""
+    axes.set_xlim(*time_window(times))
+    if times[-1] - times[0] < timedelta(days=1):
+        from matplotlib.dates import DateFormatter
+
+        axes.xaxis.set_major_formatter(DateFormatter("%H:%M:%S", tz=UTC))
+    axes.grid(alpha=0.3)
+    axes.legend(**legend)
+    figure.autofmt_xdate()
+    figure.tight_layout()
+    out = io.StringIO()
+    figure.savefig(out, format="svg")
     svg = out.getvalue()
-    return svg[svg.index("<svg"):]
+    return svg[svg.index("<svg"):]  # drop the XML prolog and doctype: the SVG sits inside an HTML page
