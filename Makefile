@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: install demo demo-secure demo-promote e2e test test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference docs lock clean
+.PHONY: install demo demo-secure demo-promote e2e test test-long test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference docs lock clean
 
 install: $(STAMP)
 
@@ -41,9 +41,15 @@ demo-secure: install testbed-up
 e2e: install testbed-up
 	$(PY) -m pytest -q $(PYTEST_ARGS) tests/e2e
 
-## Every test but the fault matrix and the end-to-end stack: pure units, then integration against the real two-cluster test bed.
+## Every test but the fault matrix, the long suites and the end-to-end stack: pure units, then integration against the
+## real two-cluster test bed.
 test: install
-	$(PY) -m pytest -q --durations=20 $(PYTEST_ARGS) --ignore=tests/integration/faults --ignore=tests/e2e
+	$(PY) -m pytest -q --durations=20 -m "not long" $(PYTEST_ARGS) --ignore=tests/integration/faults --ignore=tests/e2e
+
+## The long integration suites (marker `long`: rollback, the first-migration walk-through, Airflow-native events, the
+## work dir on S3), minutes each; CI runs them in its second lane, after the fault matrix and the end-to-end stack.
+test-long: install
+	$(PY) -m pytest -q --durations=10 -m long $(PYTEST_ARGS) tests/integration --ignore=tests/integration/faults
 
 ## The fault matrix: broker kills, job kills, refusals, load, on a private cluster pair (ports 21092/22092, or
 ## KFERRY_PRIVATE_SOURCE_PORT / KFERRY_PRIVATE_DESTINATION_PORT; CI moves them to run beside `make test`).

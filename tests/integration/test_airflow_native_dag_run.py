@@ -21,7 +21,7 @@ from scenarios import one_group_migration, seed_plain
 
 from kafka_ferry.dag_factory import write_stubs
 
-pytestmark = [pytest.mark.integration, pytest.mark.airflow]
+pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.long]
 
 RUN = textwrap.dedent("""
     import json, sys

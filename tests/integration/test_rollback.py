@@ -35,7 +35,7 @@ from kafka_ferry.promotion.steps import PromotionRunner
 from kafka_ferry.state.rollback import rollback_status
 from kafka_ferry.state.store import MigrationStateStore
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 KINDS = ("plain", "compact", "txn")
 

@@ -21,7 +21,7 @@ from scenarios import commit_source_group, provision, run_batch, seed_plain, wri
 from kafka_ferry.dag_factory import write_stubs
 from kafka_ferry.reports.publish import run_file_name
 
-pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark]
+pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark, pytest.mark.long]
 
 RUN = textwrap.dedent("""
     import json, sys
