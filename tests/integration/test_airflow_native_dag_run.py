@@ -77,6 +77,9 @@ def airflow_env(tmp_path: Path, dags: Path, statsd_port: int) -> dict:
            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "append": True,
                                                           "log_file_path": str(tmp_path / "lineage.jsonl")}),
            "AIRFLOW__OPENLINEAGE__NAMESPACE": "kferry-test",
+           # the listener emits from a forked process it kills after execution_timeout (default 10 s): on a loaded
+           # machine (CI's two lanes) a fork took longer and its event was lost
+           "AIRFLOW__OPENLINEAGE__EXECUTION_TIMEOUT": "120",
            "AIRFLOW__METRICS__STATSD_ON": "True", "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
            "AIRFLOW__METRICS__STATSD_PORT": str(statsd_port), "AIRFLOW__METRICS__STATSD_PREFIX": "airflow"}
     env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)

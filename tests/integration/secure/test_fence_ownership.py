@@ -13,6 +13,7 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException
 from confluent_kafka import KafkaError
 from scenarios import provision, provision_groups
+from staged_support import wait_until
 from test_fences import _consume_error
 from test_least_privilege import LP_DESTINATION, LP_SOURCE, secure_migration
 
@@ -72,6 +73,8 @@ def test_a_fence_that_would_need_a_wildcard_deny_is_refused_naming_the_allow(pri
     destination = private.cluster("destination")
     everyone = AclEntry("User:*", "TOPIC", m["p"], "WRITE", pattern_type="PREFIXED")
     create_acls(destination, [everyone])
+    # a broker answers describe from its own ACL cache, which a new binding reaches a moment after create returns
+    wait_until(lambda: everyone in describe_acls(destination), "the wildcard ALLOW visible to describe", 60)
     acls_before = describe_acls(destination)
 
     with pytest.raises(AirflowFailException) as at_preflight:  # refused before anything changes
