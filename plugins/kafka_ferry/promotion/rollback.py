@@ -234,7 +234,9 @@ class RollbackRunner:
         configs = {"source": self.destination.client_config, "destination": self.source.client_config}
         rows = copy_group(plan, plan.tasks, configs)
         return {"partitions": len(rows), "records_copied": sum(r.get("records_copied", 0) for r in rows),
-                "records_skipped_forward_copies": sum(r.get("records_skipped_loop", 0) for r in rows)}
+                "records_skipped_forward_copies": sum(r.get("records_skipped_loop", 0) for r in rows),
+                **({"schema_ids": f"mapped back in {remap['serialized_fields']} ({len(remap['schema_id_map'])} "
+                                  "id(s) in the map)"} if remap else {})}
 
     def plan(self) -> dict:
         """What a rollback would do now, changing nothing (a dry run; the promotion report carries it): per
