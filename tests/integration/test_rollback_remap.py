@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from airflow.sdk.exceptions import AirflowFailException
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -26,6 +27,7 @@ from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.provenance import read_provenance, user_headers
 from kafka_ferry.core.schema_wire import schema_id_of
 from kafka_ferry.core.spec import load_spec
+from kafka_ferry.operators.rollback import RollbackMigrationOperator
 from kafka_ferry.operators.schemas import MigrateSchemasOperator
 from kafka_ferry.promotion.rollback import RollbackRunner
 from kafka_ferry.promotion.rollback_schema_ids import SchemaIdsNotMappedBack
@@ -110,9 +112,9 @@ def promoted_remap_migration(clusters, tmp_path, monkeypatch, axon_pair) -> dict
     assert promoted["rollback_plan"]["schema_ids"]["unmapped_ids"] == []
     for q in range(PARTITIONS):  # the forward copy wrote destination ids (what the rollback must undo)
         assert {schema_id_of(r.value) for r in read_partition(clusters, "destination", topic, q)} == {id_map[source_id]}
-    return {"spec": spec, "topic": topic, "source_id": source_id, "destination_id": id_map[source_id],
-            "work_dir": work, "source_url": source_reg.url, "destination_url": destination_reg.url,
-            "account": account}
+    return {"spec": spec, "spec_path": str(spec_path), "topic": topic, "source_id": source_id,
+            "destination_id": id_map[source_id], "work_dir": work, "source_url": source_reg.url,
+            "destination_url": destination_reg.url, "account": account}
 
 
 def produce_on_destination(clusters, m, schema: str, tag: str, count: int) -> None:
@@ -199,24 +201,31 @@ def test_remap_rollback_refuses_an_id_the_forward_map_never_knew_before_copying_
     source_ends = clusters.cluster("source").list_offsets(parts)
     source_topics = set(clusters.cluster("source").list_topic_names())
 
+    # the rollback-plan task (a dry run, asking the destination registry for subject/version) lists the id
+    plan = RollbackMigrationOperator(task_id="rollback", spec_path=m["spec_path"], dry_run=True,
+                                     work_dir=str(m["work_dir"])).execute({})
+    [row] = plan["schema_ids"]["unmapped_ids"]
+    assert (row["schema_id"], row["records"]) == (new_id, 3)
+    assert row["subject_versions"] == [{"subject": subject, "version": 2, "soft_deleted": False}]
+    assert row["first_record"] == {"topic": m["topic"], "partition": 0, "offset": first_new, "field": "value",
+                                   "schema_id": new_id}
+    assert plan["schema_ids"]["refused"]
+    assert clusters.cluster("source").list_offsets(parts) == source_ends
+
     destination = registry(m["destination_url"], "destination")
     try:
-        plan = runner(clusters, m, versions_of_id=destination.versions_of_id).plan()
-        [row] = plan["schema_ids"]["unmapped_ids"]
-        assert (row["schema_id"], row["records"]) == (new_id, 3)
-        assert row["subject_versions"] == [{"subject": subject, "version": 2, "soft_deleted": False}]
-        assert row["first_record"] == {"topic": m["topic"], "partition": 0, "offset": first_new, "field": "value",
-                                       "schema_id": new_id}
-        assert plan["schema_ids"]["refused"]
-        with pytest.raises(SchemaIdsNotMappedBack) as info:
+        with pytest.raises(SchemaIdsNotMappedBack) as info:  # the runner's error ...
             runner(clusters, m, versions_of_id=destination.versions_of_id).run()
     finally:
         destination.close()
-    message = str(info.value)
-    assert f"id {new_id} (subject {subject} version 2; 3 record(s), first {m['topic']}-0 at offset {first_new}" \
-        in message, message
-    assert "refused before copying anything" in message
+    assert isinstance(info.value, Permanent)  # no retry can heal it
+    with pytest.raises(AirflowFailException) as failed:  # ... fails the task in one try, naming record and id
+        RollbackMigrationOperator(task_id="rollback", spec_path=m["spec_path"], work_dir=str(m["work_dir"])
+                                  ).execute({})
+    for message in (str(info.value), str(failed.value)):
+        assert (f"id {new_id} (subject {subject} version 2; 3 record(s), first {m['topic']}-0 at offset "
+                f"{first_new}, value)") in message, message
+        assert "refused before copying anything" in message
     # nothing copied, nothing created on the source
     assert clusters.cluster("source").list_offsets(parts) == source_ends
     assert set(clusters.cluster("source").list_topic_names()) == source_topics
-    assert isinstance(info.value, Permanent)  # no retry can heal it: the task fails in one try
