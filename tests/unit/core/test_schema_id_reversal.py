@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_ferry.core.schema_id_reversal import UnmappedRecord, find_unmapped, reverse_id_map
-from kafka_ferry.core.schema_wire import UnknownSchemaId
+from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownSchemaId
 from kafka_ferry.core.serialized_fields import FieldDecision, FieldsUndecided
 
 ids = st.integers(min_value=0, max_value=2**31 - 1)
@@ -84,3 +84,17 @@ def test_find_unmapped_names_record_field_and_id_and_looks_only_at_serialized_fi
 def test_find_unmapped_refuses_a_topic_without_a_decision_rather_than_guessing():
     with pytest.raises(FieldsUndecided, match="'other'"):
         find_unmapped([("other", 0, 0, None, b"\x00\x00\x00\x00\x01")], VALUE_ONLY, reverse_id_map({}))
+
+
+@given(forward_maps.filter(bool), st.data())
+def test_bytes_copied_back_and_forward_again_are_the_destination_bytes(forward, data):
+    """A destination payload carrying a mapped id: back to the source id, and the forward rewrite of that gives the
+    destination payload byte for byte (only bytes 1-4 ever change)."""
+    reverse = reverse_id_map(forward)
+    destination_id = data.draw(st.sampled_from(sorted(reverse.to_source)))
+    body = data.draw(st.binary(max_size=30))
+    payload = b"\x00" + destination_id.to_bytes(4, "big") + body
+    back = reverse.rewriter().rewrite(payload)
+    assert back[5:] == body and back[0] == 0 and int.from_bytes(back[1:5], "big") == reverse.to_source[destination_id]
+    assert SchemaIdRewriter(forward).rewrite(back) == payload
+    assert find_unmapped([("t", 0, 0, None, payload)], VALUE_ONLY, reverse) == []
