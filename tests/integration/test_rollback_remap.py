@@ -156,8 +156,22 @@ def test_remap_rollback_maps_schema_ids_back_and_values_decode_on_the_source(clu
     assert plan["schema_ids"]["destination_to_source"][str(m["destination_id"])] == m["source_id"]
     assert plan["schema_ids"]["unmapped_ids"] == [] and not plan["schema_ids"]["refused"]
 
+    class Killed(Exception):
+        pass
+
+    def die(step):
+        if step == "copy_back":
+            raise Killed(step)
+
+    with pytest.raises(Killed):  # interrupted after the copy-back: the resumed run reconciles what it copied
+        runner(clusters, m, after_step=die).run()
     report = runner(clusters, m).run()
     assert report["status"] == "rolled-back", report
+    assert report["this_run"]["copy_back"]["status"] == "resumed"
+    ends = clusters.cluster("source").list_offsets([(m["topic"], q) for q in range(PARTITIONS)])
+    again = runner(clusters, m).run()  # a second rollback changes nothing
+    assert {v["status"] for v in again["this_run"].values()} == {"resumed"}
+    assert clusters.cluster("source").list_offsets(list(ends)) == ends
 
     decode_source = AvroDeserializer(SchemaRegistryClient({"url": m["source_url"]}), conf=BY_TOPIC)
     decode_destination = AvroDeserializer(SchemaRegistryClient({"url": m["destination_url"]}), conf=BY_TOPIC)
