@@ -14,8 +14,10 @@ from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.trigger_form import GROUPS_FIELD, names
 from kafka_ferry.operators.base import DryRunOperator
 from kafka_ferry.operators.failures import fail_fast
+from kafka_ferry.operators.schemas import registry
 from kafka_ferry.promotion.group_rollback import rollback_group
 from kafka_ferry.promotion.rollback import RollbackRunner
+from kafka_ferry.registry.client import SchemaRegistry
 from kafka_ferry.reports.publish import publish_rollback_run
 
 
@@ -35,9 +37,21 @@ class RollbackMigrationOperator(DryRunOperator):
 
     @fail_fast
     def execute(self, context: Any) -> dict:
+        settings = self.spec.schema_registry
+        # remap mode: the destination registry names (subject/version) any id the copy-back cannot map back
+        destination_registry = (registry(settings.destination_connection_id)
+                                 if settings is not None and settings.mode == "remap" else None)
+        try:
+            return self._execute(context, destination_registry)
+        finally:
+            if destination_registry is not None:
+                destination_registry.close()
+
+    def _execute(self, context: Any, destination_registry: SchemaRegistry | None) -> dict:
         runner = RollbackRunner(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
                                 work_dir=self.work_dir,
-                                quiesce_window_s=self.spec.promotion.quiesce_window_seconds)
+                                quiesce_window_s=self.spec.promotion.quiesce_window_seconds,
+                                versions_of_id=destination_registry.versions_of_id if destination_registry else None)
         groups = names((context.get("params") or {}).get(GROUPS_FIELD))
         if groups:
             return self._groups(context, runner, groups)
@@ -52,6 +66,9 @@ class RollbackMigrationOperator(DryRunOperator):
                     self.log.info("  group %s %s-%d@%d -> %s-%d@%d [%s] %s", group, r["destination_topic"],
                                   r["partition"], r["destination_offset"], r["source_topic"], r["partition"],
                                   r["source_offset"], r["method"], r["reason"])
+            for row in plan.get("schema_ids", {}).get("unmapped_ids", []):
+                self.log.warning("  destination schema id %d (%s): %d record(s), first %s; a rollback would refuse",
+                                 row["schema_id"], row["subject_versions"], row["records"], row["first_record"])
             self._publish(context, plan)
             return plan
         report = runner.run()

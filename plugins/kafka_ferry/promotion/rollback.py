@@ -8,8 +8,10 @@
   after the cutover that does not carry this migration's provenance, with the copier's fidelity (key, value,
   headers, timestamp, read_committed: aborted transactions never copied) and exactly-once resume, stamped with the
   destination's provenance (so a later forward catch-up never copies it again) and its own sync log and progress
-  (``state.rollback``). Remap-mode migrations are refused before anything changes: the copy would have to map
-  schema ids back, which this version does not do.
+  (``state.rollback``). In schema remap mode the copy-back maps schema ids back (``promotion.rollback_schema_ids``):
+  the serialized fields of each topic (the forward copy's decisions) get the source id the forward map sent to their
+  destination id; a record carrying a destination id the forward map never knew refuses the rollback before the
+  first record is copied.
 - ``commit_offsets``: each migrated group's destination offsets translated to exact source offsets
   (``core.rollback_plan.resume_on_source``: the forward map before the cutover, the reverse syncs after), stored
   first, then committed on the source while the group has no members there.
@@ -27,6 +29,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
@@ -42,10 +45,10 @@ from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.promotion.digest import PartitionDigest
 from kafka_ferry.promotion.guard import PROMOTED, promotion_status, reset_promotion
 from kafka_ferry.promotion.readiness import active_groups, fingerprint
+from kafka_ferry.promotion.rollback_schema_ids import SchemaIdsBack, VersionsOfId
 from kafka_ferry.provision.fences import put_fences
 from kafka_ferry.state import rollback as rb
 from kafka_ferry.state.progress import migrated_groups, read_progress
-from kafka_ferry.state.schema_ids import record_rewriter
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.storage.workdir import as_path, write_text
 from kafka_ferry.translation.translate import copied_back, default_work_dir, load_partition_copies
@@ -56,7 +59,8 @@ BIG = 1 << 62
 
 
 class RollbackRefused(Permanent, RuntimeError):
-    """The migration cannot be rolled back as it stands (not promoted, remap mode, a group still consuming)."""
+    """The migration cannot be rolled back as it stands (not promoted, a group still consuming, a schema id the
+    forward map never knew)."""
 
 
 class DestinationNotQuiet(RuntimeError):
@@ -108,15 +112,22 @@ class RollbackRunner:
 
     def __init__(self, spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
                  store: MigrationStateStore | None = None, work_dir: str | Path | None = None,
-                 quiesce_window_s: float = 5.0, after_step: Callable[[str], None] | None = None) -> None:
+                 quiesce_window_s: float = 5.0, after_step: Callable[[str], None] | None = None,
+                 versions_of_id: VersionsOfId | None = None) -> None:
         self.spec, self.source, self.destination = spec, source, destination
         self.store = store or MigrationStateStore(destination, spec.state_topic_name)
+        self.versions_of_id = versions_of_id  # the destination registry's, to name an unmapped id (optional)
         self.work_dir = as_path(work_dir) if work_dir else default_work_dir(spec)  # local or object storage
         self.quiesce_window_s = quiesce_window_s
         self.after_step = after_step
         self.promoted_at_ms: int | None = None
 
     # --- what is being rolled back --------------------------------------------------------
+    @cached_property
+    def schema_ids(self) -> SchemaIdsBack | None:
+        """Remap mode: the forward id map turned around (read once); None copies keys and values back byte for byte."""
+        return SchemaIdsBack.of(self.spec, self.store, self.versions_of_id)
+
     def _promoted_at(self) -> int | None:
         status = promotion_status(self.store)
         if status and status.get("status") == PROMOTED:
@@ -131,9 +142,6 @@ class RollbackRunner:
         """Run the steps (all by default), skipping those done for this promotion; returns the report."""
         steps = STEPS if steps is None else steps
         promoted_at = self.promoted_at_ms = self._promoted_at()
-        if record_rewriter(self.spec, self.store) is not None:
-            raise RollbackRefused(f"migration {self.spec.name!r} copies in schema remap mode: a rollback would have "
-                                  "to map schema ids back, which this version does not do; nothing was changed")
         done = set(rb.steps_done(self.store, promoted_at))
         this_run: dict[str, dict] = {}
         for step in (s for s in STEPS if s in steps):
@@ -204,6 +212,12 @@ class RollbackRunner:
                      r.start, r.end, r.reason)
         if not ranges:
             return {"partitions": 0, "records_copied": 0}
+        remap: dict = {}
+        if self.schema_ids is not None:
+            # Before the first record goes back: every id the copy would meet must map back (refuses naming them).
+            wanted = {(r.destination_topic, r.partition): (r.start, r.end) for r in ranges}
+            self.schema_ids.refuse_unmapped(self._copied_back_records(wanted))
+            remap = self.schema_ids.plan_fields([r.destination_topic for r in ranges])
         rf = min(3, self.source.describe_cluster().broker_count)
         rb.copy_back_store(self.spec, self.source).ensure_topic()
         syncs_topic = offset_syncs_topic(self.spec.source.alias)
@@ -216,11 +230,13 @@ class RollbackRunner:
             provenance_headers=True, offset_sync_interval=self.spec.copy_settings.offset_sync_interval,
             max_records_per_partition=BIG, max_bytes_per_partition=BIG,
             tasks=tuple(PartitionTask(r.destination_topic, r.partition, r.source_topic, r.start, r.end)
-                        for r in ranges))
+                        for r in ranges), **remap)
         configs = {"source": self.destination.client_config, "destination": self.source.client_config}
         rows = copy_group(plan, plan.tasks, configs)
         return {"partitions": len(rows), "records_copied": sum(r.get("records_copied", 0) for r in rows),
-                "records_skipped_forward_copies": sum(r.get("records_skipped_loop", 0) for r in rows)}
+                "records_skipped_forward_copies": sum(r.get("records_skipped_loop", 0) for r in rows),
+                **({"schema_ids": f"mapped back in {remap['serialized_fields']} ({len(remap['schema_id_map'])} "
+                                  "id(s) in the map)"} if remap else {})}
 
     def plan(self) -> dict:
         """What a rollback would do now, changing nothing (a dry run; the promotion report carries it): per
@@ -233,9 +249,12 @@ class RollbackRunner:
         source_id = self.source.describe_cluster().cluster_id
         wanted = {(r.destination_topic, r.partition): (r.start, r.end) for r in ranges if r.offsets}
         pending: dict[tuple[str, int], list[int]] = {}
+        scanned = []
         for msg in read_ranges(self.destination, wanted):
             if read_provenance(msg.headers())[0] != source_id:
                 pending.setdefault((msg.topic(), msg.partition()), []).append(msg.offset())
+                if self.schema_ids is not None:
+                    scanned.append((msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value()))
         by_dest = {(r.destination_topic, r.partition): r for r in ranges}
         source_ends = self.source.list_offsets([(r.source_topic, r.partition) for r in ranges], "latest",
                                                read_committed=False)
@@ -246,7 +265,16 @@ class RollbackRunner:
             predicted[key] = [(d, end + i) for i, d in enumerate(offsets)]
         return {"migration": self.spec.name, "copy_back": [{**r.as_dict(), "records": len(pending.get(
                     (r.destination_topic, r.partition), []))} for r in ranges],
-                "records": sum(len(v) for v in pending.values()), "groups": self.resume_plan(predicted)}
+                "records": sum(len(v) for v in pending.values()), "groups": self.resume_plan(predicted),
+                **({"schema_ids": self.schema_ids.plan(scanned)} if self.schema_ids is not None else {})}
+
+    def _copied_back_records(self, wanted: Mapping[tuple[str, int], tuple[int, int]]):
+        """(topic, partition, offset, key, value) of the records in ``wanted`` the copy-back would copy: those
+        without this migration's provenance (forward copies stay where they are)."""
+        source_id = self.source.describe_cluster().cluster_id
+        for msg in read_ranges(self.destination, wanted):
+            if read_provenance(msg.headers())[0] != source_id:
+                yield msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value()
 
     def resume_plan(self, predicted: dict[tuple[str, int], list[tuple[int, int]]] | None = None
                     ) -> dict[str, list[dict]]:
@@ -289,8 +317,11 @@ class RollbackRunner:
                 if (side == "d" and cluster_of == source_id) or (side == "s" and cluster_of != dest_id):
                     continue  # forward copies on the destination; the source's own records
                 _, ts = msg.timestamp()
+                key, value = msg.key(), msg.value()
+                if side == "d" and self.schema_ids is not None:  # as the copy-back wrote them: source ids
+                    key, value = self.schema_ids.normalise(msg.topic(), key, value)
                 digests.setdefault((side, msg.topic(), msg.partition()), PartitionDigest()).add(
-                    msg.key(), msg.value(), msg.headers(), ts)
+                    key, value, msg.headers(), ts)
         bad, records = [], 0
         for (dtopic, q), c in sorted(reverse.items()):
             d = digests.get(("d", dtopic, q), PartitionDigest())

@@ -337,6 +337,28 @@ ROLLBACK_GROUP_COLUMNS = (("group", "group"), ("destination_topic", "destination
                           ("method", "how"), ("reason", "why"))
 
 
+UNMAPPED_ID_COLUMNS = (("schema_id", "destination schema id"), ("subject_versions", "destination subject/version"),
+                       ("records", "records"), ("first", "first record"))
+
+
+def _schema_ids_section(schema_ids: Mapping[str, Any]) -> str:
+    """Remap mode: the ids a rollback would map back, and those it cannot (the rollback refuses on them)."""
+    unmapped = schema_ids.get("unmapped_ids") or []
+    rows = []
+    for row in unmapped:
+        versions = row.get("subject_versions")
+        first = row.get("first_record") or {}
+        rows.append({"schema_id": row.get("schema_id"), "records": row.get("records"),
+                     "subject_versions": ", ".join(f"{v['subject']} v{v['version']}" for v in versions) or "none"
+                     if isinstance(versions, list) else versions,
+                     "first": f"{first.get('topic')}-{first.get('partition')} at {first.get('offset')} "
+                              f"({first.get('field')})"})
+    mapped = len(schema_ids.get("destination_to_source") or {})
+    head = (f'<p class="bad">{escape(str(schema_ids.get("reason", "")))}</p>' if unmapped else
+            f'<p>schema ids mapped back to the source\'s: {mapped} destination id(s) in the map</p>')
+    return head + (table(UNMAPPED_ID_COLUMNS, rows, left=("subject_versions", "first")) if unmapped else "")
+
+
 def rollback_plan_section(plan: Mapping[str, Any]) -> str:
     """What a rollback would copy back now and where each group would resume on the source (the promotion page
     and a rollback-plan run show it)."""
@@ -345,6 +367,7 @@ def rollback_plan_section(plan: Mapping[str, Any]) -> str:
     ranges = [r for r in plan.get("copy_back", []) if r.get("records") or r.get("end", 0) > r.get("start", 0)]
     groups = [{"group": g, **r} for g, rows in plan.get("groups", {}).items() for r in rows]
     return "".join([f"<h2>Rollback plan: {_cell(plan.get('records', 0))} record(s) to copy back</h2>",
+                    _schema_ids_section(plan["schema_ids"]) if plan.get("schema_ids") else "",
                     table(ROLLBACK_RANGE_COLUMNS, ranges, left=("destination_topic", "source_topic", "reason")),
                     table(ROLLBACK_GROUP_COLUMNS, groups, left=("group", "destination_topic", "method", "reason"))])
 

@@ -37,3 +37,20 @@ def test_the_overview_says_rolled_back():
             {"migration": "c", "promoted": False}]
     html = overview_page(rows)
     assert html.count("rolled back") == 1 and ">yes<" in html and ">no<" in html
+
+
+def test_a_remap_plan_names_the_schema_ids_a_rollback_cannot_map_back():
+    plan = {**PLAN, "schema_ids": {
+        "mode": "remap", "destination_to_source": {"100001": 258}, "shared": {}, "refused": True,
+        "reason": "1 destination schema id(s) the forward map never knew: a rollback now refuses before copying "
+                  "anything",
+        "unmapped_ids": [{"schema_id": 100002, "records": 3,
+                          "subject_versions": [{"subject": "orders-value", "version": 2, "soft_deleted": False}],
+                          "first_record": {"topic": "orders.v1", "partition": 0, "offset": 31, "field": "value",
+                                           "schema_id": 100002}}]}}
+    html = rollback_page(plan, "manual__3")
+    assert "a rollback now refuses before copying anything" in html
+    assert ">100002<" in html and "orders-value v2" in html and "orders.v1-0 at 31 (value)" in html
+    fine = {**PLAN, "schema_ids": {"mode": "remap", "destination_to_source": {"100001": 258}, "unmapped_ids": [],
+                                   "refused": False, "reason": "every id known"}}
+    assert "schema ids mapped back to the source's: 1 destination id(s)" in rollback_page(fine)
