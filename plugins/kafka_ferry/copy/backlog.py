@@ -26,7 +26,7 @@ from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.planning import plan_copy
 from kafka_ferry.core.backlog_eta import RunPoint, estimate
 from kafka_ferry.core.batch_planning import RetentionGapError
-from kafka_ferry.core.batch_window import parse_window, window_length_s
+from kafka_ferry.core.batch_window import parse_window, schedule_cycle_s, window_length_s
 from kafka_ferry.core.serialized_fields import FieldsUndecided
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import parse_partition_key
@@ -45,10 +45,12 @@ SAMPLE_TIMEOUT_S = 20.0
 
 
 def spec_limits(spec: MigrationSpec) -> dict[str, Any]:
-    """The rate limits and window length the ETA at the limit uses (None where the spec has none)."""
+    """The rate limits, window length and window cycle (one window a day on a daily schedule) the ETAs use (None
+    where the spec has none)."""
     copy = spec.copy_settings
+    window_s = None if copy.window is None else window_length_s(parse_window(copy.window), spec.schedule)
     return {"max_bytes_per_s": copy.max_bytes_per_second, "max_records_per_s": copy.max_records_per_second,
-            "window_s": None if copy.window is None else window_length_s(parse_window(copy.window), spec.schedule)}
+            "window_s": window_s, "cycle_s": None if window_s is None else schedule_cycle_s(spec.schedule)}
 
 
 def _point(report: Mapping[str, Any]) -> RunPoint:

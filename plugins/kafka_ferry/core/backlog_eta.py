@@ -19,7 +19,9 @@ Definitions (per migration, summed over its partitions):
                  ``(backlog_after[n] - backlog_after[n-1] + copied[n]) / (end[n] - end[n-1])``.
   ETA            copy time until lag 0: ``backlog / (copy rate - inflow)``, assuming both stay as measured; in
                  windows: that copy time cut into windows of the given length (``ceil``; the length from
-                 ``core.batch_window.window_length_s``, over the spec's validated ``copy.window``).
+                 ``core.batch_window.window_length_s``, over the spec's validated ``copy.window``). When the
+                 windows come once per known cycle (a daily schedule), the producers' records between two
+                 windows are counted too (``windowed_eta``): a window a day must copy a day's inflow first.
 
 Every estimate carries a reason (no rate yet, backlog growing faster than the copy, limit above the measured
 rate, ...), as the translation decisions do. Pure: no Kafka, no Airflow, no clock.
@@ -62,6 +64,7 @@ class Eta:
     windows: int | None
     window_s: float | None
     reason: str
+    cycle_s: float | None = None  # one window per this many seconds (a daily schedule's 24 h); None: not known
 
     @property
     def sentence(self) -> str:
@@ -74,6 +77,8 @@ class Eta:
         if self.windows is not None and self.window_s:
             text += f", i.e. in {self.windows} window{'s' if self.windows != 1 else ''} of " \
                     f"{format_duration(self.window_s)}"
+            if self.cycle_s:
+                text += f", one every {format_duration(self.cycle_s)}"
         return text
 
 
@@ -124,9 +129,15 @@ def inflow_rate(points: Sequence[RunPoint], last: int = RATE_HISTORY) -> float |
 
 
 def eta(backlog: int, label: str, records_per_s: float | None, inflow_per_s: float | None,
-        window_s: float | None = None) -> Eta:
-    """Copy time until ``backlog`` reaches 0 at ``records_per_s`` against ``inflow_per_s``; in windows too."""
+        window_s: float | None = None, cycle_s: float | None = None) -> Eta:
+    """Copy time until ``backlog`` reaches 0 at ``records_per_s`` against ``inflow_per_s``; in windows too.
+
+    ``cycle_s``: one window of ``window_s`` per cycle (a daily schedule: 86400). The copy rate is per second of
+    copy time, but producers write around the clock: between two windows they add ``inflow * (cycle - window)``
+    that the next window must copy first. So with a cycle the windows are counted per cycle
+    (``windowed_eta``), and a copy that outruns its producers while it runs may still never catch up."""
     window = window_s if window_s and window_s > 0 else None
+    cycle = cycle_s if window and cycle_s and cycle_s > window else None
     if backlog <= 0:
         return Eta(label, 0.0, records_per_s, 0 if window else None, window, "caught up")
     if records_per_s is None:
@@ -147,7 +158,46 @@ def eta(backlog: int, label: str, records_per_s: float | None, inflow_per_s: flo
     reason = (f"{backlog} records left at {records_per_s:,.0f} records/s"
               + (f" minus {inflow:,.0f} records/s the producers add" if inflow else "")
               + ("" if inflow_per_s is not None else ", producers' rate not measured yet (needs two batches)"))
-    return Eta(label, seconds, records_per_s, math.ceil(seconds / window) if window else None, window, reason)
+    if cycle is None:
+        return Eta(label, seconds, records_per_s, math.ceil(seconds / window) if window else None, window, reason)
+    windowed = windowed_eta(backlog, records_per_s, inflow, window, cycle)
+    if windowed is None:
+        return Eta(label, None, records_per_s, None, window,
+                   f"the windows fall behind: a window of {format_duration(window)} copies "
+                   f"{records_per_s * window:,.0f} records, producers add {inflow * cycle:,.0f} in "
+                   f"{format_duration(cycle)}; widen the window or raise the limit", cycle)
+    windows, copy_seconds = windowed
+    if (windows - 1) * cycle > MAX_ETA_S:
+        return Eta(label, None, records_per_s, None, window,
+                   f"the windows barely outrun the producers: lag 0 is more than "
+                   f"{MAX_ETA_S // (365 * 86400)} years away", cycle)
+    return Eta(label, copy_seconds, records_per_s, windows, window,
+               f"{reason}, also between windows (one of {format_duration(window)} every {format_duration(cycle)})",
+               cycle)
+
+
+def windowed_eta(backlog: float, records_per_s: float, inflow_per_s: float, window_s: float,
+                 cycle_s: float) -> tuple[int, float] | None:
+    """(windows, copy seconds) until lag 0 when a window of ``window_s`` runs once per ``cycle_s`` and producers
+    add ``inflow_per_s`` all the time; None when the windows never catch up. Needs ``records_per_s > inflow``.
+
+    A window drains ``(rate - inflow) * window``; from one window's start to the next the backlog changes by
+    ``-(rate * window - inflow * cycle)``. So lag reaches 0 in window ``n``, the first whose starting backlog
+    ``backlog - (n - 1) * per_cycle`` one window can drain."""
+    net = records_per_s - inflow_per_s
+    in_window = net * window_s
+    if backlog <= in_window:
+        return 1, backlog / net
+    per_cycle = records_per_s * window_s - inflow_per_s * cycle_s
+    if per_cycle <= 0:
+        return None
+    before_last = math.ceil((backlog - in_window) / per_cycle)
+    # the division rounds: settle on the first n whose starting backlog one window drains, as defined above
+    while before_last > 1 and backlog - (before_last - 1) * per_cycle <= in_window:
+        before_last -= 1
+    while backlog - before_last * per_cycle > in_window:
+        before_last += 1
+    return before_last + 1, before_last * window_s + (backlog - before_last * per_cycle) / net
 
 
 def limited_rate(max_bytes_per_s: float | None, max_records_per_s: float | None, bytes_per_rec: float | None,
@@ -201,9 +251,10 @@ class BacklogEstimate:
 
 
 def estimate(backlog_records: int, points: Sequence[RunPoint], *, max_bytes_per_s: float | None = None,
-             max_records_per_s: float | None = None, window_s: float | None = None,
+             max_records_per_s: float | None = None, window_s: float | None = None, cycle_s: float | None = None,
              sampled_bytes_per_record: float | None = None) -> BacklogEstimate:
-    """The backlog now and when it reaches 0, at the measured rate and at the configured limit.
+    """The backlog now and when it reaches 0, at the measured rate and at the configured limit; ``cycle_s``: one
+    window per this many seconds (``eta``).
 
     ``points``: the migration's finished batches (oldest first), the current one included when there is one;
     ``sampled_bytes_per_record``: before any batch, the mean size of a bounded sample of source records."""
@@ -212,12 +263,12 @@ def estimate(backlog_records: int, points: Sequence[RunPoint], *, max_bytes_per_
     inflow = inflow_rate(points)
     etas = [eta(backlog_records, "at the measured rate"
                 + (f" {format_records_rate(measured.records_per_second)}" if measured else ""),
-                measured.records_per_second if measured else None, inflow, window_s)]
+                measured.records_per_second if measured else None, inflow, window_s, cycle_s)]
     limit_rate, label, limit_reason = limited_rate(max_bytes_per_s, max_records_per_s, per_record, measured)
     if limit_rate is not None:
-        at_limit = eta(backlog_records, label, limit_rate, inflow, window_s)
+        at_limit = eta(backlog_records, label, limit_rate, inflow, window_s, cycle_s)
         etas.append(Eta(at_limit.label, at_limit.seconds, at_limit.records_per_s, at_limit.windows,
-                        at_limit.window_s, f"{limit_reason}; {at_limit.reason}"))
+                        at_limit.window_s, f"{limit_reason}; {at_limit.reason}", at_limit.cycle_s))
     return BacklogEstimate(
         backlog_records=max(0, backlog_records),
         backlog_bytes=None if per_record is None else int(round(max(0, backlog_records) * per_record)),

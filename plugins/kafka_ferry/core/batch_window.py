@@ -127,6 +127,16 @@ def window_length_s(window: Window, schedule: str | None = None) -> float | None
 _DAY = 86400
 
 
+def schedule_cycle_s(schedule: str | None) -> float | None:
+    """How often a run (so a window) comes: 24 h for a daily schedule (a fixed minute and hour, "@daily"); None
+    when the schedule says no simple period (the ETA then counts no gaps between windows)."""
+    text = (schedule or "").strip()
+    if text in ("@daily", "@midnight"):
+        return float(_DAY)
+    fields = text.split()
+    return float(_DAY) if _daily_start(text) is not None and fields[2:] == ["*", "*", "*"] else None
+
+
 def _daily_start(schedule: str | None) -> int | None:
     """Seconds after midnight a cron schedule with a fixed minute and hour starts at; None otherwise."""
     fields = (schedule or "").split()

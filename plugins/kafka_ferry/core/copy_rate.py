@@ -11,8 +11,9 @@ Why both consumers take the same rate:
   capacity of a window hour, not the average over the calendar. A rate over wall time (gaps between batches
   included) would fold the schedule into the rate: a nightly 4 h window would show a sixth of the copy's
   capacity, the ETA's "in N windows of 4 h" would count the 20 idle hours twice, and changing the schedule
-  would change the "measured rate" without the copy changing at all. The producers' inflow, which does run
-  around the clock, is measured over wall time where it belongs (``core.backlog_eta.inflow_rate``).
+  would change the "measured rate" without the copy changing at all. The gaps enter where they act: the
+  producers' inflow runs around the clock, is measured over wall time (``core.backlog_eta.inflow_rate``), and
+  the ETA adds what it brings between two windows (``core.backlog_eta.windowed_eta``).
 - Why only busy batches, for both: a batch that caught up copied what there was; ten records after a four-second
   start say how much was new, not how fast the copy goes. In the sizing it would plan tonight's window for a
   trickle; in the ETA it would promise a catch-up weeks away the day a backlog builds up. Such batches only

@@ -119,3 +119,43 @@ def test_a_larger_backlog_never_reaches_zero_sooner(a, b):
     first, second = eta(small, "x", 1000.0, 10.0), eta(large, "x", 1000.0, 10.0)
     assert first.seconds <= second.seconds
     assert math.isfinite(second.seconds)
+
+
+def test_producers_writing_between_nightly_windows_are_counted():
+    # 35,000 records/s while copying, producers 10,000/s around the clock: the copy outruns them while it runs,
+    # but a 4 h window a day copies 504 M records and the producers add 864 M a day
+    behind = eta(10**9, "at 35 MB/s", 35_000.0, 10_000.0, 4 * 3600, 86400)
+    assert behind.seconds is None and "the windows fall behind" in behind.reason
+    assert eta(10**9, "x", 35_000.0, 10_000.0, 4 * 3600).windows == 3  # what counting copy time alone promised
+    # 2,000/s: the first window drains 475.2 M, each day after nets 331.2 M: 10^9 needs 3 windows
+    ok = eta(10**9, "at 35 MB/s", 35_000.0, 2_000.0, 4 * 3600, 86400)
+    assert ok.windows == 3 and ok.sentence.endswith("i.e. in 3 windows of 4 h, one every 1 d")
+
+
+@given(backlog=st.integers(1, 10**9), rate=st.integers(2, 10**5), inflow=st.integers(0, 10**5),
+       window=st.integers(60, 86400), idle=st.integers(1, 7 * 86400))
+def test_windows_with_producers_between_them_match_a_window_by_window_drain(backlog, rate, inflow, window, idle):
+    from fractions import Fraction
+
+    cycle = window + idle
+    result = eta(backlog, "x", float(rate), float(inflow), float(window), float(cycle))
+    if rate <= inflow:
+        assert result.seconds is None
+        return
+    left, windows = Fraction(backlog), 0
+    while windows < 10_000:  # the drain, one window (and the gap after it) at a time
+        windows += 1
+        if left <= (rate - inflow) * window:
+            break
+        left += inflow * cycle - rate * window
+    else:
+        assert result.seconds is None or result.windows >= 10_000
+        return
+    if rate * window <= inflow * cycle and windows > 1:
+        assert result.seconds is None and "fall behind" in result.reason
+        return
+    if (windows - 1) * cycle > MAX_ETA_S:
+        assert result.seconds is None
+        return
+    assert result.windows == windows
+    assert (windows - 1) * window < result.seconds <= windows * window * (1 + 1e-9)
