@@ -38,7 +38,8 @@ MAX_WINDOW_S = 7 * 24 * 3600  # the longest copy task timeout (timeouts.copy_sec
 SIZING_SAFETY = 0.9  # plan for 90 % of the time left: the measured rate is an average
 
 # Why a batch (or one partition of it) stopped: the report's ``stop_reason`` field.
-STOP_DEADLINE = "deadline"    # the window's deadline came (or had passed before the batch started)
+STOP_DEADLINE = "deadline"    # the window's deadline, or the partition's share of it (share_deadline), came; or it had
+                              # passed before the batch started
 STOP_LIMIT = "limit"          # a bound of the batch: max_records/bytes_per_partition, or sized to the window
 STOP_CAUGHT_UP = "caught_up"  # everything the source held when the batch was planned is copied
 STOP_REASONS = (STOP_DEADLINE, STOP_LIMIT, STOP_CAUGHT_UP)
