@@ -1,6 +1,6 @@
 """A batch window and a rate limit on the real test bed: a batch cut by its deadline mid-copy, then the next run
-resumes exactly (every record once, groups translate exactly); the limit reaches the copier on spark-submit and on
-Spark Connect.
+resumes exactly (every record once, groups translate exactly); a first window without a measured rate starves no
+partition of a lane; the limit reaches the copier on spark-submit and on Spark Connect.
 
 The cut is deterministic, not timed: a limit of 100 records/s lets at most ~100 records per second of window out
 (one chunk ahead at most, ``core.rate_limit``), so a 12 s window copies well under the 4800 records seeded, and the
@@ -133,6 +133,49 @@ def test_a_batch_cut_by_its_deadline_resumes_exactly_in_the_next_run(clusters, t
         received = consume_as_group(clusters, group, topic, PARTITIONS)
         for q in range(PARTITIONS):
             assert received[q] == list(range(offsets[(topic, q)], PER_PARTITION)), f"{group} {topic}-{q}"
+
+
+def test_a_first_window_without_a_measured_rate_copies_some_of_every_partition_and_resumes_exactly(
+        clusters, tmp_path, work_dir, cluster_configs):
+    # One lane copies four partitions one after another; no batch has measured a rate and the byte limit alone
+    # cannot size the window (no record size yet), so the deadline alone bounds this batch (~100 records/s over
+    # 12 s, far less than the 6400 seeded). Each partition stops at its share of the lane's time
+    # (core.batch_window.share_deadline): every one copies some; none is left for the deadline to starve.
+    p = clusters.unique("winf")
+    partitions = 4
+    topic = clusters.create_topic("source", f"{p}.t", partitions)
+    seed_plain(clusters, topic, partitions, PER_PARTITION)
+    spec_path = write_spec(tmp_path, clusters, p, copy={"max_bytes_per_second": 2700, "window": "12s",
+                                                         "lanes_per_task": 1, "max_records_per_partition": 10_000})
+    provision(spec_path)
+    source_id = clusters.cluster("source").describe_cluster().cluster_id
+
+    first = _windowed_batch(spec_path, cluster_configs)
+
+    total = partitions * PER_PARTITION
+    assert first["window_budget_records"] is None  # nothing measured: no budget, the deadline alone
+    assert first["stop_reason"] == "deadline" and 0 < first["records_copied"] < total
+    rows = {row["partition"]: row for row in first["partitions"]}
+    assert sorted(rows) == list(range(partitions))
+    assert all(rows[q]["records_copied"] > 0 for q in rows), {q: rows[q]["records_copied"] for q in rows}
+    assert all(rows[q]["stop_reason"] == "deadline" for q in rows)
+    for q, row in rows.items():  # nothing half done: the destination holds exactly what progress says
+        on_destination = clusters.cluster("destination").list_offsets([(topic, q)], "latest")[(topic, q)]
+        assert on_destination == row["next_upstream_offset"] == row["records_copied"]
+
+    # the next run resumes every partition where it stopped: every record exactly once
+    doc = yaml.safe_load(Path(spec_path).read_text())
+    del doc["copy"]["window"], doc["copy"]["max_bytes_per_second"]
+    Path(spec_path).write_text(yaml.safe_dump(doc))
+    rest = _windowed_batch(spec_path, cluster_configs)
+    assert rest["stop_reason"] == "caught_up" and rest["lag_after_total"] == 0 and rest["records_resumed"] == 0
+    assert {row["partition"]: row["planned_start"] for row in rest["partitions"]} == {
+        q: rows[q]["next_upstream_offset"] for q in rows}
+    assert first["records_copied"] + rest["records_copied"] == total
+    pairs = assert_copied_exactly_once(clusters, topic, topic, partitions, source_id)
+    syncs = read_syncs(clusters, f"dst-{p}", topic)
+    for q in range(partitions):
+        assert_syncs_exact(syncs[q], pairs[q], PER_PARTITION)
 
 
 def test_a_window_that_closed_before_the_run_copies_nothing_and_says_why(clusters, tmp_path, work_dir,

@@ -10,9 +10,10 @@ the backlog is the next batch's plan (source end minus stored or log-start offse
 the bytes per record the history's or, with none yet, the mean size of a bounded sample of the newest source
 records (confluent-kafka's AdminClient has no DescribeLogDirs, so log dir sizes are not available).
 
-The rate limit and the window come from the spec's ``copy`` section when it has them
-(``copy.max_bytes_per_second``, ``copy.max_records_per_second``, ``copy.window``), read with ``getattr`` so a
-spec without them gives the ETA at the measured rate only.
+The rate limit and the window come from the spec's ``copy`` section (``copy.max_bytes_per_second``,
+``copy.max_records_per_second``, ``copy.window``); a spec without them gives the ETA at the measured rate only.
+The window's length is ``core.batch_window.window_length_s`` over the window the spec's validator parsed
+(``parse_window``, the one parser), so a window the spec would refuse never reaches the ETA.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.planning import plan_copy
-from kafka_ferry.core.backlog_eta import RunPoint, estimate, window_seconds
+from kafka_ferry.core.backlog_eta import RunPoint, estimate
 from kafka_ferry.core.batch_planning import RetentionGapError
+from kafka_ferry.core.batch_window import parse_window, schedule_cycle_s, window_length_s
 from kafka_ferry.core.serialized_fields import FieldsUndecided
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import parse_partition_key
@@ -43,18 +45,19 @@ SAMPLE_TIMEOUT_S = 20.0
 
 
 def spec_limits(spec: MigrationSpec) -> dict[str, Any]:
-    """The rate limits and window length the ETA at the limit uses (None where the spec has none)."""
+    """The rate limits, window length and window cycle (one window a day on a daily schedule) the ETAs use (None
+    where the spec has none)."""
     copy = spec.copy_settings
-    return {"max_bytes_per_s": getattr(copy, "max_bytes_per_second", None),
-            "max_records_per_s": getattr(copy, "max_records_per_second", None),
-            "window_s": window_seconds(getattr(copy, "window", None), spec.schedule)}
+    window_s = None if copy.window is None else window_length_s(parse_window(copy.window), spec.schedule)
+    return {"max_bytes_per_s": copy.max_bytes_per_second, "max_records_per_s": copy.max_records_per_second,
+            "window_s": window_s, "cycle_s": None if window_s is None else schedule_cycle_s(spec.schedule)}
 
 
 def _point(report: Mapping[str, Any]) -> RunPoint:
     return RunPoint(str(report["batch_id"]), int(report.get("finished_at_ms") or 0),
                     float(report.get("duration_s") or 0), int(report.get("records_copied") or 0),
                     int(report.get("bytes_copied") or 0), int(report.get("lag_before_total") or 0),
-                    int(report.get("lag_after_total") or 0))
+                    int(report.get("lag_after_total") or 0), report.get("stop_reason"))
 
 
 def record_backlog(spec: MigrationSpec, report: Mapping[str, Any], store: MigrationStateStore) -> dict[str, Any]:
@@ -69,6 +72,8 @@ def record_backlog(spec: MigrationSpec, report: Mapping[str, Any], store: Migrat
         "batch_id": this.batch_id, "finished_at_ms": this.finished_at_ms, "duration_s": this.duration_s,
         "records_copied": this.records_copied, "bytes_copied": this.bytes_copied,
         "backlog_before": this.backlog_before, "backlog_after": this.backlog_after,
+        # why the batch stopped: only a busy one (deadline, limit) measures the copy rate (core.copy_rate)
+        "stop_reason": this.stop_reason,
         # the part this batch copied is measured; only the rest is estimated
         "backlog_bytes_before": None if per_record is None else
         this.bytes_copied + int(round(max(0, this.backlog_before - this.records_copied) * per_record)),

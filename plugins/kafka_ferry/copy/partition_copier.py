@@ -77,7 +77,10 @@ class PartitionCopier:
         self.consumer.close()
         self.producer.flush(FLUSH_TIMEOUT_S)
 
-    def copy(self, task: PartitionTask, progress: PartitionProgress | None) -> PartitionResult:
+    def copy(self, task: PartitionTask, progress: PartitionProgress | None,
+             share_deadline_ms: int | None = None) -> PartitionResult:
+        """Copy the task's range from its stored progress; ``share_deadline_ms``: this partition's share of the
+        window (``core.batch_window.share_deadline``), where it stops as at the window's deadline."""
         started = time.monotonic()
         previous = None
         if progress is not None and progress.last_upstream_offset is not None:
@@ -100,7 +103,7 @@ class PartitionCopier:
         if start < task.end_offset:
             try:
                 with collector_paused():
-                    self._copy_range(task, start, tracker, emit, result)
+                    self._copy_range(task, start, tracker, emit, result, share_deadline_ms)
             except (KafkaException, SystemError) as exc:  # a fatal producer error surfaces from produce/flush
                 raise self._delivery_error(task, exc) from None
         emit(tracker.finish())
@@ -159,7 +162,8 @@ class PartitionCopier:
                      task.partition, len(pairs), pairs[-1][0])
         return start
 
-    def _copy_range(self, task: PartitionTask, start: int, tracker, emit, result: PartitionResult) -> None:
+    def _copy_range(self, task: PartitionTask, start: int, tracker, emit, result: PartitionResult,
+                    share_deadline_ms: int | None = None) -> None:
         """The hot loop, MirrorMaker's ``poll()`` shape: read a batch, copy it as one chunk, watch for a stall,
         serve the delivery reports; per record only what the guarantees need, bookkeeping per batch."""
         acks = self._acks = ChunkAcks(self.destination, task.destination_topic, task.partition,
@@ -179,7 +183,9 @@ class PartitionCopier:
         remap = self._remapper(task)  # remap-mode schema migration, on the topic's serialized fields only
         pace = self.pace
         while not cursor.done:
-            if pace.past_deadline():  # between two chunks: everything read so far is produced
+            # between two chunks: everything read so far is produced (the window's deadline or this partition's
+            # share of it: the same clean stop, reported as "deadline")
+            if pace.past_deadline(share_deadline_ms):
                 cursor.stop_at_deadline()
                 break
             messages = self.consumer.consume(cursor.batch_size(pace.chunk_records()), 0.2)

@@ -19,8 +19,9 @@ from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.core.batch_planning import PartitionPosition, plan_ranges
-from kafka_ferry.core.batch_window import parse_window, records_per_second, window_deadline
+from kafka_ferry.core.batch_window import parse_window, window_deadline
 from kafka_ferry.core.batch_window import records_budget as window_budget
+from kafka_ferry.core.copy_rate import sizing_rate
 from kafka_ferry.core.dates import iso_utc
 from kafka_ferry.core.mm2_wire import offset_syncs_topic
 from kafka_ferry.core.progress import PartitionProgress
@@ -70,7 +71,7 @@ def plan_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClust
     deadline_ms = budget = None
     if window is not None and spec.copy_settings.window is not None:
         deadline_ms = window_deadline(parse_window(spec.copy_settings.window), window.due_ms, window.timezone)
-        rate = records_per_second(migration_rate(store), spec.copy_settings.rate_limit)
+        rate = sizing_rate(migration_rate(store), spec.copy_settings.rate_limit)
         budget = window_budget(rate, now_ms, deadline_ms)
         log.info("window %s: deadline %s, %s", spec.copy_settings.window, iso_utc(deadline_ms),
                  "closed: nothing to copy" if budget == 0 else "no measured rate yet: the deadline alone bounds it"

@@ -21,6 +21,7 @@ from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.sync_writer import OffsetSyncWriter
 from kafka_ferry.copy.throttle import BatchPace
 from kafka_ferry.core.batch_planning import split_into_task_groups
+from kafka_ferry.core.batch_window import lane_order, share_deadline
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.rate_limit import share_of
 from kafka_ferry.kafka.cluster import KafkaCluster
@@ -73,10 +74,12 @@ def copy_group(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[
     lanes = [[tasks[i] for i in lane] for lane in _lanes(tasks, plan.lanes_per_task)]
     pace = group_pace(plan, tasks)
     if len(lanes) <= 1:
-        return _copy_lane(plan, tasks, configs, fault_spec, pace)
-    with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="copy-lane") as pool:
-        futures = [pool.submit(_copy_lane, plan, lane, configs, fault_spec, pace) for lane in lanes]
-        rows = {(r["source_topic"], r["partition"]): r for f in futures for r in f.result()}
+        rows_of_lanes = [_copy_lane(plan, tasks, configs, fault_spec, pace)]
+    else:
+        with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="copy-lane") as pool:
+            futures = [pool.submit(_copy_lane, plan, lane, configs, fault_spec, pace) for lane in lanes]
+            rows_of_lanes = [f.result() for f in futures]
+    rows = {(r["source_topic"], r["partition"]): r for lane_rows in rows_of_lanes for r in lane_rows}
     return [rows[(t.source_topic, t.partition)] for t in tasks]
 
 
@@ -97,7 +100,9 @@ def _lanes(tasks: Sequence[PartitionTask], lane_count: int) -> list[list[int]]:
 
 def _copy_lane(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[str, Mapping[str, Any]],
                fault_spec: str | None = None, pace: BatchPace | None = None) -> list[dict]:
-    """Copy these partitions one after another with one set of clients."""
+    """Copy these partitions one after another with one set of clients; under a window's deadline fewest offsets
+    first, each stopping at its share of the lane's time left (``core.batch_window.lane_order``,
+    ``share_deadline``: why), so every partition of the lane progresses in every window, the first one included."""
     source = KafkaCluster("source", configs["source"])
     destination = KafkaCluster("destination", configs["destination"])
     # The store flushes after every put: it can keep one producer for the whole lane (progress per partition),
@@ -109,9 +114,13 @@ def _copy_lane(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[
     copier = PartitionCopier(plan, source, destination, OffsetSyncWriter(destination, plan.offset_syncs_topic),
                              store, Faults(fault_spec), pace)
     results = []
+    deadline_ms = copier.pace.deadline_ms
+    if deadline_ms is not None:
+        tasks = [tasks[i] for i in lane_order([t.end_offset - t.start_offset for t in tasks])]
     try:
-        for task in tasks:
-            result = copier.copy(task, progress.get((task.source_topic, task.partition))).as_dict()
+        for k, task in enumerate(tasks):
+            share = None if deadline_ms is None else share_deadline(copier.pace.now_ms(), deadline_ms, len(tasks) - k)
+            result = copier.copy(task, progress.get((task.source_topic, task.partition)), share).as_dict()
             result["executor"] = {"pid": os.getpid(), "parent": os.getppid(), "package": kafka_ferry.__file__}
             results.append(result)
     finally:

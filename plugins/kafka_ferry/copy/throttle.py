@@ -33,8 +33,14 @@ class BatchPace:
     def limited(self) -> bool:
         return self._throttle is not None
 
-    def past_deadline(self) -> bool:
-        return self.deadline_ms is not None and self.wall() * 1000 >= self.deadline_ms
+    def past_deadline(self, share_ms: int | None = None) -> bool:
+        """The window's deadline has come, or this partition's share of it (``share_ms``, never after it)."""
+        deadline = self.deadline_ms if share_ms is None or self.deadline_ms is None else min(share_ms,
+                                                                                              self.deadline_ms)
+        return deadline is not None and self.wall() * 1000 >= deadline
+
+    def now_ms(self) -> int:
+        return int(self.wall() * 1000)
 
     def seconds_to_deadline(self) -> float | None:
         return None if self.deadline_ms is None else max(0.0, self.deadline_ms / 1000 - self.wall())

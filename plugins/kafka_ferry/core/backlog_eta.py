@@ -1,8 +1,8 @@
 """Backlog, rate and ETA of a migration's catch-up: how much is left, how fast it goes, when lag reaches 0.
 
 Inputs are numbers the copy already measures (``RunPoint``: one per finished catch-up batch) and the spec's
-limits and window, passed in as plain parameters (seconds, bytes per second), so this module neither knows
-how the spec spells them nor reads any clock.
+limits and window length, passed in as plain parameters (seconds, bytes per second), so this module neither
+parses the spec nor reads any clock.
 
 Definitions (per migration, summed over its partitions):
 
@@ -11,13 +11,17 @@ Definitions (per migration, summed over its partitions):
   backlog bytes  never read from the source (that would cost the copy itself): the records left times the
                  bytes per record the copy measured (key + value, as ``RangeCursor.count`` counts them), so
                  always an estimate (``Backlog.bytes_estimated``).
-  copy rate      records (and bytes) copied per second of batch time over the last ``RATE_BATCHES`` batches
-                 that copied something: fixed costs per batch (engine start, tail read) are in it, as they are
-                 in every future batch.
+  copy rate      ``core.copy_rate.measured_rate``, the one the window sizes batches with: records (and bytes)
+                 per second of batch time over the newest busy batches (fixed costs per batch included, as in
+                 every future batch). Batch time, not wall time: the ETA counts copy time and cuts it into
+                 windows (that module says why).
   inflow         what the source's producers added per second, from consecutive batch ends:
                  ``(backlog_after[n] - backlog_after[n-1] + copied[n]) / (end[n] - end[n-1])``.
   ETA            copy time until lag 0: ``backlog / (copy rate - inflow)``, assuming both stay as measured; in
-                 windows: that copy time cut into windows of the given length (``ceil``).
+                 windows: that copy time cut into windows of the given length (``ceil``; the length from
+                 ``core.batch_window.window_length_s``, over the spec's validated ``copy.window``). When the
+                 windows come once per known cycle (a daily schedule), the producers' records between two
+                 windows are counted too (``windowed_eta``): a window a day must copy a day's inflow first.
 
 Every estimate carries a reason (no rate yet, backlog growing faster than the copy, limit above the measured
 rate, ...), as the translation decisions do. Pure: no Kafka, no Airflow, no clock.
@@ -26,12 +30,12 @@ rate, ...), as the translation decisions do. Pure: no Kafka, no Airflow, no cloc
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from itertools import pairwise
 
-RATE_BATCHES = 5  # the copy rate is measured over this many recent batches that copied something
+from kafka_ferry.core.copy_rate import NOT_MEASURED, RATE_HISTORY, MeasuredRate, measured_rate
+
 MAX_ETA_S = 10 * 365 * 86400  # beyond this an ETA is "never", said with its reason
 MB = 1_000_000  # decimal megabytes, as a rate limit is usually written ("35 MB/s")
 
@@ -47,13 +51,7 @@ class RunPoint:
     bytes_copied: int
     backlog_before: int
     backlog_after: int
-
-
-@dataclass(frozen=True)
-class Rate:
-    records_per_s: float
-    bytes_per_s: float | None
-    reason: str
+    stop_reason: str | None = None  # core.batch_window.STOP_REASONS: only busy batches measure the copy rate
 
 
 @dataclass(frozen=True)
@@ -66,6 +64,7 @@ class Eta:
     windows: int | None
     window_s: float | None
     reason: str
+    cycle_s: float | None = None  # one window per this many seconds (a daily schedule's 24 h); None: not known
 
     @property
     def sentence(self) -> str:
@@ -78,6 +77,8 @@ class Eta:
         if self.windows is not None and self.window_s:
             text += f", i.e. in {self.windows} window{'s' if self.windows != 1 else ''} of " \
                     f"{format_duration(self.window_s)}"
+            if self.cycle_s:
+                text += f", one every {format_duration(self.cycle_s)}"
         return text
 
 
@@ -114,19 +115,7 @@ def bytes_per_record(points: Sequence[RunPoint], sampled: float | None = None) -
     return sampled
 
 
-def copy_rate(points: Sequence[RunPoint], last: int = RATE_BATCHES) -> Rate | None:
-    """Records (and bytes) per second of batch time over the last ``last`` batches that copied; None before any."""
-    copied = [p for p in points if p.records_copied > 0 and p.duration_s > 0][-last:]
-    if not copied:
-        return None
-    seconds = sum(p.duration_s for p in copied)
-    records = sum(p.records_copied for p in copied)
-    return Rate(records / seconds, sum(p.bytes_copied for p in copied) / seconds,
-                f"measured over the last {len(copied)} batch(es) that copied ({records} records in "
-                f"{seconds:.1f} s of batch time)")
-
-
-def inflow_rate(points: Sequence[RunPoint], last: int = RATE_BATCHES) -> float | None:
+def inflow_rate(points: Sequence[RunPoint], last: int = RATE_HISTORY) -> float | None:
     """Records the source's producers added per second between the last ``last`` + 1 batch ends; None before two.
 
     Negative growth (retention deleting uncopied records, a topic leaving the selection) counts as 0: it is
@@ -140,13 +129,19 @@ def inflow_rate(points: Sequence[RunPoint], last: int = RATE_BATCHES) -> float |
 
 
 def eta(backlog: int, label: str, records_per_s: float | None, inflow_per_s: float | None,
-        window_s: float | None = None) -> Eta:
-    """Copy time until ``backlog`` reaches 0 at ``records_per_s`` against ``inflow_per_s``; in windows too."""
+        window_s: float | None = None, cycle_s: float | None = None) -> Eta:
+    """Copy time until ``backlog`` reaches 0 at ``records_per_s`` against ``inflow_per_s``; in windows too.
+
+    ``cycle_s``: one window of ``window_s`` per cycle (a daily schedule: 86400). The copy rate is per second of
+    copy time, but producers write around the clock: between two windows they add ``inflow * (cycle - window)``
+    that the next window must copy first. So with a cycle the windows are counted per cycle
+    (``windowed_eta``), and a copy that outruns its producers while it runs may still never catch up."""
     window = window_s if window_s and window_s > 0 else None
+    cycle = cycle_s if window and cycle_s and cycle_s > window else None
     if backlog <= 0:
         return Eta(label, 0.0, records_per_s, 0 if window else None, window, "caught up")
     if records_per_s is None:
-        return Eta(label, None, None, None, window, "no rate measured yet: no batch has copied a record")
+        return Eta(label, None, None, None, window, f"no rate measured yet: {NOT_MEASURED}")
     if records_per_s <= 0:
         return Eta(label, None, records_per_s, None, window, "the rate is 0")
     inflow = inflow_per_s or 0.0
@@ -163,11 +158,50 @@ def eta(backlog: int, label: str, records_per_s: float | None, inflow_per_s: flo
     reason = (f"{backlog} records left at {records_per_s:,.0f} records/s"
               + (f" minus {inflow:,.0f} records/s the producers add" if inflow else "")
               + ("" if inflow_per_s is not None else ", producers' rate not measured yet (needs two batches)"))
-    return Eta(label, seconds, records_per_s, math.ceil(seconds / window) if window else None, window, reason)
+    if cycle is None:
+        return Eta(label, seconds, records_per_s, math.ceil(seconds / window) if window else None, window, reason)
+    windowed = windowed_eta(backlog, records_per_s, inflow, window, cycle)
+    if windowed is None:
+        return Eta(label, None, records_per_s, None, window,
+                   f"the windows fall behind: a window of {format_duration(window)} copies "
+                   f"{records_per_s * window:,.0f} records, producers add {inflow * cycle:,.0f} in "
+                   f"{format_duration(cycle)}; widen the window or raise the limit", cycle)
+    windows, copy_seconds = windowed
+    if (windows - 1) * cycle > MAX_ETA_S:
+        return Eta(label, None, records_per_s, None, window,
+                   f"the windows barely outrun the producers: lag 0 is more than "
+                   f"{MAX_ETA_S // (365 * 86400)} years away", cycle)
+    return Eta(label, copy_seconds, records_per_s, windows, window,
+               f"{reason}, also between windows (one of {format_duration(window)} every {format_duration(cycle)})",
+               cycle)
+
+
+def windowed_eta(backlog: float, records_per_s: float, inflow_per_s: float, window_s: float,
+                 cycle_s: float) -> tuple[int, float] | None:
+    """(windows, copy seconds) until lag 0 when a window of ``window_s`` runs once per ``cycle_s`` and producers
+    add ``inflow_per_s`` all the time; None when the windows never catch up. Needs ``records_per_s > inflow``.
+
+    A window drains ``(rate - inflow) * window``; from one window's start to the next the backlog changes by
+    ``-(rate * window - inflow * cycle)``. So lag reaches 0 in window ``n``, the first whose starting backlog
+    ``backlog - (n - 1) * per_cycle`` one window can drain."""
+    net = records_per_s - inflow_per_s
+    in_window = net * window_s
+    if backlog <= in_window:
+        return 1, backlog / net
+    per_cycle = records_per_s * window_s - inflow_per_s * cycle_s
+    if per_cycle <= 0:
+        return None
+    before_last = math.ceil((backlog - in_window) / per_cycle)
+    # the division rounds: settle on the first n whose starting backlog one window drains, as defined above
+    while before_last > 1 and backlog - (before_last - 1) * per_cycle <= in_window:
+        before_last -= 1
+    while backlog - before_last * per_cycle > in_window:
+        before_last += 1
+    return before_last + 1, before_last * window_s + (backlog - before_last * per_cycle) / net
 
 
 def limited_rate(max_bytes_per_s: float | None, max_records_per_s: float | None, bytes_per_rec: float | None,
-                 measured: Rate | None) -> tuple[float | None, str, str]:
+                 measured: MeasuredRate | None) -> tuple[float | None, str, str]:
     """(records/s, label, reason) the copy would run at under the configured limits; (None, ...) without one.
 
     The tighter limit wins; a limit above the measured rate cannot be reached, so the measured rate bounds it."""
@@ -184,10 +218,10 @@ def limited_rate(max_bytes_per_s: float | None, max_records_per_s: float | None,
         return None, "at the limit", "; ".join(notes) or "no rate limit configured"
     rate, label = min(candidates)
     reason = f"copying at the configured limit {label}"
-    if measured is not None and measured.records_per_s < rate:
-        reason = (f"the limit {label} is above the measured rate {format_records_rate(measured.records_per_s)}: "
+    if measured is not None and measured.records_per_second < rate:
+        reason = (f"the limit {label} is above the measured rate {format_records_rate(measured.records_per_second)}: "
                   "the measured rate bounds it")
-        rate = measured.records_per_s
+        rate = measured.records_per_second
     return rate, f"at {label}", "; ".join([reason, *notes])
 
 
@@ -217,74 +251,31 @@ class BacklogEstimate:
 
 
 def estimate(backlog_records: int, points: Sequence[RunPoint], *, max_bytes_per_s: float | None = None,
-             max_records_per_s: float | None = None, window_s: float | None = None,
+             max_records_per_s: float | None = None, window_s: float | None = None, cycle_s: float | None = None,
              sampled_bytes_per_record: float | None = None) -> BacklogEstimate:
-    """The backlog now and when it reaches 0, at the measured rate and at the configured limit.
+    """The backlog now and when it reaches 0, at the measured rate and at the configured limit; ``cycle_s``: one
+    window per this many seconds (``eta``).
 
     ``points``: the migration's finished batches (oldest first), the current one included when there is one;
     ``sampled_bytes_per_record``: before any batch, the mean size of a bounded sample of source records."""
     per_record = bytes_per_record(points, sampled_bytes_per_record)
-    measured = copy_rate(points)
+    measured = measured_rate(asdict(p) for p in points)
     inflow = inflow_rate(points)
     etas = [eta(backlog_records, "at the measured rate"
-                + (f" {format_records_rate(measured.records_per_s)}" if measured else ""),
-                measured.records_per_s if measured else None, inflow, window_s)]
+                + (f" {format_records_rate(measured.records_per_second)}" if measured else ""),
+                measured.records_per_second if measured else None, inflow, window_s, cycle_s)]
     limit_rate, label, limit_reason = limited_rate(max_bytes_per_s, max_records_per_s, per_record, measured)
     if limit_rate is not None:
-        at_limit = eta(backlog_records, label, limit_rate, inflow, window_s)
+        at_limit = eta(backlog_records, label, limit_rate, inflow, window_s, cycle_s)
         etas.append(Eta(at_limit.label, at_limit.seconds, at_limit.records_per_s, at_limit.windows,
-                        at_limit.window_s, f"{limit_reason}; {at_limit.reason}"))
+                        at_limit.window_s, f"{limit_reason}; {at_limit.reason}", at_limit.cycle_s))
     return BacklogEstimate(
         backlog_records=max(0, backlog_records),
         backlog_bytes=None if per_record is None else int(round(max(0, backlog_records) * per_record)),
         bytes_estimated=True,
         bytes_per_record=None if per_record is None else round(per_record, 1),
-        copy_records_per_s=None if measured is None else round(measured.records_per_s, 1),
-        copy_bytes_per_s=None if measured is None or measured.bytes_per_s is None else round(measured.bytes_per_s),
+        copy_records_per_s=None if measured is None else round(measured.records_per_second, 1),
+        copy_bytes_per_s=None if measured is None else round(measured.bytes_per_second),
         inflow_records_per_s=None if inflow is None else round(inflow, 1),
-        rate_reason=measured.reason if measured else "no batch has copied a record yet",
+        rate_reason=measured.reason if measured else NOT_MEASURED,
         etas=tuple(etas))
-
-
-WINDOW_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
-_DURATION = re.compile(r"(\s*\d+(?:\.\d+)?\s*(?:sec|min|s|m|h|d))+\s*")
-_END_TIME = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
-_DAY = 86400
-
-
-def window_seconds(window: object, schedule: str | None = None) -> float | None:
-    """A window's length in seconds, from what ``copy.window`` may hold: seconds, a ``timedelta``, a duration
-    ("4h", "90min", "1h30min", "45s"), or an end time ("05:00") with a daily ``schedule`` whose minute and hour
-    are fixed ("0 1 * * *": 01:00 -> 05:00 is 4 h; an end before the start is the next day's). None for no
-    window or one whose length the schedule does not fix (the ETA is then given in time only)."""
-    if window is None or isinstance(window, bool):
-        return None
-    if isinstance(window, int | float):
-        return float(window) if window > 0 else None
-    total = getattr(window, "total_seconds", None)
-    if callable(total):
-        seconds = float(total())
-        return seconds if seconds > 0 else None
-    if not isinstance(window, str):
-        return None
-    text = window.strip().lower()
-    if end := _END_TIME.fullmatch(text):
-        start = _daily_start(schedule)
-        if start is None:
-            return None
-        length = (int(end[1]) * 3600 + int(end[2]) * 60 - start) % _DAY
-        return float(length or _DAY)
-    if _DURATION.fullmatch(text):
-        seconds = sum(float(n) * WINDOW_UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)\s*(sec|min|s|m|h|d)", text))
-        return seconds if seconds > 0 else None
-    return None
-
-
-def _daily_start(schedule: str | None) -> int | None:
-    """Seconds after midnight a cron schedule with a fixed minute and hour starts at; None otherwise."""
-    fields = (schedule or "").split()
-    if len(fields) == 5 and fields[0].isdigit() and fields[1].isdigit():
-        minute, hour = int(fields[0]), int(fields[1])
-        if minute < 60 and hour < 24:
-            return hour * 3600 + minute * 60
-    return None

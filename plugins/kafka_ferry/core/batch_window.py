@@ -7,10 +7,19 @@ and not the planning time: a retried or late-started task must not get a fresh w
 window closed). An end time earlier in the day than the due time is the next day's (23:00 -> 05:00 crosses
 midnight).
 
-Sizing: from the migration's measured rate (its previous busy batches, end to end, so the fixed cost of a batch is in
-it) and the rate limit, the records the rest of the window can take; split over the partitions max-min fairly
-(``fair_split``: each gets an equal share, a partition needing less gives the rest to the others). A wrong
-estimate is no harm: the copier stops at the deadline anyway, at a chunk boundary.
+Sizing: from the migration's rate (``core.copy_rate``: its previous busy batches, end to end, so the fixed cost of
+a batch is in it; never above the rate limit), the records the rest of the window can take; split over the
+partitions max-min fairly (``fair_split``: each gets an equal share, a partition needing less gives the rest to the
+others). A wrong estimate is no harm: the copier stops at the deadline anyway, at a chunk boundary.
+
+Fair in time too (``lane_order``, ``share_deadline``): a copier lane copies its partitions one after another, so
+an offsets budget alone cannot keep the window fair. Before the first busy batch there is no rate and no budget
+(the deadline alone bounds the batch), and a rate that overestimates gives a budget the window cannot hold: either
+way the deadline would cut the lane's first partitions and leave the later ones nothing, in every window, while
+their lag grows (ties in the plan's order put the same partitions last each time). So each partition of a lane
+gets an equal share of the lane's time left when it starts, and the lane goes fewest planned offsets first: a
+partition needing less than its share hands the rest on, and the ones cut at their share are those needing more
+than an equal share, max-min fair in time as ``fair_split`` is in offsets.
 
 Pure: no clock; times are epoch milliseconds passed in, zones are IANA names (zoneinfo).
 """
@@ -18,20 +27,19 @@ Pure: no clock; times are epoch milliseconds passed in, zones are IANA names (zo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.rate_limit import RateLimit
 
 MAX_WINDOW_S = 7 * 24 * 3600  # the longest copy task timeout (timeouts.copy_seconds)
 SIZING_SAFETY = 0.9  # plan for 90 % of the time left: the measured rate is an average
-RATE_HISTORY = 5  # batches the measured rate averages over (the newest busy ones that copied something)
 
 # Why a batch (or one partition of it) stopped: the report's ``stop_reason`` field.
-STOP_DEADLINE = "deadline"    # the window's deadline came (or had passed before the batch started)
+STOP_DEADLINE = "deadline"    # the window's deadline, or the partition's share of it (share_deadline), came; or it had
+                              # passed before the batch started
 STOP_LIMIT = "limit"          # a bound of the batch: max_records/bytes_per_partition, or sized to the window
 STOP_CAUGHT_UP = "caught_up"  # everything the source held when the batch was planned is copied
 STOP_REASONS = (STOP_DEADLINE, STOP_LIMIT, STOP_CAUGHT_UP)
@@ -100,56 +108,44 @@ def window_deadline(window: Window, due_ms: int, timezone: str = "UTC") -> int:
     raise AssertionError("unreachable: an end time recurs every day")
 
 
-@dataclass(frozen=True)
-class MeasuredRate:
-    """What the migration's recent batches moved, end to end: per second of their whole duration."""
+def window_length_s(window: Window, schedule: str | None = None) -> float | None:
+    """How long a run's window is, for the ETA's "in N windows of 4 h": a duration's seconds; an end time's
+    distance from the start of a daily ``schedule`` whose minute and hour are fixed ("0 1 * * *" with "05:00": 4 h;
+    an end at or before the start is the next day's). None when the schedule does not fix it (an end time with
+    "@daily", "*/5 * * * *" or no schedule): the ETA is then given in copy time only.
 
-    records: int
-    bytes: int
-    seconds: float
-    batches: int
-
-    @property
-    def records_per_second(self) -> float:
-        return self.records / self.seconds
-
-    @property
-    def mean_record_bytes(self) -> float:
-        return self.bytes / self.records
-
-
-def measured_rate(batches: Iterable[Mapping], last: int = RATE_HISTORY) -> MeasuredRate | None:
-    """The rate of the newest ``last`` batch records (state kind "batch") that copied something and were busy to
-    their end (stopped at a deadline or a limit); None before any.
-
-    Why end to end (``duration_s``, engine start included): the window must hold the whole batch, not only its
-    copy loop. Why only busy batches: one that caught up copied what there was, so its records per second say
-    how much was new, not how fast the copy goes (ten records after a four-second start would size tonight's
-    window for a trickle)."""
-    useful = [b for b in batches
-              if b.get("stop_reason") in (STOP_DEADLINE, STOP_LIMIT)
-              and isinstance(b.get("records_copied"), int) and b["records_copied"] > 0
-              and isinstance(b.get("duration_s"), int | float) and b["duration_s"] > 0
-              and isinstance(b.get("bytes_copied"), int)]
-    useful.sort(key=lambda b: b.get("finished_at_ms") or 0)
-    recent = useful[-last:]
-    if not recent:
+    Takes a parsed ``Window``: the one parser (``parse_window``) is the spec's validator, so a window the spec
+    would refuse never reaches the ETA."""
+    if window.seconds is not None:
+        return float(window.seconds)
+    start = _daily_start(schedule)
+    if start is None:
         return None
-    return MeasuredRate(sum(b["records_copied"] for b in recent), sum(b["bytes_copied"] for b in recent),
-                        float(sum(b["duration_s"] for b in recent)), len(recent))
+    hour, minute = window.end
+    return float((hour * 3600 + minute * 60 - start) % _DAY or _DAY)
 
 
-def records_per_second(measured: MeasuredRate | None, limit: RateLimit) -> float | None:
-    """The rate to size a batch with: the measured one, never above the limit; the limit alone (an upper bound)
-    when nothing was measured yet; None when neither says anything."""
-    rates = []
-    if measured is not None:
-        rates.append(measured.records_per_second)
-    if limit.records_per_second is not None:
-        rates.append(limit.records_per_second)
-    if limit.bytes_per_second is not None and measured is not None and measured.records:
-        rates.append(limit.bytes_per_second / max(measured.mean_record_bytes, 1.0))
-    return min(rates) if rates else None
+_DAY = 86400
+
+
+def schedule_cycle_s(schedule: str | None) -> float | None:
+    """How often a run (so a window) comes: 24 h for a daily schedule (a fixed minute and hour, "@daily"); None
+    when the schedule says no simple period (the ETA then counts no gaps between windows)."""
+    text = (schedule or "").strip()
+    if text in ("@daily", "@midnight"):
+        return float(_DAY)
+    fields = text.split()
+    return float(_DAY) if _daily_start(text) is not None and fields[2:] == ["*", "*", "*"] else None
+
+
+def _daily_start(schedule: str | None) -> int | None:
+    """Seconds after midnight a cron schedule with a fixed minute and hour starts at; None otherwise."""
+    fields = (schedule or "").split()
+    if len(fields) == 5 and fields[0].isdigit() and fields[1].isdigit():
+        minute, hour = int(fields[0]), int(fields[1])
+        if minute < 60 and hour < 24:
+            return hour * 3600 + minute * 60
+    return None
 
 
 def records_budget(rate: float | None, now_ms: int, deadline_ms: int, safety: float = SIZING_SAFETY) -> int | None:
@@ -177,6 +173,30 @@ def fair_split(needs: Sequence[int], budget: int) -> list[int]:
         shares[i] = min(needs[i], share + (1 if remaining - 1 < extra else 0))
         left -= shares[i]
     return shares
+
+
+def lane_order(needs: Sequence[int]) -> list[int]:
+    """The order a lane copies its partitions in under a deadline: indexes of ``needs`` (planned offsets), fewest
+    first, ties by index. Why: with ``share_deadline`` a partition that needs less than its share finishes early
+    and leaves its time to the partitions after it, so the biggest, which can use any time left, come last."""
+    return sorted(range(len(needs)), key=lambda i: (needs[i], i))
+
+
+def share_deadline(now_ms: int, deadline_ms: int, partitions_left: int) -> int:
+    """When the partition a lane starts at ``now_ms`` stops, ``partitions_left`` counting it: an equal share of the
+    time to the window's deadline (the last one, or a lane past the deadline, gets the deadline itself).
+
+    Why not an offsets budget: offsets need a rate, which the first window has not measured; time needs none. A
+    partition started before the deadline gets a share > 0, so it copies at least its first chunk (the copier
+    checks its deadline between chunks). Every partition of a lane of ``n`` starts before the deadline when the
+    window is longer than ``n * c * H(n-1)`` (``c`` the longest chunk, ``H`` the harmonic number): each partition
+    overruns its share by less than one chunk, and the next shares absorb it (``tests/unit/core``'s simulation
+    checks the bound over sequences of windows)."""
+    if partitions_left < 1:
+        raise ValueError(f"share_deadline: partitions_left {partitions_left} must be >= 1")
+    if now_ms >= deadline_ms or partitions_left == 1:
+        return deadline_ms
+    return now_ms + (deadline_ms - now_ms) // partitions_left
 
 
 def batch_stop_reason(partition_reasons: Iterable[str], window_closed: bool = False) -> str:

@@ -137,10 +137,12 @@ timeouts:
   copy_seconds: 18000            # more than the window, so the task ends on the deadline, not on its timeout
 ```
 
-The batch is sized from the migration's measured rate (its previous batches) to end inside the window, and at
-05:00 each partition copier stops at a chunk boundary with its progress and offset syncs written; the next night's
-run resumes there. The batch report says why it stopped (`deadline`, `limit` or `caught_up`), what each partition
-left and the overrun past 05:00, if any ([Operations](operations.md#batch-windows-and-rate-limits)).
+The batch is sized from the migration's measured rate (its previous busy batches) to end inside the window, each
+partition of a copier lane gets its share of the window's time (so the first night, with nothing measured yet,
+starves no partition), and at 05:00 each partition copier stops at a chunk boundary with its progress and offset
+syncs written; the next night's run resumes there. The batch report says why it stopped (`deadline`, `limit` or
+`caught_up`), what each partition left and the overrun past 05:00, if any
+([Operations](operations.md#batch-windows-and-rate-limits)).
 """
 
 # Strings core/spec.py checks with a validator, named for people.

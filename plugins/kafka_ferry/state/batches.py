@@ -1,6 +1,6 @@
 """Batch records (kind ``batch``) as stored in the state topic: one per finished copy batch, its totals and the
 path of its full report; the run pages and ``kafka-ferry status`` read them as the migration's lag history, and
-the window's sizing (``core.batch_window.measured_rate``) learns the migration's rate from them.
+the window's sizing (``core.copy_rate.measured_rate``) learns the migration's rate from them.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafka_ferry.core.batch_window import MeasuredRate, measured_rate
+from kafka_ferry.core.copy_rate import MeasuredRate, measured_rate
 from kafka_ferry.core.state_records import BATCH_KIND
 from kafka_ferry.state.store import MigrationStateStore
 
@@ -36,5 +36,5 @@ def batch_history(store: MigrationStateStore, state: Mapping | None = None) -> l
 
 
 def migration_rate(store: MigrationStateStore, state: Mapping | None = None) -> MeasuredRate | None:
-    """The rate of the migration's recent batches, end to end; None before its first batch copied anything."""
+    """The rate of the migration's recent busy batches, end to end (``core.copy_rate``); None before the first."""
     return measured_rate(batch_history(store, state))

@@ -115,3 +115,14 @@ def test_the_report_says_why_each_partition_and_the_batch_stopped_and_the_overru
     plain = build_report(sample_plan(), [dict(row(0, 7), planned_end=7)], {}, 0, 10)
     assert plain["stop_reason"] == "caught_up" and plain["overrun_s"] is None and plain["deadline_ms"] is None
     assert report_lines(plain)[1] == "stopped: caught up"
+
+
+def test_a_partitions_share_of_the_window_stops_it_earlier_but_never_later_than_the_deadline():
+    clock = Clock(100.0)
+    pace = BatchPace(RateLimit(), deadline_ms=110_000, clock=clock, wall=clock)
+    assert not pace.past_deadline(105_000)
+    clock.now = 105.0
+    assert pace.past_deadline(105_000) and not pace.past_deadline()
+    assert not pace.past_deadline(200_000)  # a share past the window's deadline is cut to it
+    clock.now = 110.0
+    assert pace.past_deadline(200_000) and pace.now_ms() == 110_000

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from datetime import timedelta
 
 import pytest
 from hypothesis import given
@@ -12,20 +11,20 @@ from hypothesis import strategies as st
 from kafka_ferry.core.backlog_eta import (
     MAX_ETA_S,
     RunPoint,
-    copy_rate,
     estimate,
     eta,
     format_duration,
     inflow_rate,
     limited_rate,
-    window_seconds,
 )
+from kafka_ferry.core.copy_rate import measured_rate
 
 
 def point(i: int, copied: int, before: int, after: int, seconds: float = 10.0, at_s: int | None = None,
-          size: int = 1000) -> RunPoint:
+          size: int = 1000, stop: str = "limit") -> RunPoint:
+    """A finished batch; busy (stopped at its limit) unless ``stop`` says otherwise."""
     return RunPoint(f"b{i}", (at_s if at_s is not None else i * 3600) * 1000, seconds, copied, copied * size,
-                    before, after)
+                    before, after, stop)
 
 
 def test_the_issues_sentence_at_a_limit_in_windows():
@@ -55,14 +54,14 @@ def test_a_sampled_size_gives_bytes_and_a_limit_eta_before_the_first_batch():
 def test_backlog_growing_faster_than_the_copy_has_no_eta():
     # producers add 2000/s between batch ends one hour apart; the copy takes 100/s
     points = [point(0, 1000, 5000, 4000),
-              RunPoint("b1", 3_600_000, 10.0, 1000, 1_000_000, 4000 + 7_200_000, 4000 + 7_200_000)]
+              RunPoint("b1", 3_600_000, 10.0, 1000, 1_000_000, 4000 + 7_200_000, 4000 + 7_200_000, "limit")]
     result = estimate(points[1].backlog_after, points)
     assert result.etas[0].seconds is None
     assert "backlog growing faster than the copy" in result.etas[0].reason
 
 
 def test_a_limit_above_the_measured_rate_is_bounded_by_it():
-    measured = copy_rate([point(0, 1000, 2000, 1000, seconds=10)])  # 100 records/s
+    measured = measured_rate([{**vars(point(0, 1000, 2000, 1000, seconds=10))}])  # 100 records/s
     rate, label, reason = limited_rate(None, 1_000_000, 1000.0, measured)
     assert rate == pytest.approx(100) and "above the measured rate" in reason and label.startswith("at 1,000,000")
 
@@ -83,23 +82,6 @@ def test_durations_read_as_a_person_plans(seconds, text):
     assert format_duration(seconds) == text
 
 
-@pytest.mark.parametrize("window,seconds", [(None, None), ("4h", 14400.0), ("1h30m", 5400.0),
-                                            ("1h30min", 5400.0), ("90 min", 5400.0), ("45s", 45.0),
-                                            (timedelta(hours=4), 14400.0), (600, 600.0), ("05:00", None),
-                                            ("soon", None), (0, None), (True, None)])
-def test_window_lengths(window, seconds):
-    assert window_seconds(window) == seconds
-
-
-@pytest.mark.parametrize("window,schedule,seconds", [("05:00", "0 1 * * *", 4 * 3600.0),
-                                                     ("05:00", "30 23 * * *", 5.5 * 3600),
-                                                     ("05:00", "0 5 * * *", 86400.0),
-                                                     ("05:00", "@daily", None), ("05:00", "*/5 * * * *", None),
-                                                     ("4h", "@hourly", 14400.0)])
-def test_an_end_time_is_as_long_as_the_daily_schedule_leaves_it(window, schedule, seconds):
-    assert window_seconds(window, schedule) == seconds
-
-
 @given(backlog=st.integers(1, 10**12), rate=st.floats(1, 1e7), inflow=st.floats(0, 1e7),
        window=st.floats(60, 86400))
 def test_eta_drains_exactly_the_backlog_and_windows_cover_it(backlog, rate, inflow, window):
@@ -115,18 +97,18 @@ def test_eta_drains_exactly_the_backlog_and_windows_cover_it(backlog, rate, infl
     assert result.reason
 
 
-@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**7), st.floats(0.1, 1000)), min_size=1,
-                max_size=12))
-def test_rates_are_never_negative_and_the_copy_rate_uses_only_batches_that_copied(rows):
-    points = [RunPoint(f"b{i}", (i + 1) * 60_000, s, c, c * 100, after + c, after)
-              for i, (c, after, s) in enumerate(rows)]
-    rate = copy_rate(points)
-    copied = [p for p in points if p.records_copied][-5:]
-    if not copied:
-        assert rate is None
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**7), st.floats(0.1, 1000),
+                          st.sampled_from(["limit", "deadline", "caught_up", None])), min_size=1, max_size=12))
+def test_rates_are_never_negative_and_the_eta_rate_uses_only_busy_batches_that_copied(rows):
+    points = [RunPoint(f"b{i}", (i + 1) * 60_000, s, c, c * 100, after + c, after, stop)
+              for i, (c, after, s, stop) in enumerate(rows)]
+    est = estimate(points[-1].backlog_after, points)
+    busy = [p for p in points if p.records_copied and p.stop_reason in ("limit", "deadline")][-5:]
+    if not busy:
+        assert est.copy_records_per_s is None and "no busy batch yet" in est.rate_reason
     else:
-        assert rate.records_per_s == pytest.approx(sum(p.records_copied for p in copied)
-                                                   / sum(p.duration_s for p in copied))
+        assert est.copy_records_per_s == pytest.approx(sum(p.records_copied for p in busy)
+                                                       / sum(p.duration_s for p in busy), abs=0.05)
     inflow = inflow_rate(points)
     assert inflow is None if len(points) < 2 else inflow >= 0
 
@@ -137,3 +119,43 @@ def test_a_larger_backlog_never_reaches_zero_sooner(a, b):
     first, second = eta(small, "x", 1000.0, 10.0), eta(large, "x", 1000.0, 10.0)
     assert first.seconds <= second.seconds
     assert math.isfinite(second.seconds)
+
+
+def test_producers_writing_between_nightly_windows_are_counted():
+    # 35,000 records/s while copying, producers 10,000/s around the clock: the copy outruns them while it runs,
+    # but a 4 h window a day copies 504 M records and the producers add 864 M a day
+    behind = eta(10**9, "at 35 MB/s", 35_000.0, 10_000.0, 4 * 3600, 86400)
+    assert behind.seconds is None and "the windows fall behind" in behind.reason
+    assert eta(10**9, "x", 35_000.0, 10_000.0, 4 * 3600).windows == 3  # what counting copy time alone promised
+    # 2,000/s: the first window drains 475.2 M, each day after nets 331.2 M: 10^9 needs 3 windows
+    ok = eta(10**9, "at 35 MB/s", 35_000.0, 2_000.0, 4 * 3600, 86400)
+    assert ok.windows == 3 and ok.sentence.endswith("i.e. in 3 windows of 4 h, one every 1 d")
+
+
+@given(backlog=st.integers(1, 10**9), rate=st.integers(2, 10**5), inflow=st.integers(0, 10**5),
+       window=st.integers(60, 86400), idle=st.integers(1, 7 * 86400))
+def test_windows_with_producers_between_them_match_a_window_by_window_drain(backlog, rate, inflow, window, idle):
+    from fractions import Fraction
+
+    cycle = window + idle
+    result = eta(backlog, "x", float(rate), float(inflow), float(window), float(cycle))
+    if rate <= inflow:
+        assert result.seconds is None
+        return
+    left, windows = Fraction(backlog), 0
+    while windows < 10_000:  # the drain, one window (and the gap after it) at a time
+        windows += 1
+        if left <= (rate - inflow) * window:
+            break
+        left += inflow * cycle - rate * window
+    else:
+        assert result.seconds is None or result.windows >= 10_000
+        return
+    if rate * window <= inflow * cycle and windows > 1:
+        assert result.seconds is None and "fall behind" in result.reason
+        return
+    if (windows - 1) * cycle > MAX_ETA_S:
+        assert result.seconds is None
+        return
+    assert result.windows == windows
+    assert (windows - 1) * window < result.seconds <= windows * window * (1 + 1e-9)

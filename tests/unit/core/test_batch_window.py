@@ -19,12 +19,12 @@ from kafka_ferry.core.batch_window import (
     Window,
     batch_stop_reason,
     fair_split,
-    measured_rate,
     parse_window,
     records_budget,
-    records_per_second,
     window_deadline,
+    window_length_s,
 )
+from kafka_ferry.core.copy_rate import measured_rate, sizing_rate
 from kafka_ferry.core.failures import retry_cannot_help
 from kafka_ferry.core.rate_limit import RateLimit
 
@@ -95,6 +95,17 @@ def test_an_end_time_deadline_is_within_a_day_after_the_due_time(due, hour, minu
     assert (local.hour, local.minute) == (hour, minute) or local.hour == (hour + 1) % 24 or tz == "Australia/Lord_Howe"
 
 
+@pytest.mark.parametrize("window,schedule,seconds", [("05:00", "0 1 * * *", 4 * 3600.0),
+                                                     ("05:00", "30 23 * * *", 5.5 * 3600),
+                                                     ("05:00", "0 5 * * *", 86400.0),
+                                                     ("05:00", "@daily", None), ("05:00", "*/5 * * * *", None),
+                                                     ("05:00", None, None), ("4h", "@hourly", 14400.0),
+                                                     ("1h30min", None, 5400.0)])
+def test_a_windows_length_for_the_eta(window, schedule, seconds):
+    # an end time is as long as the daily schedule leaves it; a duration is its own length
+    assert window_length_s(parse_window(window), schedule) == seconds
+
+
 def test_the_measured_rate_is_the_newest_busy_batches_that_copied_something_end_to_end():
     batches = [{"records_copied": 100, "bytes_copied": 1000, "duration_s": 10.0, "finished_at_ms": i,
                 "stop_reason": "limit"} for i in range(10)]
@@ -116,12 +127,12 @@ def test_the_measured_rate_is_the_newest_busy_batches_that_copied_something_end_
 def test_the_sizing_rate_is_the_measured_one_never_above_the_limit():
     rate = measured_rate([{"records_copied": 1000, "bytes_copied": 1_000_000, "duration_s": 1.0,
                            "stop_reason": "limit"}])
-    assert records_per_second(rate, RateLimit()) == 1000
-    assert records_per_second(rate, RateLimit(records_per_second=200)) == 200
-    assert records_per_second(rate, RateLimit(bytes_per_second=100_000)) == 100  # 1000-byte records
-    assert records_per_second(None, RateLimit(records_per_second=50)) == 50
-    assert records_per_second(None, RateLimit(bytes_per_second=50)) is None  # record size unknown yet
-    assert records_per_second(None, RateLimit()) is None
+    assert sizing_rate(rate, RateLimit()) == 1000
+    assert sizing_rate(rate, RateLimit(records_per_second=200)) == 200
+    assert sizing_rate(rate, RateLimit(bytes_per_second=100_000)) == 100  # 1000-byte records
+    assert sizing_rate(None, RateLimit(records_per_second=50)) == 50
+    assert sizing_rate(None, RateLimit(bytes_per_second=50)) is None  # record size unknown yet
+    assert sizing_rate(None, RateLimit()) is None
 
 
 @given(needs=st.lists(st.integers(0, 10**6), max_size=30), budget=st.integers(0, 10**7))

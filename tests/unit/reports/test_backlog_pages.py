@@ -16,7 +16,7 @@ HISTORY = [{"batch_id": f"b{i}", "finished_at_ms": T0 + i * 3_600_000, "backlog_
 
 def backlog_section() -> dict:
     points = [RunPoint(h["batch_id"], h["finished_at_ms"], 10.0, 1000, 1_000_000, h["backlog_before"],
-                       h["backlog_after"]) for h in HISTORY]
+                       h["backlog_after"], "limit") for h in HISTORY]
     est = estimate(5000, points, max_bytes_per_s=35_000_000, window_s=4 * 3600).as_dict()
     return {**est, "backlog_before": 6000, "backlog_after": 5000, "backlog_bytes_after": 5_000_000,
             "history": HISTORY}
