@@ -88,9 +88,9 @@ def kafka_ferry_copy(spec_path: Path, spark_conn: str = SPARK_CONN) -> tuple[flo
 def driver_archive(work: Path, name: str, partitions: int) -> dict:
     """The host's driver-JVM class archive (core/driver_jvm.py) before the clock, as on a worker that has run a
     batch before: written by a one-record batch when missing (that batch's seconds are printed, a one-time cost)."""
-    from kafka_ferry.copy.jvm_archive import DriverArchive
+    from kafka_ferry.copy.jvm_archive import DriverArchive, launch_environment
 
-    archive = DriverArchive(work)
+    archive = DriverArchive(work, launch_environment(work, "local[2]", None)[0])  # as the copy task finds it
     if archive.path.is_file():
         return {"path": str(archive.path), "present": True}
     topic = f"{name}.warm"

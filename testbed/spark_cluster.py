@@ -32,8 +32,16 @@ MASTER_URL = f"spark://{HOST}:{MASTER_PORT}"
 
 
 def _env() -> dict[str, str]:
+    """The servers' environment. They run from the install's compiled mirror (kafka_ferry.copy.spark_home), as
+    the docs advise a platform to: their Python workers import pyspark's bytecode, not its zipped sources."""
+    from kafka_ferry.copy.jvm_archive import spark_home
+    from kafka_ferry.copy.spark_home import compiled_spark_home
+
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
-    return {**os.environ, "PYSPARK_PYTHON": python, "SPARK_LOCAL_IP": HOST, "SPARK_LOG_DIR": str(RUN_DIR / "logs")}
+    install = spark_home(os.environ)
+    home = compiled_spark_home(install, RUN_DIR / "home") or install
+    return {**os.environ, "PYSPARK_PYTHON": python, "SPARK_LOCAL_IP": HOST, "SPARK_LOG_DIR": str(RUN_DIR / "logs"),
+            "SPARK_HOME": str(home)}
 
 
 def _start(name: str, args: list[str], launcher: str = "spark-class") -> int:

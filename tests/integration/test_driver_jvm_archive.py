@@ -32,13 +32,18 @@ def test_the_first_batch_writes_the_driver_archive_and_the_next_starts_from_it(
         return report, log.read_text()
 
     first, first_log = batch(1)
-    archives = list(archive_dir.iterdir())
-    assert first["records_copied"] == 80 and [a.suffix for a in archives] == [".jsa"], archives
+    archives = sorted(archive_dir.iterdir(), key=lambda p: p.suffix)
+    assert first["records_copied"] == 80 and [a.suffix for a in archives] == ["", ".jsa"], archives
     assert FROM_ARCHIVE not in first_log  # it wrote the archive; it could not read it yet
+    # the Python workers imported pyspark from the bytecode of the install's compiled mirror (copy/spark_home.py)
+    mirror = archives[0]
+    assert mirror.name.startswith("spark-home-") and (mirror / "jars").is_symlink()
+    assert {row["executor"]["pyspark"] for row in first["partitions"]} == {
+        f"{mirror}/python/lib/pyspark.zip/pyspark/__init__.pyc"}
 
     seed_plain(clusters, topic, 2, 40, start=40)
     second, second_log = batch(2)
-    assert second["records_copied"] == 80 and list(archive_dir.iterdir()) == archives  # read, not rewritten
+    assert second["records_copied"] == 80 and sorted(archive_dir.iterdir(), key=lambda p: p.suffix) == archives
     loaded = second_log.count(FROM_ARCHIVE)
     assert loaded > 1000, f"{loaded} classes from the archive"  # Spark's driver: thousands (6,600 measured)
     pairs = assert_copied_exactly_once(clusters, topic, topic, 2, source_id)

@@ -7,13 +7,15 @@ differs (``Engine``). The order is what keeps a batch exact and cheap:
 1. the lease's and the report's idempotent producers are made first, so they get their producer ids while the
    engine starts (a producer made just before its first write waits for its id; librdkafka retries the
    request only some time later);
-2. the engine starts (a SparkContext, a Connect session, nothing in process);
-3. the lease is claimed (one copy job per migration at a time, whoever started it; ``CopyLeaseHeld`` if not);
-4. the planned partitions are checked (a topic deleted after planning fails here, before any record);
-5. the engine runs the partition tasks; a failure no retry heals (``core.failures.Permanent``, a refused
+2. the engine starts (a SparkContext, a Connect session, nothing in process) while, in a thread of its own, the
+   lease is claimed (one copy job per migration at a time, whoever started it; ``CopyLeaseHeld`` if not) and
+   the planned partitions are checked (a topic deleted after planning fails the batch, before any record). Why
+   at once: the engine's start is seconds the claim's round trips need not add to; no record moves before both
+   are done, and a claim the batch does not get to use (the engine failed to start) is withdrawn;
+3. the engine runs the partition tasks; a failure no retry heals (``core.failures.Permanent``, a refused
    record) comes back as a failure record and is raised as ``CopyFailed``, once, with its cause; anything
    else propagates and the task's retry resumes exactly-once;
-6. ``finish_batch`` measures lag and keeps the report; its lines are logged.
+4. ``finish_batch`` measures lag and keeps the report; its lines are logged.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -29,7 +32,7 @@ from typing import Any
 from kafka_ferry.copy.batch import finish_batch, state_clients
 from kafka_ferry.copy.copy_failures import CopyFailed, failure_path_for, failure_record, first_failure
 from kafka_ferry.copy.faults import FAULT_ENV
-from kafka_ferry.copy.lease import copy_lease
+from kafka_ferry.copy.lease import CopyLease, copy_lease
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.report import report_lines
 from kafka_ferry.copy.runner import check_planned_topics, copy_plan_in_process
@@ -60,22 +63,43 @@ def run_batch(plan: CopyPlan, configs: Configs, engine: Engine, report_path: str
     else:
         lease = copy_lease(plan, configs)
         closing = state_clients(configs)
-        with engine() as run_tasks:
-            lease.acquire()
-            with lease:
-                results = run_partitions(plan, configs, run_tasks, check_topics=True)
-                report = finish_batch(plan, results, configs, started_at_ms, report_path, closing)
+        entered = False
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-ferry-claim") as pool:
+            claim = pool.submit(_claim, lease, plan, configs)
+            try:
+                with engine() as run_tasks:
+                    topics_problem = claim.result()  # raises CopyLeaseHeld: nothing claimed, nothing copied
+                    entered = True
+                    with lease:
+                        results = run_partitions(plan, configs, run_tasks, topics_problem=topics_problem)
+                        report = finish_batch(plan, results, configs, started_at_ms, report_path, closing)
+            finally:
+                if not entered and claim.exception() is None:  # claimed for a batch that never ran: withdrawn
+                    lease.release()
     for line in report_lines(report):
         logger.info("%s", line)
     return report
 
 
-def run_partitions(plan: CopyPlan, configs: Configs, run_tasks: RunTasks, check_topics: bool = False) -> list[dict]:
-    """Run the plan's partition tasks (the caller holds the lease); a failure no retry heals, raised in this
-    process or returned as a row by a Spark task, becomes one ``CopyFailed``."""
+def _claim(lease: CopyLease, plan: CopyPlan, configs: Configs) -> Exception | None:
+    """Claim the lease (``CopyLeaseHeld`` raised), then check the planned topics: their problem is returned, for
+    ``run_partitions`` to report like any other failure, with the lease held."""
+    lease.acquire()
     try:
-        if check_topics:
-            check_planned_topics(plan, configs)
+        check_planned_topics(plan, configs)
+    except Exception as exc:  # noqa: BLE001 - handed on, raised by run_partitions in the caller's thread
+        return exc
+    return None
+
+
+def run_partitions(plan: CopyPlan, configs: Configs, run_tasks: RunTasks,
+                   topics_problem: Exception | None = None) -> list[dict]:
+    """Run the plan's partition tasks (the caller holds the lease and checked the planned topics: their problem,
+    if any, is ``topics_problem``); a failure no retry heals, raised in this process or returned as a row by a
+    Spark task, becomes one ``CopyFailed``."""
+    try:
+        if topics_problem is not None:
+            raise topics_problem
         results = run_tasks(plan, configs, os.environ.get(FAULT_ENV))
         failure = first_failure(results)
     except Exception as exc:

@@ -21,7 +21,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from kafka_ferry.core.driver_jvm import DRIVER_OPTIONS_CONF, DriverStart, archive_name, driver_start
+from kafka_ferry.copy.spark_home import compiled_spark_home
+from kafka_ferry.core.driver_jvm import DRIVER_OPTIONS_CONF, DriverStart, archive_name, driver_runs_here, driver_start
 
 log = logging.getLogger(__name__)
 ARCHIVE_DIR = "jvm"
@@ -109,20 +110,38 @@ class DriverArchive:
             written.unlink(missing_ok=True)
 
 
+def launch_environment(work_root: Path, master: str, deploy_mode: str | None,
+                       env: Mapping[str, str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """(the environment spark-submit will run in, what the task adds to its own for that): where the driver
+    starts on this host, ``SPARK_HOME`` is the install's compiled mirror (``copy.spark_home``); the driver's
+    archive belongs to the class path that environment gives the JVM. ``env``: the task's own environment for
+    spark-submit, over this process's."""
+    environ = {**os.environ, **(env or {})}
+    if not driver_runs_here(master, deploy_mode):
+        return environ, {}
+    directory = Path(environ.get(ARCHIVE_DIR_ENV) or Path(work_root) / ARCHIVE_DIR)
+    compiled = compiled_spark_home(spark_home(environ), directory)
+    added = {} if compiled is None else {"SPARK_HOME": str(compiled)}
+    return {**environ, **added}, added
+
+
 @contextmanager
 def driver_options(work_root: Path, enabled: bool, master: str, deploy_mode: str | None,
-                   conf: Mapping[str, str] | None) -> Iterator[dict[str, str]]:
-    """The driver JVM's start options as Spark conf for one spark-submit run (none when the spec turns them off);
-    after the run, a freshly written archive goes into place only if the run succeeded (``settle``)."""
+                   conf: Mapping[str, str] | None,
+                   env: Mapping[str, str] | None = None) -> Iterator[tuple[dict[str, str], dict[str, str]]]:
+    """The driver's start for one spark-submit run, as (Spark conf, environment) to add; both empty when the spec
+    turns fast starts off (``launch_environment``). After the run, a freshly written archive goes into place only
+    if the run succeeded (``settle``)."""
     if not enabled:
-        yield {}
+        yield {}, {}
         return
-    archive = DriverArchive(work_root)
+    environ, added = launch_environment(work_root, master, deploy_mode, env)
+    archive = DriverArchive(work_root, environ)
     theirs = (conf or {}).get(DRIVER_OPTIONS_CONF) or archive.spark_defaults().get(DRIVER_OPTIONS_CONF)
     start = archive.start(master, deploy_mode, theirs)
     succeeded = False
     try:
-        yield {DRIVER_OPTIONS_CONF: start.java_options} if start else {}
+        yield ({DRIVER_OPTIONS_CONF: start.java_options} if start else {}), added
         succeeded = True
     finally:
         archive.settle(start, succeeded)

@@ -15,7 +15,9 @@ A zip found in the work dir is used only when its SHA-256 is the one this user r
 Why: the work dir is shared (the API server reads it; other services mount it) and the zip runs with both
 clusters' credentials, so a zip planted or edited there under the expected name must never be run. A zip
 with no trusted record is checked by rebuilding it in memory (its bytes are reproducible), and replaced when
-it differs.
+it differs. The same private directory keeps the zip's bytes under its source digest, so a new migration's first
+batch on the host copies the zip another migration's batch built (checked against the recorded digest) instead
+of compiling the package again.
 
     python -m kafka_ferry.copy.packaging OUT_DIR
 """
@@ -29,6 +31,7 @@ import py_compile
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import kafka_ferry
@@ -63,9 +66,9 @@ def build_package_zip(out_dir: str | Path) -> Path:
     trusted = _trusted_digest(source_digest)
     if trusted is not None and _file_digest(target) == trusted:
         return target
-    data = _zip_bytes(sources)
+    data = _kept_zip(source_digest, trusted) or _zip_bytes(sources)
     expected = hashlib.sha256(data).hexdigest()
-    _record_digest(source_digest, expected)
+    _record_digest(source_digest, expected, data)
     if _file_digest(target) == expected:  # built earlier (by another user of the work dir): same bytes, kept
         return target
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -105,25 +108,56 @@ def _trusted_digest(source_digest: str) -> str | None:
         return None
 
 
-def _record_digest(source_digest: str, zip_digest: str) -> None:
+def _kept_zip(source_digest: str, trusted: str | None) -> bytes | None:
+    """The zip this user built from these sources before (for any migration), if its bytes are the recorded ones.
+
+    Why: every migration has a work dir of its own, so its first batch would compile the package again although
+    the host built the same zip for another migration (its cost: docs/benchmarks.md)."""
+    directory = _digest_dir()
+    if directory is None or trusted is None:
+        return None
+    try:
+        data = (directory / f"{source_digest}.zip").read_bytes()
+    except OSError:
+        return None
+    return data if hashlib.sha256(data).hexdigest() == trusted else None
+
+
+def _record_digest(source_digest: str, zip_digest: str, data: bytes) -> None:
+    """Record the zip's digest, and keep its bytes beside it for the next migration's first batch."""
     directory = _digest_dir()
     if directory is None:
         return
-    tmp = directory / f"{source_digest}.{os.getpid()}.tmp"
-    try:
-        tmp.write_text(zip_digest)
-        tmp.replace(directory / source_digest)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    for name, content in ((f"{source_digest}.zip", data), (source_digest, zip_digest.encode())):
+        tmp = directory / f"{name}.{os.getpid()}.tmp"
+        try:
+            tmp.write_bytes(content)
+            tmp.replace(directory / name)  # the bytes first: a recorded digest never names a missing zip
+        except OSError:
+            tmp.unlink(missing_ok=True)
 
 
 def _zip_bytes(sources: list[tuple[str, bytes]]) -> bytes:
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf, tempfile.TemporaryDirectory() as scratch:
-        for name, text in sources:
-            zf.writestr(_entry(name), text)
-            zf.writestr(_entry(name + "c"), _bytecode(name, text, Path(scratch)))
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        write_with_bytecode(zf, sources)
     return buffer.getvalue()
+
+
+def write_with_bytecode(zf: zipfile.ZipFile, entries: Iterable[tuple[str, bytes]]) -> None:
+    """Write each entry into ``zf``; a ``.py`` entry also gets its hash-checked bytecode beside it (``.pyc``).
+
+    A module that does not compile for this Python (a file meant for another version) is written as it is:
+    the importer compiles it, or fails on it, exactly as it would without us."""
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, data in entries:
+            zf.writestr(_entry(name), data)
+            if name.endswith(".py"):
+                try:
+                    code = _bytecode(name, data, Path(scratch))
+                except py_compile.PyCompileError:
+                    continue
+                zf.writestr(_entry(name + "c"), code)
 
 
 def _entry(name: str) -> zipfile.ZipInfo:

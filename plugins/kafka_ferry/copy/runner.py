@@ -9,6 +9,7 @@ its partitions one after another.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -121,7 +122,8 @@ def _copy_lane(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[
         for k, task in enumerate(tasks):
             share = None if deadline_ms is None else share_deadline(copier.pace.now_ms(), deadline_ms, len(tasks) - k)
             result = copier.copy(task, progress.get((task.source_topic, task.partition)), share).as_dict()
-            result["executor"] = {"pid": os.getpid(), "parent": os.getppid(), "package": kafka_ferry.__file__}
+            result["executor"] = {"pid": os.getpid(), "parent": os.getppid(), "package": kafka_ferry.__file__,
+                                  "pyspark": getattr(sys.modules.get("pyspark"), "__file__", None)}
             results.append(result)
     finally:
         copier.close()

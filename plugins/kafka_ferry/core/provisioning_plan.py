@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_ferry.core.cluster_model import GroupInfo, TopicInfo
 from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.time_fidelity import TopicTimePlan, plan_topic_time
+
+if TYPE_CHECKING:  # annotations only: the copy's Spark workers import this module, not the spec's models
+    from kafka_ferry.core.spec import MigrationSpec
 
 # Topic configs whose meaning must survive the move. Others (segment sizes, indexes) are cluster tuning.
 MIRRORED_CONFIGS = (

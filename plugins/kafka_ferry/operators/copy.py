@@ -191,9 +191,9 @@ class CopyBatchSparkOperator(TopicLineage, SparkSubmitOperator):
               submit_credentials(self._conn_id, self._resolved_target(), spec.copy_settings,
                                  lambda: _cluster_configs(spec)) as credentials,
               driver_options(local_base(), spec.copy_settings.fast_driver_start, master, deploy_mode,
-                             self.conf) as driver_conf):
+                             self.conf, self.env_vars) as (driver_conf, driver_env)):
             self.application_args = ["--plan", str(plan), "--report", str(report)]
-            self.env_vars = {**_local_python(master, self.env_vars), **credentials.env}
+            self.env_vars = {**_local_python(master, self.env_vars), **driver_env, **credentials.env}
             self.conf = {**(self.conf or {}), **credentials.conf, **driver_conf}
             self.files = ",".join(filter(None, [*credentials.files, self.files]))
             _put_spark_submit_on_path()
@@ -316,6 +316,9 @@ class CopyReportOperator(MigrationOperator):
             self.log.info("dry run: batch %s would copy up to %d offsets of %d partitions; nothing recorded",
                           summary["batch_id"], summary["offsets"], summary["partitions"])
             return summary
+        # The backlog record is this task's first write: its producer asks for its id now, while the report is read
+        # (librdkafka asks on a fixed timer after a producer is made: ``KafkaCluster.start_durable_producer``).
+        self.state_store.cluster.start_durable_producer()
         report_path = as_path(summary["report_path"])
         if summary["empty"]:
             plan = CopyPlan.read(summary["plan_path"])

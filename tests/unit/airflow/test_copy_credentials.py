@@ -11,6 +11,7 @@ import json
 import os
 import re
 import stat
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,12 @@ def submitted(monkeypatch, tmp_path):
 
     monkeypatch.setenv("KFERRY_WORK_DIR", str(tmp_path / "work"))
     monkeypatch.setenv("KFERRY_JVM_ARCHIVE_DIR", str(tmp_path / "jvm"))
+    install = tmp_path / "spark"  # a Spark install as spark-submit finds it: jars, and its Python library as a zip
+    (install / "jars").mkdir(parents=True)
+    (install / "python" / "lib").mkdir(parents=True)
+    with zipfile.ZipFile(install / "python" / "lib" / "pyspark.zip", "w") as zf:
+        zf.writestr("pyspark/__init__.py", "VERSION = 'test'\n")
+    monkeypatch.setenv("SPARK_HOME", str(install))
     for conn in ("kf_u_source", "kf_u_destination"):
         monkeypatch.setenv(f"AIRFLOW_CONN_{conn.upper()}", json.dumps({"conn_type": "kafka", "extra": {
             "bootstrap.servers": "b:9094", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
@@ -137,11 +144,31 @@ def test_a_local_driver_writes_its_class_archive_once_and_later_batches_read_it(
     first = _conf(submitted("local[2]")["command"])[DRIVER_OPTIONS]
     dump = re.search(r"-XX:ArchiveClassesAtExit=(\S+)", first).group(1)
     assert first.startswith("-XX:TieredStopAtLevel=1 ") and Path(dump).parent == tmp_path / "jvm"
-    archives = list((tmp_path / "jvm").iterdir())
-    assert [a.suffix for a in archives] == [".jsa"] and archives[0].read_bytes() == b"archived classes"
+    entries = sorted((tmp_path / "jvm").iterdir(), key=lambda p: p.suffix)
+    archives = [e for e in entries if e.suffix == ".jsa"]
+    assert [e.suffix for e in entries] == ["", ".jsa"] and archives[0].read_bytes() == b"archived classes"
     seen = submitted("local[2]")
     assert _conf(seen["command"])[DRIVER_OPTIONS] == f"-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile={archives[0]}"
     assert seen["operator_after"][1] in (None, {})  # the operator's own conf is as it was before the run
+    assert sorted((tmp_path / "jvm").iterdir(), key=lambda p: p.suffix) == entries  # nothing built twice
+
+
+def test_a_local_driver_runs_from_the_installs_compiled_mirror(submitted, tmp_path):
+    """spark-submit gets SPARK_HOME = the install's mirror: its zips carry bytecode, everything else is the
+    install's own (copy/spark_home.py); the operator's own environment is as it was after the run."""
+    seen = submitted("local[2]")
+    home = Path(seen["env"]["SPARK_HOME"])
+    assert home.parent == tmp_path / "jvm" and home.name.startswith("spark-home-")
+    assert (home / "jars").resolve() == (tmp_path / "spark" / "jars").resolve() and (home / "jars").is_symlink()
+    names = zipfile.ZipFile(home / "python" / "lib" / "pyspark.zip").namelist()
+    assert names == ["pyspark/__init__.py", "pyspark/__init__.pyc"]
+    assert "SPARK_HOME" not in (seen["operator_after"][0] or {})
+
+
+@pytest.mark.parametrize("master", ["yarn", "k8s://https://k8s.example:6443"])
+def test_a_driver_elsewhere_keeps_the_installs_spark_home(submitted, master):
+    settings = {"kubernetes_credentials_secret": "kafka-ferry-creds:configs"} if master.startswith("k8s") else {}
+    assert "SPARK_HOME" not in submitted(master, **settings)["env"]
 
 
 def test_the_tasks_own_driver_options_are_kept_after_ours(submitted):

@@ -104,3 +104,26 @@ def test_a_digest_dir_others_may_write_is_not_trusted(tmp_path, monkeypatch):
     assert list(shared.iterdir()) == []  # nothing recorded where others could forge a record
     package.write_bytes(b"not the package")
     assert build_package_zip(tmp_path / "a").read_bytes() != b"not the package"
+
+
+# --- a new migration's first batch copies the zip the host built before (its own work dir has none) ------------
+def test_a_new_work_dir_gets_the_kept_zip_without_compiling(tmp_path, monkeypatch):
+    from kafka_ferry.copy import packaging
+
+    monkeypatch.setenv("KFERRY_PACKAGE_DIGEST_DIR", str(tmp_path / "digests"))
+    genuine = build_package_zip(tmp_path / "first-migration").read_bytes()
+
+    def no_compiling(*_args):
+        raise AssertionError("compiled although the host kept this zip")
+
+    monkeypatch.setattr(packaging, "_bytecode", no_compiling)
+    assert build_package_zip(tmp_path / "second-migration").read_bytes() == genuine
+
+
+def test_a_kept_zip_that_was_changed_is_not_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("KFERRY_PACKAGE_DIGEST_DIR", str(tmp_path / "digests"))
+    genuine = build_package_zip(tmp_path / "first-migration").read_bytes()
+    [kept] = (tmp_path / "digests").glob("*.zip")
+    _rewritten(tmp_path / "first-migration" / build_package_zip(tmp_path / "first-migration").name, kept, {
+        "kafka_ferry/__init__.py": lambda text: text + b"\nimport os; os.system('id')\n"})
+    assert build_package_zip(tmp_path / "second-migration").read_bytes() == genuine
