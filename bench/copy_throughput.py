@@ -20,7 +20,10 @@ steady rates of (a') and (c), both watched the same way on the destination (firs
 their ratio, and the fixed costs: a catch-up of one record per partition on each engine (plan + engine +
 report), a no-op catch-up (nothing new), on spark-submit the first batch on a new host (it writes the driver's
 class archive) and, on Connect, the migration's next one-record batch (its kept session's Python workers are
-already running). `--profile` also copies one partition in-process under
+already running), and spark-submit's floor: a job that does nothing, started exactly as the copy task starts
+its job (its seconds bound what any spark-submit batch costs besides copying; `ratio_ferry_to_raw_ceiling` is
+the ratio a batch copying at exactly the raw loop's pace would reach over it). `--profile` also copies one
+partition in-process under
 cProfile and prints where the time goes. Needs the test bed up.
 """
 
@@ -159,6 +162,36 @@ def fixed_costs(work: Path, name: str, partitions: int, connect: bool) -> dict:
         os.environ["KFERRY_JVM_ARCHIVE_DIR"] = kept
         shutil.rmtree(new_host, ignore_errors=True)
     return costs
+
+
+FLOOR_APP = """from pyspark import SparkConf, SparkContext
+from kafka_ferry.copy.spark_job import _drop_numpy_converters
+_drop_numpy_converters()  # as the copy job does: no pandas import on the first JVM call
+sc = SparkContext.getOrCreate(SparkConf().setAppName("kafka-ferry bench: engine floor"))
+assert sc.parallelize([0, 1], 2).map(lambda x: x + 1).collect() == [1, 2]
+"""
+
+
+def spark_submit_floor(work: Path, master: str, rounds: int = 3) -> dict:
+    """The engine's own floor: spark-submit of a two-task job that does nothing, started exactly as the copy task
+    starts its job (same SPARK_HOME mirror, driver JVM options and class archive, same Python), from process start
+    to exit. No copy on spark-submit can take less than this plus the copying itself."""
+    import subprocess
+
+    from kafka_ferry.copy.jvm_archive import driver_options
+
+    app = work / "engine_floor.py"
+    app.write_text(FLOOR_APP)
+    times = []
+    for _ in range(rounds):
+        with driver_options(work, True, master, None, None) as (conf, env):
+            command = [str(Path(sys.executable).parent / "spark-submit"), "--master", master,
+                       *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")], str(app)]
+            started = time.monotonic()
+            subprocess.run(command, env={**os.environ, **env, "PYSPARK_PYTHON": sys.executable}, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+            times.append(time.monotonic() - started)
+    return {"seconds": [round(t, 2) for t in times], "min_s": round(min(times), 2)}
 
 
 def start_connect_server(master: str) -> tuple[float, bool]:
@@ -397,6 +430,11 @@ def measure(args, name: str, topic: str, work: Path) -> int:
     create_topic(tb.DESTINATION.bootstrap, f"raw.{topic}", partitions)
     settle()
     results["raw_loop"] = rate(records, size, raw_copy(topic, f"raw.{topic}", partitions, records))
+    settle()
+    floor = results["spark_submit_floor"] = spark_submit_floor(work, args.master)
+    # What spark-submit could reach if it copied at exactly the raw loop's pace after the bare engine start.
+    results["ratio_ferry_to_raw_ceiling"] = round(
+        results["raw_loop"]["seconds"] / (results["raw_loop"]["seconds"] + floor["min_s"]), 2)
 
     if not args.skip_mm2:
         settle()

@@ -34,8 +34,7 @@ MASTER_URL = f"spark://{HOST}:{MASTER_PORT}"
 def _env() -> dict[str, str]:
     """The servers' environment. They run from the install's compiled mirror (kafka_ferry.copy.spark_home), as
     the docs advise a platform to: their Python workers import pyspark's bytecode, not its zipped sources."""
-    from kafka_ferry.copy.jvm_archive import spark_home
-    from kafka_ferry.copy.spark_home import compiled_spark_home
+    from kafka_ferry.copy.spark_home import compiled_spark_home, spark_home
 
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
     install = spark_home(os.environ)

@@ -21,17 +21,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from kafka_ferry.copy.spark_home import compiled_spark_home
+from kafka_ferry.copy.spark_home import compiled_spark_home, spark_home
 from kafka_ferry.core.driver_jvm import DRIVER_OPTIONS_CONF, DriverStart, archive_name, driver_runs_here, driver_start
 
 log = logging.getLogger(__name__)
 ARCHIVE_DIR = "jvm"
 ARCHIVE_DIR_ENV = "KFERRY_JVM_ARCHIVE_DIR"
 PROPERTY = re.compile(r"(?P<key>[^\s=:]+)\s*[\s=:]\s*(?P<value>.*)")
-
-
-def spark_home(environ: Mapping[str, str]) -> Path:
-    return Path(environ.get("SPARK_HOME") or _pip_spark_home())
 
 
 def jvm_identity(environ: Mapping[str, str]) -> dict[str, str]:
@@ -57,12 +53,6 @@ def _stat(path: Path) -> str:
     except OSError:
         return f"{path}:missing"
     return f"{path}:{st.st_size}:{st.st_mtime_ns}"
-
-
-def _pip_spark_home() -> str:
-    import pyspark  # the pip-installed Spark that pyspark's spark-submit runs
-
-    return str(Path(pyspark.__file__).parent)
 
 
 class DriverArchive:

@@ -25,12 +25,22 @@ import shutil
 import sys
 import uuid
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from kafka_ferry.copy.packaging import write_with_bytecode
 
 log = logging.getLogger(__name__)
 PYTHON_LIB = Path("python") / "lib"
+
+
+def spark_home(environ: Mapping[str, str]) -> Path:
+    """The Spark install spark-submit runs from: ``$SPARK_HOME``, else the pip-installed pyspark's."""
+    if environ.get("SPARK_HOME"):
+        return Path(environ["SPARK_HOME"])
+    import pyspark  # the pip-installed Spark that pyspark's spark-submit runs
+
+    return Path(pyspark.__file__).parent
 
 
 def compiled_spark_home(install: Path, cache_dir: Path) -> Path | None:
@@ -98,8 +108,6 @@ def main(argv: list[str] | None = None) -> int:
     if not 1 <= len(args) <= 2:
         print(main.__doc__, file=sys.stderr)
         return 2
-    from kafka_ferry.copy.jvm_archive import spark_home
-
     install = Path(args[1]) if len(args) == 2 else spark_home(os.environ)
     print(compiled_spark_home(install, Path(args[0])) or install)
     return 0
