@@ -1,0 +1,145 @@
+"""Rolling back one topic of a staged cutover on the real clusters: two topics promoted (with their groups), producers
+write to both on the destination (plain records and transactions, one aborted), one topic goes back: its records
+produced on the destination are on the source once and in order, its group reads on there exactly, the other topic
+stays promoted and untouched; a catch-up and a second promotion of the topic are exact again."""
+
+from __future__ import annotations
+
+import pytest
+from scenarios import BASE_TS, commit_source_group, provision, provision_groups, read_partition, seed_plain, write_spec
+from staged_support import one_catch_up_batch, thread_copy
+from test_rollback import consume_some, read_on_as_group, remaining, shape
+
+from kafka_ferry.core.provenance import read_provenance
+from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.staged_cutover import StagedCutoverError
+from kafka_ferry.operators.rollback import RollbackMigrationOperator
+from kafka_ferry.promotion.group import promote_group
+from kafka_ferry.promotion.group_rollback import rollback_group
+from kafka_ferry.promotion.rollback import RollbackRefused
+from kafka_ferry.promotion.topic import promote_topics
+from kafka_ferry.promotion.topic_rollback import TOPIC_STEPS, rollback_topics
+from kafka_ferry.state.rollback import topic_rollback
+from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics
+from kafka_ferry.state.store import MigrationStateStore
+
+pytestmark = [pytest.mark.integration, pytest.mark.long]
+
+PARTS = (0, 1)
+
+
+def produce_on(clusters, side, topic, round_: int) -> None:
+    """Plain records (keys, a null value, headers, timestamps), then transactions, the second one aborted, with
+    plain records between."""
+    plain = clusters.producer(side, **{"enable.idempotence": True})
+    for q in PARTS:
+        for i in range(8):
+            plain.produce(topic, key=f"k{i}".encode() if i % 3 else None,
+                          value=None if i == 5 else f"{side}-{round_}-{q}-{i}".encode(), partition=q,
+                          timestamp=BASE_TS + 10**6 + round_ * 10**4 + i,
+                          headers=[("h", f"{round_}-{i}".encode())] if i % 2 else None)
+    assert plain.flush(30) == 0
+    txn = clusters.producer(side, **{"transactional.id": f"{topic}-{side}-{round_}"})
+    txn.init_transactions(30)
+    for r in range(3):
+        txn.begin_transaction()
+        for q in PARTS:
+            for i in range(3):
+                txn.produce(topic, key=f"t{r}".encode(), value=f"txn-{side}-{round_}-{r}-{q}-{i}".encode(),
+                            partition=q, headers=[("r", str(r).encode())])
+        txn.flush(30)
+        (txn.abort_transaction if r == 1 else txn.commit_transaction)(30)
+        plain.produce(topic, value=f"between-{side}-{round_}-{r}".encode(), partition=r % 2)
+        assert plain.flush(30) == 0
+
+
+def split(clusters, side, topic, origin_id):
+    """(records whose provenance names ``origin_id``, the others) per partition, as read_committed sees them."""
+    mine, others = {}, {}
+    for q in PARTS:
+        recs = [(read_provenance(r.headers), r) for r in read_partition(clusters, side, topic, q)]
+        mine[q] = [(prov[1], shape(r)) for prov, r in recs if prov[0] == origin_id]
+        others[q] = [(r.offset, shape(r)) for prov, r in recs if prov[0] != origin_id]
+    return mine, others
+
+
+def test_one_promoted_topic_rolls_back_while_another_stays_promoted(clusters, tmp_path):
+    p = clusters.unique("trb")
+    back, stays = (clusters.create_topic("source", f"{p}.{n}", 2) for n in ("back", "stays"))
+    for t in (back, stays):
+        seed_plain(clusters, t, 2, 20)
+    gback, gstays = f"{p}-gback", f"{p}-gstays"
+    commit_source_group(clusters, gback, {(back, 0): 5, (back, 1): 12})
+    commit_source_group(clusters, gstays, {(stays, 0): 3, (stays, 1): 4})
+    spec_path = write_spec(tmp_path, clusters, p, promotion={"quiesce_window_seconds": 1})
+    spec = load_spec(spec_path)
+    provision(spec_path)
+    provision_groups(spec_path)
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    for g in (gback, gstays):
+        assert promote_group(spec, source, destination, store, g, f"run-{g}", thread_copy).promoted
+    promote_topics(spec, source, destination, store, [back, stays], "run-topics", thread_copy, quiet_window_s=0.5)
+    assert promoted_topics(store) == sorted([back, stays])
+    ids = {side: clusters.cluster(side).describe_cluster().cluster_id for side in ("source", "destination")}
+
+    for t in (back, stays):  # producers and consumers now use the destination
+        produce_on(clusters, "destination", t, 0)
+    consume_some(clusters, "destination", gback, back, {0: 20, 1: 6})
+    consume_some(clusters, "destination", gstays, stays, {0: 4, 1: None})
+    expected = remaining(clusters, "destination", gback, back)
+    _, post = split(clusters, "destination", back, ids["source"])
+    assert all(post.values())
+    _, own_before = split(clusters, "source", back, ids["destination"])
+    stays_parts = [(stays, q) for q in PARTS]
+    untouched = (source.list_offsets(stays_parts), destination.list_offsets(stays_parts),
+                 destination.group_offsets(gstays), source.group_offsets(gstays))
+
+    # hostile or wrong input is refused before anything changes, naming the topic
+    run = {"spec_path": spec_path, "task_id": "rollback"}
+    with pytest.raises(StagedCutoverError, match="not part of this migration"):
+        RollbackMigrationOperator(**run).execute({"params": {"topics": [f"{back}x"]}})
+    with pytest.raises(RollbackRefused, match=f"group '{gback}' reads promoted topic"):
+        rollback_group(spec, source, destination, store, gback)  # alone it cannot go: its topic is promoted
+    back_parts = [(back, q) for q in PARTS]
+    source_ends = source.list_offsets(back_parts)
+    plan = RollbackMigrationOperator(**run, dry_run=True).execute({"params": {"topics": [back]}})
+    assert plan["records"] == sum(len(v) for v in post.values()) and list(plan["groups"]) == [gback]
+    assert {r["source_topic"] for r in plan["copy_back"]} == {back}
+    assert source.list_offsets(back_parts) == source_ends and topic_rollback(store, back) is None
+
+    records = RollbackMigrationOperator(**run).execute({"params": {"topics": [back]}})["topics"]
+
+    record = records[back]
+    assert record["status"] == "rolled-back" and sorted(record["steps"]) == sorted(TOPIC_STEPS[:-1])
+    assert record["groups"] == [gback]
+    assert promoted_topics(store) == [stays] and promoted_groups(store) == [gstays]
+    copied_back, own_after = split(clusters, "source", back, ids["destination"])
+    assert own_after == own_before  # the source's own records: same offsets, same contents
+    assert {q: [s for _, s in v] for q, v in copied_back.items()} == {
+        q: [s for _, s in v] for q, v in post.items()}  # each record produced on the destination once, in order
+    assert {q: [o for o, _ in v] for q, v in copied_back.items()} == {
+        q: [o for o, _ in v] for q, v in post.items()}  # its provenance names its destination offset
+    resumes = [(r["source_offset"], r["method"]) for r in record["steps"]["groups"]["summary"]["rolled_back"][gback]]
+    assert resumes == [(r["source_offset"], r["method"]) for r in plan["groups"][gback]]  # the plan said so
+    assert (source.list_offsets(stays_parts), destination.list_offsets(stays_parts),
+            destination.group_offsets(gstays), source.group_offsets(gstays)) == untouched
+    ends = source.list_offsets(back_parts)
+    assert rollback_topics(spec, source, destination, store, [back], quiesce_window_s=0.5) == records
+    assert source.list_offsets(back_parts) == ends  # a second rollback changes nothing
+    assert read_on_as_group(clusters, gback, back) == expected  # no loss, no duplicate
+
+    # back on the source: producers write there, the group reads; catch-up copies the topic again, then the group
+    # and the topic are promoted again, exactly
+    produce_on(clusters, "source", back, 1)
+    consume_some(clusters, "source", gback, back, {0: 3, 1: 5})
+    expected_again = remaining(clusters, "source", gback, back)
+    _, own = split(clusters, "source", back, ids["destination"])
+    assert one_catch_up_batch(spec, source, destination, store) > 0
+    assert promote_group(spec, source, destination, store, gback, "run-again", thread_copy).promoted
+    promote_topics(spec, source, destination, store, [back], "run-topics-again", thread_copy, quiet_window_s=0.5)
+    assert promoted_topics(store) == sorted([back, stays])
+    copied, others = split(clusters, "destination", back, ids["source"])
+    assert copied == own  # each source record once, in order; none of the copied-back ones
+    assert {q: [s for _, s in v] for q, v in others.items()} == {q: [s for _, s in v] for q, v in post.items()}
+    assert read_on_as_group(clusters, gback, back, "destination") == expected_again
