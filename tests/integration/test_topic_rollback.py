@@ -5,6 +5,8 @@ stays promoted and untouched; a catch-up and a second promotion of the topic are
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 from scenarios import BASE_TS, commit_source_group, provision, provision_groups, read_partition, seed_plain, write_spec
 from staged_support import one_catch_up_batch, thread_copy
@@ -63,7 +65,9 @@ def split(clusters, side, topic, origin_id):
     return mine, others
 
 
-def test_one_promoted_topic_rolls_back_while_another_stays_promoted(clusters, tmp_path):
+def prepare_topics(clusters, tmp_path) -> dict:
+    """Two topics promoted with their groups; producers wrote to both on the destination and the groups read some
+    there; all stopped: the state a topic rollback starts from, with what it must produce."""
     p = clusters.unique("trb")
     back, stays = (clusters.create_topic("source", f"{p}.{n}", 2) for n in ("back", "stays"))
     for t in (back, stays):
@@ -87,16 +91,48 @@ def test_one_promoted_topic_rolls_back_while_another_stays_promoted(clusters, tm
         produce_on(clusters, "destination", t, 0)
     consume_some(clusters, "destination", gback, back, {0: 20, 1: 6})
     consume_some(clusters, "destination", gstays, stays, {0: 4, 1: None})
-    expected = remaining(clusters, "destination", gback, back)
     _, post = split(clusters, "destination", back, ids["source"])
     assert all(post.values())
-    _, own_before = split(clusters, "source", back, ids["destination"])
     stays_parts = [(stays, q) for q in PARTS]
-    untouched = (source.list_offsets(stays_parts), destination.list_offsets(stays_parts),
-                 destination.group_offsets(gstays), source.group_offsets(gstays))
+    return {"spec": spec, "spec_path": spec_path, "store": store, "back": back, "stays": stays, "gback": gback,
+            "gstays": gstays, "ids": ids, "post": post, "expected": remaining(clusters, "destination", gback, back),
+            "own_before": split(clusters, "source", back, ids["destination"])[1],
+            "untouched": (source.list_offsets(stays_parts), destination.list_offsets(stays_parts),
+                          destination.group_offsets(gstays), source.group_offsets(gstays))}
+
+
+def assert_topic_rolled_back_exactly(clusters, m) -> dict:
+    """The checks every topic rollback passes, killed or not; returns the topic's rollback record."""
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
+    back, stays, store = m["back"], m["stays"], m["store"]
+    record = topic_rollback(store, back)
+    assert record["status"] == "rolled-back" and sorted(record["steps"]) == sorted(TOPIC_STEPS[:-1])
+    assert record["groups"] == [m["gback"]]
+    assert promoted_topics(store) == [stays] and promoted_groups(store) == [m["gstays"]]
+    copied_back, own_after = split(clusters, "source", back, m["ids"]["destination"])
+    assert own_after == m["own_before"]  # the source's own records: same offsets, same contents
+    assert {q: [s for _, s in v] for q, v in copied_back.items()} == {
+        q: [s for _, s in v] for q, v in m["post"].items()}  # each record produced on the destination once, in order
+    assert {q: [o for o, _ in v] for q, v in copied_back.items()} == {
+        q: [o for o, _ in v] for q, v in m["post"].items()}  # its provenance names its destination offset
+    stays_parts = [(stays, q) for q in PARTS]
+    assert (source.list_offsets(stays_parts), destination.list_offsets(stays_parts),
+            destination.group_offsets(m["gstays"]), source.group_offsets(m["gstays"])) == m["untouched"]
+    back_parts = [(back, q) for q in PARTS]
+    ends = source.list_offsets(back_parts)
+    assert rollback_topics(m["spec"], source, destination, store, [back], quiesce_window_s=0.5) == {back: record}
+    assert source.list_offsets(back_parts) == ends  # a second rollback changes nothing
+    assert read_on_as_group(clusters, m["gback"], back) == m["expected"]  # no loss, no duplicate
+    return record
+
+
+def test_one_promoted_topic_rolls_back_while_another_stays_promoted(clusters, tmp_path):
+    m = prepare_topics(clusters, tmp_path)
+    spec, store, back, gback = m["spec"], m["store"], m["back"], m["gback"]
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
 
     # hostile or wrong input is refused before anything changes, naming the topic
-    run = {"spec_path": spec_path, "task_id": "rollback"}
+    run = {"spec_path": m["spec_path"], "task_id": "rollback"}
     with pytest.raises(StagedCutoverError, match="not part of this migration"):
         RollbackMigrationOperator(**run).execute({"params": {"topics": [f"{back}x"]}})
     with pytest.raises(RollbackRefused, match=f"group '{gback}' reads promoted topic"):
@@ -104,42 +140,44 @@ def test_one_promoted_topic_rolls_back_while_another_stays_promoted(clusters, tm
     back_parts = [(back, q) for q in PARTS]
     source_ends = source.list_offsets(back_parts)
     plan = RollbackMigrationOperator(**run, dry_run=True).execute({"params": {"topics": [back]}})
-    assert plan["records"] == sum(len(v) for v in post.values()) and list(plan["groups"]) == [gback]
+    assert plan["records"] == sum(len(v) for v in m["post"].values()) and list(plan["groups"]) == [gback]
     assert {r["source_topic"] for r in plan["copy_back"]} == {back}
     assert source.list_offsets(back_parts) == source_ends and topic_rollback(store, back) is None
 
     records = RollbackMigrationOperator(**run).execute({"params": {"topics": [back]}})["topics"]
 
-    record = records[back]
-    assert record["status"] == "rolled-back" and sorted(record["steps"]) == sorted(TOPIC_STEPS[:-1])
-    assert record["groups"] == [gback]
-    assert promoted_topics(store) == [stays] and promoted_groups(store) == [gstays]
-    copied_back, own_after = split(clusters, "source", back, ids["destination"])
-    assert own_after == own_before  # the source's own records: same offsets, same contents
-    assert {q: [s for _, s in v] for q, v in copied_back.items()} == {
-        q: [s for _, s in v] for q, v in post.items()}  # each record produced on the destination once, in order
-    assert {q: [o for o, _ in v] for q, v in copied_back.items()} == {
-        q: [o for o, _ in v] for q, v in post.items()}  # its provenance names its destination offset
+    record = assert_topic_rolled_back_exactly(clusters, m)
+    assert records == {back: record}
     resumes = [(r["source_offset"], r["method"]) for r in record["steps"]["groups"]["summary"]["rolled_back"][gback]]
     assert resumes == [(r["source_offset"], r["method"]) for r in plan["groups"][gback]]  # the plan said so
-    assert (source.list_offsets(stays_parts), destination.list_offsets(stays_parts),
-            destination.group_offsets(gstays), source.group_offsets(gstays)) == untouched
-    ends = source.list_offsets(back_parts)
-    assert rollback_topics(spec, source, destination, store, [back], quiesce_window_s=0.5) == records
-    assert source.list_offsets(back_parts) == ends  # a second rollback changes nothing
-    assert read_on_as_group(clusters, gback, back) == expected  # no loss, no duplicate
 
     # back on the source: producers write there, the group reads; catch-up copies the topic again, then the group
     # and the topic are promoted again, exactly
     produce_on(clusters, "source", back, 1)
     consume_some(clusters, "source", gback, back, {0: 3, 1: 5})
     expected_again = remaining(clusters, "source", gback, back)
-    _, own = split(clusters, "source", back, ids["destination"])
+    _, own = split(clusters, "source", back, m["ids"]["destination"])
     assert one_catch_up_batch(spec, source, destination, store) > 0
     assert promote_group(spec, source, destination, store, gback, "run-again", thread_copy).promoted
     promote_topics(spec, source, destination, store, [back], "run-topics-again", thread_copy, quiet_window_s=0.5)
-    assert promoted_topics(store) == sorted([back, stays])
-    copied, others = split(clusters, "destination", back, ids["source"])
+    assert promoted_topics(store) == sorted([back, m["stays"]])
+    copied, others = split(clusters, "destination", back, m["ids"]["source"])
     assert copied == own  # each source record once, in order; none of the copied-back ones
-    assert {q: [s for _, s in v] for q, v in others.items()} == {q: [s for _, s in v] for q, v in post.items()}
+    assert {q: [s for _, s in v] for q, v in others.items()} == {q: [s for _, s in v] for q, v in m["post"].items()}
     assert read_on_as_group(clusters, gback, back, "destination") == expected_again
+
+
+KILL_TOPIC_SCRIPT = textwrap.dedent("""
+    import os, sys
+    from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.hooks.kafka_cluster import kafka_cluster
+    from kafka_ferry.promotion.topic_rollback import rollback_topics
+    from kafka_ferry.state.store import MigrationStateStore
+    spec = load_spec(sys.argv[1])
+    source, destination = kafka_cluster(spec.source.connection_id), kafka_cluster(spec.destination.connection_id)
+    def die(step):
+        if step == sys.argv[3]:
+            os._exit(137)  # like SIGKILL: no cleanup, no exception handling
+    rollback_topics(spec, source, destination, MigrationStateStore(destination, spec.state_topic_name),
+                    [sys.argv[2]], quiesce_window_s=0.5, after_step=die)
+""")
