@@ -98,5 +98,7 @@ class RollbackMigrationOperator(DryRunOperator):
         return report
 
     def _publish(self, context: Any, report: dict) -> None:
-        page = publish_rollback_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id, report)
+        state = self.state_store.read_all()  # promoted / rolled back per group and topic, as it stands now
+        page = publish_rollback_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id, report,
+                                    state)
         self.log.info("run report: %s", page)
