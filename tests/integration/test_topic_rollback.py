@@ -5,13 +5,17 @@ stays promoted and untouched; a catch-up and a second promotion of the topic are
 
 from __future__ import annotations
 
+import json
+import os
 import textwrap
+from pathlib import Path
 
 import pytest
 from scenarios import BASE_TS, commit_source_group, provision, provision_groups, read_partition, seed_plain, write_spec
 from staged_support import one_catch_up_batch, thread_copy
 from test_rollback import consume_some, read_on_as_group, remaining, shape
 
+from kafka_ferry.copy.plan import work_dir as migration_dir
 from kafka_ferry.core.provenance import read_provenance
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.core.staged_cutover import StagedCutoverError
@@ -21,6 +25,7 @@ from kafka_ferry.promotion.group_rollback import rollback_group
 from kafka_ferry.promotion.rollback import RollbackRefused
 from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.promotion.topic_rollback import TOPIC_STEPS, rollback_topics
+from kafka_ferry.reports.publish import run_page_path
 from kafka_ferry.state.rollback import topic_rollback
 from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics
 from kafka_ferry.state.store import MigrationStateStore
@@ -126,7 +131,23 @@ def assert_topic_rolled_back_exactly(clusters, m) -> dict:
     return record
 
 
-def test_one_promoted_topic_rolls_back_while_another_stays_promoted(clusters, tmp_path):
+def screenshot(html_path, name: str) -> None:
+    """The manual's picture of a page (only when KFERRY_SCREENSHOTS names where they go)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=os.environ.get("KFERRY_CHROMIUM", "/usr/bin/chromium"),
+                                     args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.goto(html_path.as_uri())
+            page.locator("h2", has_text="Promoted / rolled back").scroll_into_view_if_needed()
+            page.screenshot(path=str(Path(os.environ["KFERRY_SCREENSHOTS"]) / name), full_page=True)
+        finally:
+            browser.close()
+
+
+def test_one_promoted_topic_rolls_back_while_another_stays_promoted(clusters, tmp_path, work_dir):
     m = prepare_topics(clusters, tmp_path)
     spec, store, back, gback = m["spec"], m["store"], m["back"], m["gback"]
     source, destination = clusters.cluster("source"), clusters.cluster("destination")
@@ -144,12 +165,21 @@ def test_one_promoted_topic_rolls_back_while_another_stays_promoted(clusters, tm
     assert {r["source_topic"] for r in plan["copy_back"]} == {back}
     assert source.list_offsets(back_parts) == source_ends and topic_rollback(store, back) is None
 
-    records = RollbackMigrationOperator(**run).execute({"params": {"topics": [back]}})["topics"]
+    result = RollbackMigrationOperator(**run).execute({"params": {"topics": [back]}})
 
     record = assert_topic_rolled_back_exactly(clusters, m)
-    assert records == {back: record}
+    assert result["topics"] == {back: record} and list(result["groups"]) == [gback]  # its group went along
     resumes = [(r["source_offset"], r["method"]) for r in record["steps"]["groups"]["summary"]["rolled_back"][gback]]
     assert resumes == [(r["source_offset"], r["method"]) for r in plan["groups"][gback]]  # the plan said so
+    run_page = run_page_path(migration_dir(spec.name), "rollback")  # the run page: promoted / rolled back per unit
+    html = run_page.read_text()
+    assert f'<td class="l">{back}</td><td class="l warn">rolled back</td>' in html
+    assert f'<td class="l">{m["stays"]}</td><td class="l ok">promoted</td>' in html
+    assert f'<td class="l">{gback}</td><td class="l warn">rolled back</td>' in html
+    overview = json.loads((migration_dir(spec.name) / "overview.json").read_text())
+    assert overview["staged"] == "groups 1/2 promoted, 1 rolled back; topics 1/2 promoted, 1 rolled back"
+    if os.environ.get("KFERRY_SCREENSHOTS"):
+        screenshot(run_page, "rollback-units.png")
 
     # back on the source: producers write there, the group reads; catch-up copies the topic again, then the group
     # and the topic are promoted again, exactly

@@ -92,8 +92,11 @@ class RollbackMigrationOperator(DryRunOperator):
         done = rollback_topics(*args, topics, quiesce_window_s=self.spec.promotion.quiesce_window_seconds)
         went = {g for r in done.values() for g in r.get("groups", [])}
         rolled = {g: rollback_group(*args, g) for g in groups if g not in went}
+        along = {g: rows for r in done.values()
+                 for g, rows in (((r.get("steps") or {}).get("groups") or {}).get("summary") or {})
+                 .get("rolled_back", {}).items()}  # the groups reading the topics: where each resumes on the source
         report = {"migration": self.spec.name, "status": "rolled-back", "topics": done,
-                  "groups": {g: r.get("offsets", []) for g, r in rolled.items()}}
+                  "groups": {**along, **{g: r.get("offsets", []) for g, r in rolled.items()}}}
         self._publish(context, {**report, "status": "topics rolled back"})
         return report
 

@@ -31,7 +31,7 @@ from kafka_ferry.core.state_records import (
 )
 from kafka_ferry.reports.render import _cards, _cell, _time
 
-PROMOTED, ROLLED_BACK, NOT_PROMOTED = "promoted", "rolled back", "not promoted"
+PROMOTED, ROLLED_BACK, NOT_PROMOTED, STAGED = "promoted", "rolled back", "not promoted", "staged cutover"
 ROLLBACK_STEPS = 5  # promotion.topic_rollback.TOPIC_STEPS (the reports layer does not import promotion)
 UNIT_COLUMNS = (("kind", "kind"), ("name", "name"), ("status", "status"), ("since", "since"), ("how", "how"))
 
@@ -86,6 +86,8 @@ def unit_statuses(state: Mapping[Any, Mapping[str, dict]], groups: Iterable[str]
         for name in sorted(set(wanted) | set(promotions) | set(undone)):
             rows.append({"kind": kind, "name": name,
                          **unit_status(kind, promotions.get(name), undone.get(name), migration, name)})
+    if migration["status"] == NOT_PROMOTED and any(r["status"] in (PROMOTED, ROLLED_BACK) for r in rows):
+        migration = {**migration, "status": STAGED}  # units moved one by one, the migration as a whole did not
     return {"migration": migration, "units": rows}
 
 

@@ -88,6 +88,7 @@ def test_the_rendered_section_marks_and_escapes():
     assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html
     assert "rollback of the topic (groups along: audit)" in html
     assert counts(units) == "groups 1/4 promoted, 1 rolled back; topics 2/6 promoted, 2 rolled back"
+    assert units["migration"]["status"] == "staged cutover" and "<b>staged cutover</b>migration" in html
 
 
 def test_a_unit_rollback_run_page_and_the_overview_row(tmp_path):
