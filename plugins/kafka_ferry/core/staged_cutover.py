@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, StateKind
 
 # A group's promotion, in order. Each step is idempotent and recorded when done, so an interrupted run resumes.
@@ -24,8 +25,10 @@ TOPIC_STEPS = ("source_quiet", "final_copy", "reconciled", "promoted")
 PROMOTED = "promoted"
 
 
-class StagedCutoverError(ValueError):
-    """A staged-cutover request that the rules refuse; the message names the group or topic."""
+class StagedCutoverError(Permanent, ValueError):
+    """A staged-cutover request that the rules refuse, or a malformed record; the message names the group or topic.
+    Permanent: the same request against the same state is refused again (a retry cannot promote a blocking group
+    or make an unknown name part of the migration)."""
 
 
 @dataclass(frozen=True)
