@@ -22,6 +22,8 @@ from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION
 # A group's promotion, in order. Each step is idempotent and recorded when done, so an interrupted run resumes.
 GROUP_STEPS = ("source_quiet", "final_copy", "translated", "committed", "reconciled", "promoted")
 TOPIC_STEPS = ("source_quiet", "final_copy", "reconciled", "promoted")
+# A promoted topic's rollback, in order (``promotion.topic_rollback``; the run pages count them).
+TOPIC_ROLLBACK_STEPS = ("quiesce", "copy_back", "reconcile", "groups", "mark_rolled_back")
 PROMOTED = "promoted"
 
 

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 
 from kafka_ferry.core.rollback_plan import CopyBackRange
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import validate_selection
+from kafka_ferry.core.staged_cutover import TOPIC_ROLLBACK_STEPS, validate_selection
 from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.group_rollback import rollback_group
@@ -49,7 +49,7 @@ from kafka_ferry.state.topic_ownership import mirrored_topics
 
 log = logging.getLogger(__name__)
 
-TOPIC_STEPS = ("quiesce", "copy_back", "reconcile", "groups", "mark_rolled_back")
+TOPIC_STEPS = TOPIC_ROLLBACK_STEPS
 
 
 class TopicScope(RollbackRunner):
@@ -98,9 +98,10 @@ def check_topics(spec: MigrationSpec, store: MigrationStateStore, topics: Sequen
     state = store.read_all()
     chosen = validate_selection("topics", topics, sorted(mirrored_topics(store, state)))
     promotions = read_promotions(store, TOPIC_PROMOTION_KIND, state)
+    rollbacks = rb.topic_rollbacks(store, state)
     out, problems = {}, []
     for t in chosen:
-        p, done = promotions.get(t), rb.topic_rollback(store, t) or {}
+        p, done = promotions.get(t), rollbacks.get(t) or {}
         rolled_back = done.get("status") == rb.ROLLED_BACK
         if p is not None and p.promoted and not (rolled_back and done.get("promoted_at_ms") == p.promoted_at_ms):
             out[t] = p
@@ -151,7 +152,8 @@ def rollback_topics(spec: MigrationSpec, source: KafkaCluster, destination: Kafk
         raise RollbackRefused(f"migration {spec.name!r} copies in schema remap mode: rolling topic(s) "
                               f"{', '.join(moving)} back would have to map schema ids back, which this version does "
                               "not do; nothing was changed")
-    records = {t: _in_progress(store, t, p.promoted_at_ms) for t, p in moving.items()}
+    stored = rb.topic_rollbacks(store)
+    records = {t: _in_progress(stored.get(t), p.promoted_at_ms) for t, p in moving.items()}
     # a resumed run: groups the killed one rolled back are not promoted any more, the record still names them
     groups = sorted(set(readers_of(store, list(moving))).union(*(r.get("groups", []) for r in records.values())))
     for r in records.values():
@@ -164,11 +166,9 @@ def rollback_topics(spec: MigrationSpec, source: KafkaCluster, destination: Kafk
         "groups": lambda: {"rolled_back": {g: rollback_group(spec, source, destination, store, g,
                                                              with_topics=list(moving))["offsets"] for g in groups}},
     }
-    for step in TOPIC_STEPS[:-1]:
-        if moving and all(step in r["steps"] for r in records.values()):
-            continue
-        if not moving:
-            break
+    for step in TOPIC_STEPS[:-1] if moving else ():
+        if all(step in r["steps"] for r in records.values()):
+            continue  # done before a kill: resumed
         t0 = time.monotonic()
         summary = steps[step]()
         for t, r in records.items():
@@ -182,19 +182,18 @@ def rollback_topics(spec: MigrationSpec, source: KafkaCluster, destination: Kafk
         rb.save_topic_rollback(store, t, {**r, "status": rb.ROLLED_BACK, "rolled_back_at_ms": now})
     if moving and after_step:
         after_step("mark_rolled_back")
-    stored = read_promotions(store, TOPIC_PROMOTION_KIND)
+    promotions, rollbacks = read_promotions(store, TOPIC_PROMOTION_KIND), rb.topic_rollbacks(store)
     for t in chosen:  # after the mark: a crash between leaves both, the rerun forgets (only the promotion undone)
-        undone = (rb.topic_rollback(store, t) or {}).get("promoted_at_ms")
-        if t in stored and stored[t].promoted and stored[t].promoted_at_ms == undone:
+        p = promotions.get(t)
+        if p is not None and p.promoted and p.promoted_at_ms == (rollbacks.get(t) or {}).get("promoted_at_ms"):
             forget_topic_promotion(store, t)
     if spec.acls.fence:  # the topics and their groups are unpromoted again: fenced like any unpromoted unit
         put_fences(spec, source, destination, store)
-    return {t: rb.topic_rollback(store, t) for t in chosen}
+    return {t: r for t, r in rb.topic_rollbacks(store).items() if t in chosen}
 
 
-def _in_progress(store: MigrationStateStore, topic: str, promoted_at_ms: int | None) -> dict:
+def _in_progress(record: dict | None, promoted_at_ms: int | None) -> dict:
     """The topic's rollback record for this promotion of it (its steps done so far), or a new one."""
-    record = rb.topic_rollback(store, topic)
     if record and record.get("promoted_at_ms") == promoted_at_ms and record.get("status") == "in-progress":
         return record
     return {"status": "in-progress", "promoted_at_ms": promoted_at_ms, "steps": {}}

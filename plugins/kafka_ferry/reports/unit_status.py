@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any
 
-from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_STEPS
+from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_ROLLBACK_STEPS, TOPIC_STEPS
 from kafka_ferry.core.state_records import (
     GROUP_PROMOTION_KIND,
     MIGRATION_KEY,
@@ -32,7 +32,6 @@ from kafka_ferry.core.state_records import (
 from kafka_ferry.reports.render import _cards, _cell, _time
 
 PROMOTED, ROLLED_BACK, NOT_PROMOTED, STAGED = "promoted", "rolled back", "not promoted", "staged cutover"
-ROLLBACK_STEPS = 5  # promotion.topic_rollback.TOPIC_STEPS (the reports layer does not import promotion)
 UNIT_COLUMNS = (("kind", "kind"), ("name", "name"), ("status", "status"), ("since", "since"), ("how", "how"))
 
 
@@ -64,7 +63,7 @@ def unit_status(kind: str, promotion: Mapping | None, rollback: Mapping | None, 
         return {"status": ROLLED_BACK, "since_ms": rollback.get("rolled_back_at_ms"), "how": f"rollback of the {kind}"
                 + (f" (groups along: {', '.join(rollback['groups'])})" if rollback.get("groups") else "")}
     if rollback.get("status") == "in-progress":
-        return {"status": f"rolling back ({len(rollback.get('steps') or {})}/{ROLLBACK_STEPS} steps)",
+        return {"status": f"rolling back ({len(rollback.get('steps') or {})}/{len(TOPIC_ROLLBACK_STEPS)} steps)",
                 "since_ms": None, "how": f"rollback of the {kind}"}
     if migration["status"] == ROLLED_BACK and name in migration.get(f"{kind}s", []):
         return {"status": ROLLED_BACK, "since_ms": migration["since_ms"], "how": "with the whole migration"}

@@ -113,6 +113,12 @@ def topic_rollback(store: MigrationStateStore, topic: str) -> dict | None:
     return None if record is None else {k: v for k, v in record.items() if k != WRITTEN_AT}
 
 
+def topic_rollbacks(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, dict]:
+    """Every staged topic's rollback record, by topic (one read of the state topic, or of ``state``)."""
+    records = ROLLBACK_KIND.records(state) if state is not None else rollback_records(store)
+    return {t: {k: v for k, v in r.items() if k != WRITTEN_AT} for t, r in under(records, TOPIC).items()}
+
+
 def save_topic_rollback(store: MigrationStateStore, topic: str, record: Mapping[str, Any]) -> None:
     store.put(ROLLBACK_KIND, TOPIC + topic, dict(record))
 
