@@ -86,3 +86,20 @@ def test_a_whole_migration_rollback_fences_the_destination_again_and_lifts_nothi
         [f"GROUP:{group}", *(f"TOPIC:{t}" for t in topics)])
     assert_fenced_again(private, m, config, store)
     assert set(describe_acls(private.cluster("source"))) == source_acls
+
+
+def test_a_staged_group_rollback_fences_the_group_again_and_lifts_nothing_on_the_source(private, tmp_path, work_dir):
+    from kafka_ferry.promotion.group_rollback import rollback_group
+
+    m, config = fenced_migration(private, tmp_path, "fenrbg")
+    spec, group, topics = m["spec"], m["group"], m["topics"]
+    source_acls = other_teams_acls(private, m)
+    source, destination = kafka_cluster(LP_SOURCE), kafka_cluster(LP_DESTINATION)
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    assert promote_group(spec, source, destination, store, group, "run-group", threads_engine(4)).promoted
+    assert _consume_error(config["reader"], group, topics[0]) is None  # its fence lifted: the tenant reads
+
+    assert rollback_group(spec, private.cluster("source"), destination, store, group)["status"] == "rolled-back"
+
+    assert_fenced_again(private, m, config, store)  # the group fenced again, the topics never stopped being
+    assert set(describe_acls(private.cluster("source"))) == source_acls
