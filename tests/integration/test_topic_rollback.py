@@ -164,6 +164,8 @@ def test_one_promoted_topic_rolls_back_while_another_stays_promoted(clusters, tm
     assert plan["records"] == sum(len(v) for v in m["post"].values()) and list(plan["groups"]) == [gback]
     assert {r["source_topic"] for r in plan["copy_back"]} == {back}
     assert source.list_offsets(back_parts) == source_ends and topic_rollback(store, back) is None
+    assert f"{spec.state_topic_name}.rollback" not in source.list_topic_names()  # the plan created nothing
+    assert promoted_topics(store) == sorted([back, m["stays"]]) and gback in promoted_groups(store)
 
     result = RollbackMigrationOperator(**run).execute({"params": {"topics": [back]}})
 
