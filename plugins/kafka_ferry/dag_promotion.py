@@ -106,7 +106,9 @@ def trigger_params(migration: str, ready_groups: list[str] = (), ready_as_of_ms:
         GROUPS_FIELD: _groups_param(sorted(ready_groups), ready_as_of_ms),
         TOPICS_FIELD: Param([], type=["null", "array"], items={"type": "string"}, title="Topics to promote",
                             section="Staged cutover", description="For mode promote-topics: source topics, one per "
-                            "line. Their producers must have stopped on the source."),
+                            "line. Their producers must have stopped on the source. For mode rollback (or "
+                            "rollback-plan): only these promoted topics go back, with the groups reading them; "
+                            "their producers and consumers must have stopped on the destination."),
         WAIVE_FIELD: Param([], type=["null", "array"], items={"type": "string"}, title="Waive groups",
                            section="Staged cutover", description="For mode promote-topics: reading groups that may "
                            "stay unpromoted (their destination offsets are left as they are)."),

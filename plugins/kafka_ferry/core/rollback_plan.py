@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Final
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.offset_decisions import OffsetDecision, PartitionCopy
 from kafka_ferry.core.offset_translation import normalize_syncs
 
@@ -38,8 +39,9 @@ AFTER_EVERYTHING: Final = "after-every-counterpart"
 RESUME_METHODS: Final = (FORWARD_RECORD, COPIED_BACK_RECORD, AFTER_EVERYTHING)
 
 
-class RollbackPlanError(ValueError):
-    """The forward and reverse sync logs contradict each other (R1): no exact resume point can be decided."""
+class RollbackPlanError(Permanent, ValueError):
+    """The forward and reverse sync logs contradict each other (R1): no exact resume point can be decided, on any
+    try (the logs are what they are)."""
 
 
 @dataclass(frozen=True)

@@ -16,16 +16,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, StateKind
 
 # A group's promotion, in order. Each step is idempotent and recorded when done, so an interrupted run resumes.
 GROUP_STEPS = ("source_quiet", "final_copy", "translated", "committed", "reconciled", "promoted")
 TOPIC_STEPS = ("source_quiet", "final_copy", "reconciled", "promoted")
+# A promoted topic's rollback, in order (``promotion.topic_rollback``; the run pages count them).
+TOPIC_ROLLBACK_STEPS = ("quiesce", "copy_back", "reconcile", "groups", "mark_rolled_back")
 PROMOTED = "promoted"
 
 
-class StagedCutoverError(ValueError):
-    """A staged-cutover request that the rules refuse; the message names the group or topic."""
+class StagedCutoverError(Permanent, ValueError):
+    """A staged-cutover request that the rules refuse, or a malformed record; the message names the group or topic.
+    Permanent: the same request against the same state is refused again (a retry cannot promote a blocking group
+    or make an unknown name part of the migration)."""
 
 
 @dataclass(frozen=True)

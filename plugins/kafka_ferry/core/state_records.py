@@ -180,8 +180,10 @@ BACKLOG_KIND = StateKind(
     "the measured bytes per record), the measured rate and the ETAs (core.backlog_eta)")
 
 ROLLBACK_KIND = StateKind(
-    "rollback", "migration | step/<step> | resume/<group> | range/<destination topic>:<partition>", (),
-    "the rollback runner (promotion.rollback; keys and fields: state.rollback)")
+    "rollback", "migration | step/<step> | resume/<group> | range/<destination topic>:<partition> | group/<group> "
+    "| topic/<topic>", (),
+    "the rollback runner (promotion.rollback), a staged group's or topic's rollback (promotion.group_rollback, "
+    "promotion.topic_rollback; keys and fields: state.rollback)")
 
 KINDS: dict[str, StateKind] = {k.name: k for k in (
     PROGRESS_KIND, GAP_KIND, BATCH_KIND, TOPIC_KIND, OWNED_TOPIC_KIND, GROUP_KIND, TIMESTAMPS_KIND, PROMOTION_KIND,

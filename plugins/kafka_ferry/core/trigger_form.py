@@ -9,6 +9,7 @@ which would turn an intended dry run into a real one. The pre-flight task runs t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -53,6 +54,27 @@ def trigger_problems(migration: str, params: Mapping[str, Any], conf_keys: Itera
         needed = {PROMOTE_GROUPS: GROUPS_FIELD, PROMOTE_TOPICS: TOPICS_FIELD}.get(mode)
         if needed and not names(params.get(needed)):
             problems.append(f"{mode} needs at least one name in {needed!r}; it is empty")
+    if mode in (ROLLBACK, ROLLBACK_PLAN):
+        problems += _name_problems(params)
+    return problems
+
+
+MAX_NAMES = 1000  # more groups or topics than one run should take back; a bound on the work a form can ask for
+TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # what Kafka accepts as a topic name
+
+
+def _name_problems(params: Mapping[str, Any]) -> list[str]:
+    """The rollback's chosen names, checked as input before anything runs: a bounded count, topic names Kafka could
+    hold (whether each is one of the migration's is checked against its state when the task runs)."""
+    problems = []
+    for field in (GROUPS_FIELD, TOPICS_FIELD):
+        chosen = names(params.get(field))
+        if len(chosen) > MAX_NAMES:
+            problems.append(f"{field!r} names {len(chosen)} units; at most {MAX_NAMES} per run")
+    bad = [t for t in names(params.get(TOPICS_FIELD)) if not TOPIC_NAME.fullmatch(t)]
+    if bad:
+        shown = ", ".join(repr(b[:60]) for b in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        problems.append(f"{TOPICS_FIELD!r}: not a Kafka topic name (letters, digits, '.', '_', '-', 1 to 249): {shown}")
     return problems
 
 

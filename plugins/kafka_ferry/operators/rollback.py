@@ -1,6 +1,7 @@
 """The rollback as a task: ``mode: rollback`` runs ``promotion.rollback.RollbackRunner`` (resuming the steps already
 done); ``mode: rollback-plan`` (a dry run) returns what it would copy back and where each group would resume. With
-names in the form's *Groups* field, only those groups of a staged cutover go back (``promotion.group_rollback``).
+names in the form's *Topics* field, only those topics of a staged cutover go back, with the groups reading them
+(``promotion.topic_rollback``); with names in its *Groups* field, only those groups (``promotion.group_rollback``).
 
 Why one task for all steps: unlike the promotion there is no sensor between them (the quiesce step waits its own
 window), and a retry resumes from the state topic, not XCom.
@@ -11,12 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_ferry.copy.plan import work_dir
-from kafka_ferry.core.trigger_form import GROUPS_FIELD, names
+from kafka_ferry.core.trigger_form import GROUPS_FIELD, TOPICS_FIELD, names
 from kafka_ferry.operators.base import DryRunOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.operators.schemas import registry
 from kafka_ferry.promotion.group_rollback import rollback_group
 from kafka_ferry.promotion.rollback import RollbackRunner
+from kafka_ferry.promotion.topic_rollback import rollback_topics, topic_rollback_plan
 from kafka_ferry.registry.client import SchemaRegistry
 from kafka_ferry.reports.publish import publish_rollback_run
 
@@ -52,7 +54,10 @@ class RollbackMigrationOperator(DryRunOperator):
                                 work_dir=self.work_dir,
                                 quiesce_window_s=self.spec.promotion.quiesce_window_seconds,
                                 versions_of_id=destination_registry.versions_of_id if destination_registry else None)
-        groups = names((context.get("params") or {}).get(GROUPS_FIELD))
+        params = context.get("params") or {}
+        groups, topics = names(params.get(GROUPS_FIELD)), names(params.get(TOPICS_FIELD))
+        if topics:
+            return self._topics(context, topics, groups)
         if groups:
             return self._groups(context, runner, groups)
         if self.is_dry_run:
@@ -91,6 +96,29 @@ class RollbackMigrationOperator(DryRunOperator):
         self._publish(context, {**report, "status": "groups rolled back"})
         return report
 
+    def _topics(self, context: Any, topics: list[str], groups: list[str]) -> dict:
+        """A staged cutover's topics (validated in ``topic_rollback.check_topics``), the groups reading them going
+        along, then any other group named: their rollback, or (dry run) its plan."""
+        args = (self.spec, self.source_cluster, self.destination_cluster, self.state_store)
+        if self.is_dry_run:
+            plan = topic_rollback_plan(*args, topics)
+            self.log.info("rollback plan of topic(s) %s: %d record(s) to copy back", ", ".join(topics),
+                          plan["records"])
+            self._publish(context, plan)
+            return plan
+        done = rollback_topics(*args, topics, quiesce_window_s=self.spec.promotion.quiesce_window_seconds)
+        went = {g for r in done.values() for g in r.get("groups", [])}
+        rolled = {g: rollback_group(*args, g) for g in groups if g not in went}
+        along = {g: rows for r in done.values()
+                 for g, rows in (((r.get("steps") or {}).get("groups") or {}).get("summary") or {})
+                 .get("rolled_back", {}).items()}  # the groups reading the topics: where each resumes on the source
+        report = {"migration": self.spec.name, "status": "rolled-back", "topics": done,
+                  "groups": {**along, **{g: r.get("offsets", []) for g, r in rolled.items()}}}
+        self._publish(context, {**report, "status": "topics rolled back"})
+        return report
+
     def _publish(self, context: Any, report: dict) -> None:
-        page = publish_rollback_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id, report)
+        state = self.state_store.read_all()  # promoted / rolled back per group and topic, as it stands now
+        page = publish_rollback_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id, report,
+                                    state)
         self.log.info("run report: %s", page)

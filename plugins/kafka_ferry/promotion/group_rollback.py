@@ -9,14 +9,15 @@ catch-up runs translate and commit it, and ``promote-groups`` can move it later.
 Order, each step idempotent so a killed run resumes: decide (stored once per promotion, key ``resume/<group>``) ->
 commit on the source -> mark rolled back (``group/<group>``) -> forget the promotion -> fence the destination again
 (with ``acls.fence``). A rerun after the mark only finishes the last two; a second rollback of the group changes
-nothing. A group reading a promoted topic is refused: its producers write to the destination, which only the
-whole-migration rollback copies back.
+nothing. A group reading a promoted topic is refused: its producers write to the destination, which only a rollback
+of that topic (``promotion.topic_rollback``, which takes the group along) or of the whole migration copies back.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
@@ -34,8 +35,9 @@ log = logging.getLogger(__name__)
 
 
 def rollback_group(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
-                   group: str) -> dict:
-    """Roll ``group`` back (or finish its interrupted rollback); returns its rollback record."""
+                   group: str, with_topics: Sequence[str] = ()) -> dict:
+    """Roll ``group`` back (or finish its interrupted rollback); returns its rollback record. ``with_topics``:
+    promoted topics going back in the same run (``promotion.topic_rollback``, which copied them back first)."""
     promotion = read_promotions(store, GROUP_PROMOTION_KIND).get(group)
     done = rb.group_rollback(store, group)
     if promotion is None or not promotion.promoted:
@@ -46,10 +48,11 @@ def rollback_group(spec: MigrationSpec, source: KafkaCluster, destination: Kafka
     at = promotion.promoted_at_ms
     if not (done and done.get("promoted_at_ms") == at):
         topics = migrated_groups(store).get(group, [])
-        moved = sorted(set(promoted_topics(store)) & set(topics))
+        moved = sorted(set(promoted_topics(store)) & set(topics) - set(with_topics))
         if moved:
-            raise RollbackRefused(f"group {group!r} reads promoted topic(s) {', '.join(moved)}: their producers write "
-                                  "to the destination; roll the whole migration back (mode rollback, no groups)")
+            raise RollbackRefused(f"group {group!r} reads promoted topic(s) {', '.join(moved)}: their producers "
+                                  "write to the destination; roll those topics back (mode rollback, topics) or the "
+                                  "whole migration")
         active = active_groups(destination, [group])
         if active:
             raise DestinationNotQuiet(f"group {group} has {active[group]} on the destination: stop its consumers")

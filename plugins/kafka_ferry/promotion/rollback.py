@@ -59,12 +59,16 @@ BIG = 1 << 62
 
 
 class RollbackRefused(Permanent, RuntimeError):
-    """The migration cannot be rolled back as it stands (not promoted, a group still consuming, a schema id the
-    forward map never knew)."""
+    """No retry can heal it: the migration (or unit) is not promoted, a group reading a topic that stays promoted,
+    a schema id the forward map never knew. The message names the object and the cause; nothing was changed."""
 
 
 class DestinationNotQuiet(RuntimeError):
     """Producers or consumers still use the destination; a later try may find it quiet."""
+
+
+class SourceGroupBusy(RuntimeError):
+    """A group to commit has members on the source (its consumers started early); a later try may find it empty."""
 
 
 class RollbackMismatch(Permanent, RuntimeError):
@@ -97,7 +101,8 @@ def commit_on_source(source: KafkaCluster, group: str, rows: Sequence[dict]) -> 
     """Commit the decided offsets of ``group`` on the source, only while it has no members there."""
     busy = active_groups(source, [group])
     if busy:
-        raise RollbackRefused(f"group {group} has {busy[group]} on the source: commit only while it is empty")
+        raise SourceGroupBusy(f"group {group} has {busy[group]} on the source: its offsets are committed only "
+                              "while it is empty; stop its source consumers, then retry")
     if rows:
         source.alter_group_offsets(group, {(r["source_topic"], r["partition"]): r["source_offset"] for r in rows},
                                    {(r["source_topic"], r["partition"]): r["metadata"] for r in rows})
@@ -289,7 +294,7 @@ class RollbackRunner:
         rb.save_resumes(self.store, resumes)
         busy = active_groups(self.source, list(resumes))
         if busy:
-            raise RollbackRefused("; ".join(f"group {g} has {why} on the source: commit only while it is empty"
+            raise SourceGroupBusy("; ".join(f"group {g} has {why} on the source: commit only while it is empty"
                                             for g, why in sorted(busy.items())))
         committed = sum(commit_on_source(self.source, group, rows) for group, rows in resumes.items())
         return {"groups": len(resumes), "committed": committed}

@@ -20,8 +20,9 @@ from typing import Any
 
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_STEPS
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.state_records import GROUP_KIND, GROUP_PROMOTION_KIND, TOPIC_KIND, TOPIC_PROMOTION_KIND
 from kafka_ferry.reports.render import batch_page, promotion_page, rollback_page, staged_page
+from kafka_ferry.reports.unit_status import counts, unit_statuses, units_section
 from kafka_ferry.storage.workdir import StoragePath, as_path, read_text, write_text
 
 OVERVIEW_FILE = "overview.json"
@@ -105,24 +106,35 @@ def publish_promotion_run(spec: MigrationSpec, migration_dir: Path, run_id: str,
 
 
 def publish_rollback_run(spec: MigrationSpec, migration_dir: StoragePath, run_id: str,
-                         report: Mapping[str, Any]) -> StoragePath:
-    """A rollback run's page (or a rollback-plan run's); a finished rollback shows on the overview as rolled back."""
-    path = _write(run_page_path(migration_dir, run_id), rollback_page(report, run_id))
+                         report: Mapping[str, Any], state: Mapping[Any, Mapping] | None = None) -> StoragePath:
+    """A rollback run's page (or a rollback-plan run's); a finished rollback shows on the overview as rolled back.
+    ``state`` (the state topic's snapshot after the run): the page and the overview also show promoted / rolled back
+    per group and topic."""
+    units = None if state is None else _units(state)
+    path = _write(run_page_path(migration_dir, run_id),
+                  rollback_page(report, run_id, [units_section(units)] if units else []))
+    extra = {"staged": counts(units)} if units else {}
     if report.get("status") == "rolled-back":
-        _update_overview(spec, migration_dir, run_id, promoted=False, rolled_back=True)
+        _update_overview(spec, migration_dir, run_id, promoted=False, rolled_back=True, **extra)
+    elif extra and not report.get("copy_back"):  # a unit's rollback (a plan changes nothing, not even the row)
+        _update_overview(spec, migration_dir, run_id, **extra)
     return path
+
+
+def _units(state: Mapping[Any, Mapping]) -> dict[str, Any]:
+    """Every migrated group and mirrored topic, promoted or rolled back (``reports.unit_status``)."""
+    return unit_statuses(state, GROUP_KIND.records(state), TOPIC_KIND.records(state))
 
 
 def publish_staged_run(spec: MigrationSpec, migration_dir: Path, run_id: str, state: Mapping[str, Mapping],
                        wanted_groups: Sequence[str], wanted_topics: Sequence[str], this_run: Sequence[str]) -> Path:
     """A promote-groups or promote-topics run's page, from the state topic's promotion records."""
     groups, topics = GROUP_PROMOTION_KIND.records(state), TOPIC_PROMOTION_KIND.records(state)
+    units = unit_statuses(state, wanted_groups, wanted_topics)
     html = staged_page(spec.name, groups, topics, wanted_groups, wanted_topics, GROUP_STEPS, TOPIC_STEPS, this_run,
-                       run_id)
+                       run_id, [units_section(units)])
     path = _write(run_page_path(migration_dir, run_id), html)
-    staged = (f"groups {sum(bool(g.get('promoted_at_ms')) for g in groups.values())}/{len(set(wanted_groups))}, "
-              f"topics {sum(bool(t.get('promoted_at_ms')) for t in topics.values())}/{len(set(wanted_topics))}")
-    _update_overview(spec, migration_dir, run_id, staged=staged)
+    _update_overview(spec, migration_dir, run_id, staged=counts(units))
     return path
 
 

@@ -211,9 +211,11 @@ def _staged_rows(units: Mapping[str, Mapping[str, Any]], wanted: Iterable[str], 
 
 def staged_page(migration: str, groups: Mapping[str, Mapping[str, Any]], topics: Mapping[str, Mapping[str, Any]],
                 wanted_groups: Iterable[str], wanted_topics: Iterable[str], group_steps: Sequence[str],
-                topic_steps: Sequence[str], this_run: Iterable[str] = (), run_id: str = "") -> str:
+                topic_steps: Sequence[str], this_run: Iterable[str] = (), run_id: str = "",
+                sections: Sequence[str] = ()) -> str:
     """A staged-cutover run: where every group and topic of the migration stands, and for the units this run
-    promoted, the offsets committed for them (the group-by-group twin of the promotion page)."""
+    promoted, the offsets committed for them (the group-by-group twin of the promotion page). ``sections``: more
+    HTML at the end (``reports.unit_status``: promoted / rolled back per unit)."""
     title = f"{migration}: staged cutover"
     group_rows = _staged_rows(groups, wanted_groups, group_steps)
     topic_rows = _staged_rows(topics, wanted_topics, topic_steps)
@@ -229,7 +231,7 @@ def staged_page(migration: str, groups: Mapping[str, Mapping[str, Any]], topics:
             "<h2>Topics</h2>", table(STAGED_COLUMNS, topic_rows, left=[c for c, _ in STAGED_COLUMNS])]
     if offsets:
         body.append(_groups_section(offsets))
-    return page(title, "".join(body))
+    return page(title, "".join(body + list(sections)))
 
 
 OVERVIEW_COLUMNS = (("migration", "migration"), ("tenant", "tenant"), ("last_batch", "last batch"),
@@ -372,8 +374,9 @@ def rollback_plan_section(plan: Mapping[str, Any]) -> str:
                     table(ROLLBACK_GROUP_COLUMNS, groups, left=("group", "destination_topic", "method", "reason"))])
 
 
-def rollback_page(report: Mapping[str, Any], run_id: str = "") -> str:
-    """A rollback run (or its plan): status, the steps of this run, where every group resumes on the source."""
+def rollback_page(report: Mapping[str, Any], run_id: str = "", sections: Sequence[str] = ()) -> str:
+    """A rollback run (or its plan): status, the steps of this run, where every group resumes on the source;
+    ``sections``: more HTML at the end (``reports.unit_status``: promoted / rolled back per unit)."""
     title = f"{report['migration']}: rollback"
     steps = [{"step": name, "status": step.get("status"), "seconds": step.get("duration_s")}
              for name, step in (report.get("this_run") or {}).items()]
@@ -388,4 +391,4 @@ def rollback_page(report: Mapping[str, Any], run_id: str = "") -> str:
     else:
         groups = [{"group": g, **r} for g, rows in (report.get("groups") or {}).items() for r in rows]
         body.append(table(ROLLBACK_GROUP_COLUMNS, groups, left=("group", "destination_topic", "method", "reason")))
-    return page(title, "".join(body))
+    return page(title, "".join(body + list(sections)))

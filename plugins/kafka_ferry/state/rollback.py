@@ -102,3 +102,28 @@ def group_resume(store: MigrationStateStore, group: str, promoted_at_ms: int | N
 
 def save_group_resume(store: MigrationStateStore, group: str, rows: list[dict], promoted_at_ms: int | None) -> None:
     store.put(ROLLBACK_KIND, RESUME + group, {"partitions": rows, "promoted_at_ms": promoted_at_ms})
+
+
+TOPIC = "topic/"  # topic/<topic>: a staged topic's rollback (status, promoted_at_ms, steps, groups, rolled_back_at_ms)
+
+
+def topic_rollback(store: MigrationStateStore, topic: str) -> dict | None:
+    """A staged topic's rollback record as it was saved (without the store's write time)."""
+    record = rollback_records(store).get(TOPIC + topic)
+    return None if record is None else {k: v for k, v in record.items() if k != WRITTEN_AT}
+
+
+def topic_rollbacks(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, dict]:
+    """Every staged topic's rollback record, by topic (one read of the state topic, or of ``state``)."""
+    records = ROLLBACK_KIND.records(state) if state is not None else rollback_records(store)
+    return {t: {k: v for k, v in r.items() if k != WRITTEN_AT} for t, r in under(records, TOPIC).items()}
+
+
+def save_topic_rollback(store: MigrationStateStore, topic: str, record: Mapping[str, Any]) -> None:
+    store.put(ROLLBACK_KIND, TOPIC + topic, dict(record))
+
+
+def unit_rollbacks(store: MigrationStateStore) -> dict[str, dict[str, dict]]:
+    """Every staged unit's rollback record: {"groups": {group: record}, "topics": {topic: record}}."""
+    records = rollback_records(store)
+    return {"groups": under(records, GROUP), "topics": under(records, TOPIC)}

@@ -67,3 +67,8 @@ def recorded_promotions(spec: MigrationSpec, destination: KafkaCluster) -> tuple
 def forget_group_promotion(store: MigrationStateStore, group: str) -> None:
     """A rolled-back group is a migrated, unpromoted group again (``promotion.group_rollback``)."""
     store.put(GROUP_PROMOTION_KIND, group, None)
+
+
+def forget_topic_promotion(store: MigrationStateStore, topic: str) -> None:
+    """A rolled-back topic is a mirrored, unpromoted topic again: catch-up copies it (``promotion.topic_rollback``)."""
+    store.put(TOPIC_PROMOTION_KIND, topic, None)

@@ -83,3 +83,14 @@ def test_a_rollback_is_confirmed_by_name_and_its_plan_is_not():
         "rollback needs the migration name 'orders' typed into 'confirm_migration' to confirm the rollback; "
         "it is empty"]
     assert trigger_problems("orders", {"mode": "rollback-plan"}) == []
+
+
+def test_the_names_a_rollback_takes_are_checked_as_input_before_anything_runs():
+    ok = {"mode": "rollback", "confirm_migration": "orders", "topics": ["orders.a", "orders_b-1"], "groups": ["g"]}
+    assert trigger_problems("orders", ok) == []
+    bad = {**ok, "topics": "orders.a\n../etc/passwd, {{ 7*7 }}\n" + "x" * 300}
+    assert trigger_problems("orders", bad) == [
+        "'topics': not a Kafka topic name (letters, digits, '.', '_', '-', 1 to 249): '../etc/passwd', "
+        f"'{'x' * 60}', '{{{{ 7*7 }}}}'"]
+    many = {"mode": "rollback-plan", "groups": [f"g{i}" for i in range(1001)]}
+    assert trigger_problems("orders", many) == ["'groups' names 1001 units; at most 1000 per run"]

@@ -1,0 +1,199 @@
+"""Roll topics promoted in a staged cutover back to the source, while the migration's other promoted topics stay.
+
+A promoted topic's producers write to the destination (``promotion.topic``) and every migrated group reading it is
+promoted (or waived) and consumes there. Rolling it back is the whole-migration rollback (``promotion.rollback``)
+restricted to that topic's partitions and the groups reading it:
+
+    quiesce -> copy_back -> reconcile -> groups -> mark_rolled_back, then forget the promotion and fence again
+
+- ``quiesce``: the topic's destination partitions keep their end offsets for the quiesce window and no group
+  reading it has members on the destination.
+- ``copy_back``: the copy-back of ``RollbackRunner`` over the topic's partitions only: the records produced on the
+  destination after the topic's promotion, never one carrying this migration's provenance, exactly once (its own
+  progress and sync log), stamped with the destination's provenance so the forward copy never brings them back.
+- ``reconcile``: those partitions, copied back against the destination (count and order-sensitive digest).
+- ``groups``: each promoted group reading the topic goes back with it (``promotion.group_rollback``: a group's
+  consumers read from one cluster), its destination offsets translated to exact source offsets over the forward
+  map and the copy-back's syncs, committed on the source. Groups that were waived never left the source.
+- ``mark_rolled_back``: the topic's rollback record (``state.rollback`` key ``topic/<topic>``); then its
+  promotion record goes (catch-up copies the topic again; it can be promoted later) and, with ``acls.fence``, the
+  destination is fenced again for it and its groups.
+
+Every step is recorded in the topic's record for the promotion it undoes, so a killed run resumes at the first step
+not done; a second rollback finds the topic rolled back and changes nothing. Refused before any change (Permanent,
+naming topic and cause): a topic that is not promoted, not migrated, a group reading it that also reads another
+promoted topic not rolled back with it, remap mode. Retryable: producers still writing, consumers still there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from kafka_ferry.core.rollback_plan import CopyBackRange
+from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.staged_cutover import TOPIC_ROLLBACK_STEPS, validate_selection
+from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
+from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.promotion.group_rollback import rollback_group
+from kafka_ferry.promotion.readiness import active_groups
+from kafka_ferry.promotion.rollback import DestinationNotQuiet, RollbackRefused, RollbackRunner, group_resumes
+from kafka_ferry.provision.fences import put_fences
+from kafka_ferry.state import rollback as rb
+from kafka_ferry.state.progress import migrated_groups
+from kafka_ferry.state.schema_ids import record_rewriter
+from kafka_ferry.state.staged_cutover import forget_topic_promotion, promoted_groups, promoted_topics, read_promotions
+from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.state.topic_ownership import mirrored_topics
+
+log = logging.getLogger(__name__)
+
+TOPIC_STEPS = TOPIC_ROLLBACK_STEPS
+
+
+class TopicScope(RollbackRunner):
+    """The whole-migration runner's copy-back, reconciliation and plan, over the chosen topics' partitions and
+    the groups reading them only."""
+
+    def __init__(self, spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
+                 store: MigrationStateStore, topics: Sequence[str], groups: Sequence[str], **kwargs) -> None:
+        super().__init__(spec, source, destination, store, **kwargs)
+        self.topics, self.groups = sorted(topics), sorted(groups)
+        self.destination_topics = {spec.topics.rename.destination_topic(t) for t in self.topics}
+
+    def copy_back_ranges(self) -> list[CopyBackRange]:
+        return [r for r in super().copy_back_ranges() if r.source_topic in self.topics]
+
+    def reverse_copies(self):
+        return {k: c for k, c in super().reverse_copies().items() if k[0] in self.destination_topics}
+
+    def resume_plan(self, predicted=None) -> dict[str, list[dict]]:
+        forward, reverse = self.forward_copies(), super().reverse_copies()
+        readers = migrated_groups(self.store)
+        return {g: group_resumes(self.destination, g, readers.get(g, []), forward, reverse, predicted)
+                for g in self.groups}
+
+    def quiesce(self) -> dict:
+        """The topics' destination end offsets unchanged through the window, no reading group with members."""
+        parts = self.destination.partitions_of(sorted(self.destination_topics))
+        before = self.destination.list_offsets(parts, "latest", read_committed=False)
+        time.sleep(self.quiesce_window_s)  # producers that stopped stay stopped through it
+        after = self.destination.list_offsets(parts, "latest", read_committed=False)
+        moved = sorted(f"{t}-{p}" for t, p in parts if before[(t, p)] != after[(t, p)])
+        active = active_groups(self.destination, self.groups)
+        if moved or active:
+            raise DestinationNotQuiet(
+                f"rollback of topic(s) {', '.join(self.topics)}: the destination is not quiet: "
+                + (f"end offsets of {', '.join(moved[:10])} moved within {self.quiesce_window_s} s (stop the "
+                   "producers); " if moved else "")
+                + "; ".join(f"group {g} has {why} on the destination (stop its consumers)"
+                            for g, why in sorted(active.items())))
+        return {"partitions": len(parts), "groups": len(self.groups), "window_s": self.quiesce_window_s}
+
+
+def check_topics(spec: MigrationSpec, store: MigrationStateStore, topics: Sequence[str]) -> tuple[list[str], dict]:
+    """The chosen topics (validated against the migrated ones) and, per topic, its promotion record or None when
+    rolled back already; refused naming each topic that is neither, and each reading group that cannot go back."""
+    state = store.read_all()
+    chosen = validate_selection("topics", topics, sorted(mirrored_topics(store, state)))
+    promotions = read_promotions(store, TOPIC_PROMOTION_KIND, state)
+    rollbacks = rb.topic_rollbacks(store, state)
+    out, problems = {}, []
+    for t in chosen:
+        p, done = promotions.get(t), rollbacks.get(t) or {}
+        rolled_back = done.get("status") == rb.ROLLED_BACK
+        if p is not None and p.promoted and not (rolled_back and done.get("promoted_at_ms") == p.promoted_at_ms):
+            out[t] = p
+        elif rolled_back:  # done (a killed run may have left the promotion mark: the run forgets it)
+            out[t] = None
+        else:
+            problems.append(f"topic {t} is not promoted (no promoted mark in {store.topic}): nothing to roll back")
+    moving = [t for t, p in out.items() if p is not None]
+    still = set(promoted_topics(store, state)) - set(chosen)
+    for g in readers_of(store, moving, state):
+        other = sorted(set(migrated_groups(store, state)[g]) & still)
+        if other:
+            problems.append(f"group {g} reads {', '.join(sorted(set(moving) & set(migrated_groups(store, state)[g])))}"
+                            f" and the promoted topic(s) {', '.join(other)}, which stay promoted: its consumers "
+                            "read from one cluster; roll those topics back in the same run")
+    if problems:
+        raise RollbackRefused(f"rollback of topic(s) {', '.join(chosen)} of migration {spec.name} refused, nothing "
+                              "was changed: " + "; ".join(problems))
+    return chosen, out
+
+
+def readers_of(store: MigrationStateStore, topics: Sequence[str], state=None) -> list[str]:
+    """The promoted groups reading any of ``topics`` (they go back with them; waived ones never left the source)."""
+    promoted = set(promoted_groups(store, state))
+    return sorted(g for g, read in migrated_groups(store, state).items() if g in promoted and set(read) & set(topics))
+
+
+def topic_rollback_plan(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
+                        store: MigrationStateStore, topics: Sequence[str]) -> dict:
+    """The dry run: what rolling ``topics`` back would copy back and where their groups would resume; changes
+    nothing (reads the clusters and the state topic only)."""
+    chosen, promotions = check_topics(spec, store, topics)
+    moving = [t for t, p in promotions.items() if p is not None]
+    scope = TopicScope(spec, source, destination, store, moving, readers_of(store, moving))
+    plan = scope.plan() if moving else {"copy_back": [], "records": 0, "groups": {}}
+    return {**plan, "migration": spec.name, "topics": {t: "promoted" if promotions[t] else rb.ROLLED_BACK
+                                                       for t in chosen}}
+
+
+def rollback_topics(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
+                    topics: Sequence[str], quiesce_window_s: float = 5.0,
+                    after_step: Callable[[str], None] | None = None) -> dict[str, dict]:
+    """Roll ``topics`` back (or finish their interrupted rollback); returns each topic's rollback record.
+    ``after_step`` is a test seam (e.g. to kill the run after a step)."""
+    chosen, promotions = check_topics(spec, store, topics)
+    moving = {t: p for t, p in promotions.items() if p is not None}
+    if moving and record_rewriter(spec, store) is not None:
+        raise RollbackRefused(f"migration {spec.name!r} copies in schema remap mode: rolling topic(s) "
+                              f"{', '.join(moving)} back alone would have to map schema ids back, which only the "
+                              "whole-migration rollback does in this version; nothing was changed")
+    stored = rb.topic_rollbacks(store)
+    records = {t: _in_progress(stored.get(t), p.promoted_at_ms) for t, p in moving.items()}
+    # a resumed run: groups the killed one rolled back are not promoted any more, the record still names them
+    groups = sorted(set(readers_of(store, list(moving))).union(*(r.get("groups", []) for r in records.values())))
+    for r in records.values():
+        r["groups"] = groups
+    scope = TopicScope(spec, source, destination, store, list(moving), groups, quiesce_window_s=quiesce_window_s)
+    steps = {
+        "quiesce": scope.quiesce,
+        "copy_back": scope._step_copy_back,
+        "reconcile": scope._step_reconcile,
+        "groups": lambda: {"rolled_back": {g: rollback_group(spec, source, destination, store, g,
+                                                             with_topics=list(moving))["offsets"] for g in groups}},
+    }
+    for step in TOPIC_STEPS[:-1] if moving else ():
+        if all(step in r["steps"] for r in records.values()):
+            continue  # done before a kill: resumed
+        t0 = time.monotonic()
+        summary = steps[step]()
+        for t, r in records.items():
+            r["steps"][step] = {"duration_s": round(time.monotonic() - t0, 3), "summary": summary}
+            rb.save_topic_rollback(store, t, r)
+        log.info("topic rollback %s: step %s done: %s", ", ".join(moving), step, summary)
+        if after_step:
+            after_step(step)
+    now = int(time.time() * 1000)
+    for t, r in records.items():
+        rb.save_topic_rollback(store, t, {**r, "status": rb.ROLLED_BACK, "rolled_back_at_ms": now})
+    if moving and after_step:
+        after_step("mark_rolled_back")
+    promotions, rollbacks = read_promotions(store, TOPIC_PROMOTION_KIND), rb.topic_rollbacks(store)
+    for t in chosen:  # after the mark: a crash between leaves both, the rerun forgets (only the promotion undone)
+        p = promotions.get(t)
+        if p is not None and p.promoted and p.promoted_at_ms == (rollbacks.get(t) or {}).get("promoted_at_ms"):
+            forget_topic_promotion(store, t)
+    if spec.acls.fence:  # the topics and their groups are unpromoted again: fenced like any unpromoted unit
+        put_fences(spec, source, destination, store)
+    return {t: r for t, r in rb.topic_rollbacks(store).items() if t in chosen}
+
+
+def _in_progress(record: dict | None, promoted_at_ms: int | None) -> dict:
+    """The topic's rollback record for this promotion of it (its steps done so far), or a new one."""
+    if record and record.get("promoted_at_ms") == promoted_at_ms and record.get("status") == "in-progress":
+        return record
+    return {"status": "in-progress", "promoted_at_ms": promoted_at_ms, "steps": {}}
