@@ -4,12 +4,12 @@ there to the same value), keys that are plain binary (8-byte longs whose bytes 1
 and a record carrying a destination id the forward map never knew refuses the rollback before anything is copied,
 naming it (the plan lists it with its destination subject/version).
 
-Two AxonOps registries (fast to start) on this session's helper ports stand for the source and destination ones."""
+Two AxonOps registries (fast to start) on this session's helper ports (the `axon_pair` fixture) stand for the source
+and destination ones."""
 
 from __future__ import annotations
 
 import json
-import os
 import struct
 from pathlib import Path
 
@@ -22,7 +22,6 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from scenarios import BASE_TS, provision, provision_groups, read_partition, write_spec
 from schema_support import BY_TOPIC, registry
 
-import schema_registries as srtb
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.provenance import read_provenance, user_headers
 from kafka_ferry.core.schema_wire import schema_id_of
@@ -41,42 +40,20 @@ ACCOUNT = {"type": "record", "name": "Account", "namespace": "acme",
 ACCOUNT_V2 = {**ACCOUNT, "fields": [*ACCOUNT["fields"], {"name": "branch", "type": "string", "default": "hq"}]}
 
 
-def _base() -> int:
-    return int(os.environ.get("KFERRY_HELPER_PORT_BASE", "17400"))
-
-
-@pytest.fixture(scope="module")
-def axon_pair():
-    """A source and a destination AxonOps registry of this module's own (started here, stopped by pid at the end)."""
-    specs = (srtb.RegistrySpec("rollback-remap-source", "axonops", _base() + 10),
-             srtb.RegistrySpec("rollback-remap-destination", "axonops", _base() + 11))
-    started = []
-    try:
-        for spec in specs:
-            if not srtb.answers(spec):
-                srtb.start(spec)
-                started.append(spec)
-        for spec in specs:
-            srtb.wait_ready(spec)
-        yield specs
-    finally:
-        for spec in started:
-            srtb.stop(spec)
-
-
 def long_key(n: int) -> bytes:
     return struct.pack(">q", n)
 
 
-def promoted_remap_migration(clusters, tmp_path, monkeypatch, axon_pair) -> dict:
-    """A topic with Avro values (subject `<topic>-value` on the source registry, none for keys: long keys), migrated
-    in remap mode (every id changes: the destination registry holds other schemas first) and promoted."""
+def remap_migration(clusters, tmp_path, monkeypatch, axon_pair, names=("accounts",)) -> dict:
+    """Topics ``<prefix>.<name>`` with Avro values (subject `<topic>-value` on the source registry, none for keys:
+    long keys), migrated in remap mode (every id changes: the destination registry holds other schemas first) and
+    provisioned, not promoted. ``topic`` is the first one."""
     source_reg, destination_reg = axon_pair
     p = clusters.unique("rbsr")
-    topic = f"{p}.accounts"
+    topics = [f"{p}.{n}" for n in names]
     account = json.dumps({**ACCOUNT, "doc": p})  # this test's own content: a registry shares ids by content
     source_sr = SchemaRegistryClient({"url": source_reg.url})
-    source_id = source_sr.register_schema(f"{topic}-value", Schema(account, "AVRO"))
+    source_id = {source_sr.register_schema(f"{t}-value", Schema(account, "AVRO")) for t in topics}.pop()
     destination_sr = SchemaRegistryClient({"url": destination_reg.url})
     for i in range(3):  # the destination registry's next id is above the source's: the id changes
         other = {"type": "record", "name": f"Other{i}", "doc": p, "fields": [{"name": "x", "type": "int"}]}
@@ -84,11 +61,12 @@ def promoted_remap_migration(clusters, tmp_path, monkeypatch, axon_pair) -> dict
             break
     conf = {"auto.register.schemas": False, "use.latest.version": True, **BY_TOPIC}
     serialize = AvroSerializer(source_sr, account, conf=conf)
-    clusters.create_topic("source", topic, partitions=PARTITIONS)
     producer = clusters.producer("source", **{"enable.idempotence": True})
-    for i in range(10):
-        value = serialize({"owner": f"s{i}", "balance": i}, SerializationContext(topic, MessageField.VALUE))
-        producer.produce(topic, key=long_key(i), value=value, partition=i % PARTITIONS, timestamp=BASE_TS + i)
+    for topic in topics:
+        clusters.create_topic("source", topic, partitions=PARTITIONS)
+        for i in range(10):
+            value = serialize({"owner": f"s{i}", "balance": i}, SerializationContext(topic, MessageField.VALUE))
+            producer.produce(topic, key=long_key(i), value=value, partition=i % PARTITIONS, timestamp=BASE_TS + i)
     assert producer.flush(30) == 0
 
     conns = {"source": f"kf_rbsr_src_{p}", "destination": f"kf_rbsr_dst_{p}"}
@@ -100,42 +78,85 @@ def promoted_remap_migration(clusters, tmp_path, monkeypatch, axon_pair) -> dict
         "source_connection_id": conns["source"], "destination_connection_id": conns["destination"],
         "mode": "remap"}}))
     migrated = MigrateSchemasOperator(task_id="migrate_schemas", spec_path=str(spec_path)).execute({"run_id": "r1"})
-    assert migrated["serialized_fields"][topic]["fields"] == "value"
+    assert {migrated["serialized_fields"][t]["fields"] for t in topics} == {"value"}
     id_map = {int(k): v for k, v in migrated["id_map"].items()}
     assert id_map[source_id] != source_id
     provision(str(spec_path))
     provision_groups(str(spec_path))
-    spec = load_spec(spec_path)
-    work = tmp_path / "work"
-    promoted = PromotionRunner(spec, clusters.cluster("source"), clusters.cluster("destination"), work_dir=work).run()
+    return {"spec": load_spec(spec_path), "spec_path": str(spec_path), "topic": topics[0], "topics": topics,
+            "source_id": source_id, "destination_id": id_map[source_id], "work_dir": tmp_path / "work",
+            "source_url": source_reg.url, "destination_url": destination_reg.url, "account": account}
+
+
+def promoted_remap_migration(clusters, tmp_path, monkeypatch, axon_pair) -> dict:
+    """One such topic, the migration promoted."""
+    m = remap_migration(clusters, tmp_path, monkeypatch, axon_pair)
+    promoted = PromotionRunner(m["spec"], clusters.cluster("source"), clusters.cluster("destination"),
+                               work_dir=m["work_dir"]).run()
     assert promoted["status"] == "promoted"
     assert promoted["rollback_plan"]["schema_ids"]["unmapped_ids"] == []
-    for q in range(PARTITIONS):  # the forward copy wrote destination ids (what the rollback must undo)
-        assert {schema_id_of(r.value) for r in read_partition(clusters, "destination", topic, q)} == {id_map[source_id]}
-    return {"spec": spec, "spec_path": str(spec_path), "topic": topic, "source_id": source_id,
-            "destination_id": id_map[source_id], "work_dir": work, "source_url": source_reg.url,
-            "destination_url": destination_reg.url, "account": account}
+    assert_destination_ids(clusters, m)
+    return m
 
 
-def produce_on_destination(clusters, m, schema: str, tag: str, count: int) -> None:
+def assert_destination_ids(clusters, m) -> None:
+    """The forward copy wrote destination ids (what the rollback must undo)."""
+    for topic in m["topics"]:
+        for q in range(PARTITIONS):
+            assert {schema_id_of(r.value) for r in read_partition(clusters, "destination", topic, q)} == {
+                m["destination_id"]}, f"{topic}-{q}"
+
+
+def produce_on_destination(clusters, m, schema: str, tag: str, count: int, topic: str | None = None) -> None:
     """After the cutover: Avro values written with the destination registry's ids, long keys whose bytes 1-4 are the
-    destination id (a rewrite of the key would change them), headers, a tombstone."""
+    destination id (a rewrite of the key would change them), headers, a tombstone; to ``topic`` (default: the
+    migration's first)."""
+    topic = topic or m["topic"]
     sr = SchemaRegistryClient({"url": m["destination_url"]})
     serialize = AvroSerializer(sr, schema, conf={"auto.register.schemas": False, "use.latest.version": True,
                                                  **BY_TOPIC})
     producer = clusters.producer("destination", **{"enable.idempotence": True})
     for i in range(count):
         value = serialize({"owner": f"{tag}{i}", "balance": 1000 + i},
-                          SerializationContext(m["topic"], MessageField.VALUE))
-        producer.produce(m["topic"], key=long_key((m["destination_id"] << 24) | i), value=value,
+                          SerializationContext(topic, MessageField.VALUE))
+        producer.produce(topic, key=long_key((m["destination_id"] << 24) | i), value=value,
                          partition=i % PARTITIONS, timestamp=BASE_TS + 10**6 + i, headers=[("tag", tag.encode())])
-    producer.produce(m["topic"], key=long_key(-1), value=None, partition=0, timestamp=BASE_TS + 2 * 10**6)
+    producer.produce(topic, key=long_key(-1), value=None, partition=0, timestamp=BASE_TS + 2 * 10**6)
     assert producer.flush(30) == 0
 
 
 def post_cutover(clusters, topic, source_cluster_id):
     return {q: [r for r in read_partition(clusters, "destination", topic, q)
                 if read_provenance(r.headers)[0] != source_cluster_id] for q in range(PARTITIONS)}
+
+
+def assert_copied_back_with_source_ids(clusters, m, topic, post, own_before, ids) -> int:
+    """``topic``'s records produced on the destination (``post``, per partition) are on the source once, in order,
+    after its own records (``own_before``, untouched): keys, timestamps and headers as they were, values with the
+    source registry's id decoding there to the destination's value; returns how many values were checked."""
+    decode_source = AvroDeserializer(SchemaRegistryClient({"url": m["source_url"]}), conf=BY_TOPIC)
+    decode_destination = AvroDeserializer(SchemaRegistryClient({"url": m["destination_url"]}), conf=BY_TOPIC)
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    checked = 0
+    for q in range(PARTITIONS):
+        recs = read_partition(clusters, "source", topic, q)
+        own = [r for r in recs if read_provenance(r.headers)[0] != ids["destination"]]
+        back = [r for r in recs if read_provenance(r.headers)[0] == ids["destination"]]
+        assert own == own_before[q]  # the source's own records untouched
+        assert len(back) == len(post[q]) > 0
+        for s, d in zip(back, post[q], strict=True):
+            where = f"{topic}-{q}: destination offset {d.offset} -> source offset {s.offset}"
+            assert s.key == d.key, f"{where}: the long key changed"  # plain binary key: byte for byte
+            assert (s.timestamp, list(user_headers(s.headers))) == (d.timestamp, list(user_headers(d.headers))), where
+            if d.value is None:
+                assert s.value is None, where
+                continue
+            assert schema_id_of(d.value) == m["destination_id"]
+            assert schema_id_of(s.value) == m["source_id"], f"{where}: id not mapped back"
+            assert s.value[5:] == d.value[5:], f"{where}: more than the id changed"
+            assert decode_source(s.value, ctx) == decode_destination(d.value, ctx), where
+            checked += 1
+    return checked
 
 
 def runner(clusters, m, **kwargs) -> RollbackRunner:
@@ -173,28 +194,7 @@ def test_remap_rollback_maps_schema_ids_back_and_values_decode_on_the_source(clu
     assert {v["status"] for v in again["this_run"].values()} == {"resumed"}
     assert clusters.cluster("source").list_offsets(list(ends)) == ends
 
-    decode_source = AvroDeserializer(SchemaRegistryClient({"url": m["source_url"]}), conf=BY_TOPIC)
-    decode_destination = AvroDeserializer(SchemaRegistryClient({"url": m["destination_url"]}), conf=BY_TOPIC)
-    ctx = SerializationContext(m["topic"], MessageField.VALUE)
-    checked = 0
-    for q in range(PARTITIONS):
-        recs = read_partition(clusters, "source", m["topic"], q)
-        own = [r for r in recs if read_provenance(r.headers)[0] != ids["destination"]]
-        back = [r for r in recs if read_provenance(r.headers)[0] == ids["destination"]]
-        assert own == own_before[q]  # the source's own records untouched
-        assert len(back) == len(post[q]) > 0
-        for s, d in zip(back, post[q], strict=True):
-            where = f"{m['topic']}-{q}: destination offset {d.offset} -> source offset {s.offset}"
-            assert s.key == d.key, f"{where}: the long key changed"  # plain binary key: byte for byte
-            assert (s.timestamp, list(user_headers(s.headers))) == (d.timestamp, list(user_headers(d.headers))), where
-            if d.value is None:
-                assert s.value is None, where
-                continue
-            assert schema_id_of(d.value) == m["destination_id"]
-            assert schema_id_of(s.value) == m["source_id"], f"{where}: id not mapped back"
-            assert s.value[5:] == d.value[5:], f"{where}: more than the id changed"
-            assert decode_source(s.value, ctx) == decode_destination(d.value, ctx), where
-            checked += 1
+    checked = assert_copied_back_with_source_ids(clusters, m, m["topic"], post, own_before, ids)
     assert checked == 12
     assert report["this_run"]["reconcile"]["summary"]["records_checked"] == 13  # digests over the mapped-back ids
 

@@ -57,7 +57,7 @@ class RollbackMigrationOperator(DryRunOperator):
         params = context.get("params") or {}
         groups, topics = names(params.get(GROUPS_FIELD)), names(params.get(TOPICS_FIELD))
         if topics:
-            return self._topics(context, topics, groups)
+            return self._topics(context, topics, groups, destination_registry)
         if groups:
             return self._groups(context, runner, groups)
         if self.is_dry_run:
@@ -71,9 +71,7 @@ class RollbackMigrationOperator(DryRunOperator):
                     self.log.info("  group %s %s-%d@%d -> %s-%d@%d [%s] %s", group, r["destination_topic"],
                                   r["partition"], r["destination_offset"], r["source_topic"], r["partition"],
                                   r["source_offset"], r["method"], r["reason"])
-            for row in plan.get("schema_ids", {}).get("unmapped_ids", []):
-                self.log.warning("  destination schema id %d (%s): %d record(s), first %s; a rollback would refuse",
-                                 row["schema_id"], row["subject_versions"], row["records"], row["first_record"])
+            self._log_unmapped(plan)
             self._publish(context, plan)
             return plan
         report = runner.run()
@@ -96,17 +94,21 @@ class RollbackMigrationOperator(DryRunOperator):
         self._publish(context, {**report, "status": "groups rolled back"})
         return report
 
-    def _topics(self, context: Any, topics: list[str], groups: list[str]) -> dict:
+    def _topics(self, context: Any, topics: list[str], groups: list[str],
+                destination_registry: SchemaRegistry | None) -> dict:
         """A staged cutover's topics (validated in ``topic_rollback.check_topics``), the groups reading them going
         along, then any other group named: their rollback, or (dry run) its plan."""
         args = (self.spec, self.source_cluster, self.destination_cluster, self.state_store)
+        versions_of_id = destination_registry.versions_of_id if destination_registry else None
         if self.is_dry_run:
-            plan = topic_rollback_plan(*args, topics)
+            plan = topic_rollback_plan(*args, topics, versions_of_id=versions_of_id)
             self.log.info("rollback plan of topic(s) %s: %d record(s) to copy back", ", ".join(topics),
                           plan["records"])
+            self._log_unmapped(plan)
             self._publish(context, plan)
             return plan
-        done = rollback_topics(*args, topics, quiesce_window_s=self.spec.promotion.quiesce_window_seconds)
+        done = rollback_topics(*args, topics, quiesce_window_s=self.spec.promotion.quiesce_window_seconds,
+                               versions_of_id=versions_of_id)
         went = {g for r in done.values() for g in r.get("groups", [])}
         rolled = {g: rollback_group(*args, g) for g in groups if g not in went}
         along = {g: rows for r in done.values()
@@ -116,6 +118,11 @@ class RollbackMigrationOperator(DryRunOperator):
                   "groups": {**along, **{g: r.get("offsets", []) for g, r in rolled.items()}}}
         self._publish(context, {**report, "status": "topics rolled back"})
         return report
+
+    def _log_unmapped(self, plan: dict) -> None:
+        for row in plan.get("schema_ids", {}).get("unmapped_ids", []):
+            self.log.warning("  destination schema id %d (%s): %d record(s), first %s; a rollback would refuse",
+                             row["schema_id"], row["subject_versions"], row["records"], row["first_record"])
 
     def _publish(self, context: Any, report: dict) -> None:
         state = self.state_store.read_all()  # promoted / rolled back per group and topic, as it stands now

@@ -131,7 +131,11 @@ class RollbackRunner:
     @cached_property
     def schema_ids(self) -> SchemaIdsBack | None:
         """Remap mode: the forward id map turned around (read once); None copies keys and values back byte for byte."""
-        return SchemaIdsBack.of(self.spec, self.store, self.versions_of_id)
+        return SchemaIdsBack.of(self.spec, self.store, self.versions_of_id, self.rolled_back())
+
+    def rolled_back(self) -> str:
+        """What this runner rolls back, as its messages name it."""
+        return repr(self.spec.name)
 
     def _promoted_at(self) -> int | None:
         status = promotion_status(self.store)
@@ -219,9 +223,7 @@ class RollbackRunner:
             return {"partitions": 0, "records_copied": 0}
         remap: dict = {}
         if self.schema_ids is not None:
-            # Before the first record goes back: every id the copy would meet must map back (refuses naming them).
-            wanted = {(r.destination_topic, r.partition): (r.start, r.end) for r in ranges}
-            self.schema_ids.refuse_unmapped(self._copied_back_records(wanted))
+            self.refuse_unmapped_ids(ranges)
             remap = self.schema_ids.plan_fields([r.destination_topic for r in ranges])
         rf = min(3, self.source.describe_cluster().broker_count)
         rb.copy_back_store(self.spec, self.source).ensure_topic()
@@ -272,6 +274,16 @@ class RollbackRunner:
                     (r.destination_topic, r.partition), []))} for r in ranges],
                 "records": sum(len(v) for v in pending.values()), "groups": self.resume_plan(predicted),
                 **({"schema_ids": self.schema_ids.plan(scanned)} if self.schema_ids is not None else {})}
+
+    def refuse_unmapped_ids(self, ranges: Sequence[CopyBackRange] | None = None) -> None:
+        """Remap mode, before the first record goes back: every id the copy-back of ``ranges`` (default: this
+        runner's) would meet must map back; refuses naming them (``SchemaIdsNotMappedBack``). Reads only."""
+        if self.schema_ids is None:
+            return
+        ranges = self.copy_back_ranges() if ranges is None else ranges
+        wanted = {(r.destination_topic, r.partition): (r.start, r.end) for r in ranges if r.offsets}
+        if wanted:
+            self.schema_ids.refuse_unmapped(self._copied_back_records(wanted))
 
     def _copied_back_records(self, wanted: Mapping[tuple[str, int], tuple[int, int]]):
         """(topic, partition, offset, key, value) of the records in ``wanted`` the copy-back would copy: those

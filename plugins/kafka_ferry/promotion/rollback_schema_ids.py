@@ -44,15 +44,17 @@ class SchemaIdsBack:
     reverse: ReverseIdMap
     decisions: dict[str, FieldDecision]  # by destination topic (the copy-back reads destination records)
     versions_of_id: VersionsOfId | None = None
+    rolled_back: str = ""  # what the rollback covers, for its messages (default: the whole migration)
 
     @classmethod
-    def of(cls, spec: MigrationSpec, store, versions_of_id: VersionsOfId | None = None) -> SchemaIdsBack | None:
+    def of(cls, spec: MigrationSpec, store, versions_of_id: VersionsOfId | None = None,
+           rolled_back: str = "") -> SchemaIdsBack | None:
         """None unless the migration copies in remap mode (preserve mode kept the ids: nothing to map back)."""
         settings = spec.schema_registry
         if settings is None or settings.mode != "remap":
             return None
         return cls(spec.name, reverse_id_map(stored_id_map(store)), fields_by_destination(spec, store),
-                   versions_of_id)
+                   versions_of_id, rolled_back)
 
     def plan_fields(self, topics: Iterable[str]) -> dict:
         """The copy plan's remap fields (`copy.plan.CopyPlan`) for the copy-back of these destination topics; a
@@ -111,7 +113,8 @@ class SchemaIdsBack:
                          f"{first['topic']}-{first['partition']} at offset {first['offset']}, {first['field']})")
         more = f" and {len(rows) - SHOWN} more id(s)" if len(rows) > SHOWN else ""
         raise SchemaIdsNotMappedBack(
-            f"rollback of {self.migration!r} refused before copying anything: {len(found)} record(s) to copy back "
+            f"rollback of {self.rolled_back or repr(self.migration)} refused before copying anything: "
+            f"{len(found)} record(s) to copy back "
             f"carry destination schema ids the forward schema migration never mapped, so no source id means their "
             f"schema (registered on the destination after the cutover?): {'; '.join(named)}{more}. The rollback "
             "does not register schemas on the source registry (the migration owns none of its subjects); nothing "

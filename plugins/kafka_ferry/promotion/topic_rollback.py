@@ -10,8 +10,11 @@ restricted to that topic's partitions and the groups reading it:
   reading it has members on the destination.
 - ``copy_back``: the copy-back of ``RollbackRunner`` over the topic's partitions only: the records produced on the
   destination after the topic's promotion, never one carrying this migration's provenance, exactly once (its own
-  progress and sync log), stamped with the destination's provenance so the forward copy never brings them back.
-- ``reconcile``: those partitions, copied back against the destination (count and order-sensitive digest).
+  progress and sync log), stamped with the destination's provenance so the forward copy never brings them back. In
+  schema remap mode it maps schema ids back like the whole-migration rollback (``promotion.rollback_schema_ids``:
+  the fields the forward copy rewrote, the forward map turned around), over the topic's records only.
+- ``reconcile``: those partitions, copied back against the destination (count and order-sensitive digest; in remap
+  mode over the mapped-back ids).
 - ``groups``: each promoted group reading the topic goes back with it (``promotion.group_rollback``: a group's
   consumers read from one cluster), its destination offsets translated to exact source offsets over the forward
   map and the copy-back's syncs, committed on the source. Groups that were waived never left the source.
@@ -22,7 +25,10 @@ restricted to that topic's partitions and the groups reading it:
 Every step is recorded in the topic's record for the promotion it undoes, so a killed run resumes at the first step
 not done; a second rollback finds the topic rolled back and changes nothing. Refused before any change (Permanent,
 naming topic and cause): a topic that is not promoted, not migrated, a group reading it that also reads another
-promoted topic not rolled back with it, remap mode. Retryable: producers still writing, consumers still there.
+promoted topic not rolled back with it, and in remap mode a record of the topic to copy back carrying a destination
+schema id the forward map never knew (checked before the first step, again before the copy-back: the error names
+topic, partition, offset, id and its destination subject/version). Retryable: producers still writing, consumers
+still there.
 """
 
 from __future__ import annotations
@@ -39,10 +45,10 @@ from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.group_rollback import rollback_group
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.rollback import DestinationNotQuiet, RollbackRefused, RollbackRunner, group_resumes
+from kafka_ferry.promotion.rollback_schema_ids import VersionsOfId
 from kafka_ferry.provision.fences import put_fences
 from kafka_ferry.state import rollback as rb
 from kafka_ferry.state.progress import migrated_groups
-from kafka_ferry.state.schema_ids import record_rewriter
 from kafka_ferry.state.staged_cutover import forget_topic_promotion, promoted_groups, promoted_topics, read_promotions
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.state.topic_ownership import mirrored_topics
@@ -62,7 +68,11 @@ class TopicScope(RollbackRunner):
         self.topics, self.groups = sorted(topics), sorted(groups)
         self.destination_topics = {spec.topics.rename.destination_topic(t) for t in self.topics}
 
+    def rolled_back(self) -> str:
+        return f"topic(s) {', '.join(self.topics)} of migration {self.spec.name!r}"
+
     def copy_back_ranges(self) -> list[CopyBackRange]:
+        # the copy-back, its remap-mode id check and field plan, and the plan's id scan all read these ranges only
         return [r for r in super().copy_back_ranges() if r.source_topic in self.topics]
 
     def reverse_copies(self):
@@ -130,12 +140,15 @@ def readers_of(store: MigrationStateStore, topics: Sequence[str], state=None) ->
 
 
 def topic_rollback_plan(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
-                        store: MigrationStateStore, topics: Sequence[str]) -> dict:
-    """The dry run: what rolling ``topics`` back would copy back and where their groups would resume; changes
-    nothing (reads the clusters and the state topic only)."""
+                        store: MigrationStateStore, topics: Sequence[str],
+                        versions_of_id: VersionsOfId | None = None) -> dict:
+    """The dry run: what rolling ``topics`` back would copy back and where their groups would resume (in remap
+    mode: the schema-id section, naming every id that would refuse it); changes nothing (reads the clusters, the
+    state topic and, with ``versions_of_id``, the destination registry only)."""
     chosen, promotions = check_topics(spec, store, topics)
     moving = [t for t, p in promotions.items() if p is not None]
-    scope = TopicScope(spec, source, destination, store, moving, readers_of(store, moving))
+    scope = TopicScope(spec, source, destination, store, moving, readers_of(store, moving),
+                       versions_of_id=versions_of_id)
     plan = scope.plan() if moving else {"copy_back": [], "records": 0, "groups": {}}
     return {**plan, "migration": spec.name, "topics": {t: "promoted" if promotions[t] else rb.ROLLED_BACK
                                                        for t in chosen}}
@@ -143,22 +156,25 @@ def topic_rollback_plan(spec: MigrationSpec, source: KafkaCluster, destination: 
 
 def rollback_topics(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
                     topics: Sequence[str], quiesce_window_s: float = 5.0,
-                    after_step: Callable[[str], None] | None = None) -> dict[str, dict]:
+                    after_step: Callable[[str], None] | None = None,
+                    versions_of_id: VersionsOfId | None = None) -> dict[str, dict]:
     """Roll ``topics`` back (or finish their interrupted rollback); returns each topic's rollback record.
+    ``versions_of_id``: the destination registry's, to name an id that cannot map back (remap mode, optional);
     ``after_step`` is a test seam (e.g. to kill the run after a step)."""
     chosen, promotions = check_topics(spec, store, topics)
     moving = {t: p for t, p in promotions.items() if p is not None}
-    if moving and record_rewriter(spec, store) is not None:
-        raise RollbackRefused(f"migration {spec.name!r} copies in schema remap mode: rolling topic(s) "
-                              f"{', '.join(moving)} back alone would have to map schema ids back, which only the "
-                              "whole-migration rollback does in this version; nothing was changed")
     stored = rb.topic_rollbacks(store)
     records = {t: _in_progress(stored.get(t), p.promoted_at_ms) for t, p in moving.items()}
     # a resumed run: groups the killed one rolled back are not promoted any more, the record still names them
     groups = sorted(set(readers_of(store, list(moving))).union(*(r.get("groups", []) for r in records.values())))
     for r in records.values():
         r["groups"] = groups
-    scope = TopicScope(spec, source, destination, store, list(moving), groups, quiesce_window_s=quiesce_window_s)
+    scope = TopicScope(spec, source, destination, store, list(moving), groups, quiesce_window_s=quiesce_window_s,
+                       versions_of_id=versions_of_id)
+    if moving and not all("copy_back" in r["steps"] for r in records.values()):
+        # remap mode: an id the forward map never knew refuses before the first step records anything (the
+        # copy-back checks again, for records produced meanwhile)
+        scope.refuse_unmapped_ids()
     steps = {
         "quiesce": scope.quiesce,
         "copy_back": scope._step_copy_back,
