@@ -100,3 +100,27 @@ def registries():
         if not os.environ.get("KFERRY_KEEP_TESTBED"):
             for spec in started:
                 srtb.stop(spec)
+
+
+@pytest.fixture(scope="module")
+def axon_pair():
+    """A source and a destination AxonOps registry (fast to start) on this session's helper ports
+    (KFERRY_HELPER_PORT_BASE + 10 / + 11), for the remap rollback tests; the ones started here are stopped by pid
+    at the module's end."""
+    import schema_registries as srtb
+
+    base = int(os.environ.get("KFERRY_HELPER_PORT_BASE", "17400"))
+    specs = (srtb.RegistrySpec("rollback-remap-source", "axonops", base + 10),
+             srtb.RegistrySpec("rollback-remap-destination", "axonops", base + 11))
+    started = []
+    try:
+        for spec in specs:
+            if not srtb.answers(spec):
+                srtb.start(spec)
+                started.append(spec)
+        for spec in specs:
+            srtb.wait_ready(spec)
+        yield specs
+    finally:
+        for spec in started:
+            srtb.stop(spec)

@@ -1,6 +1,8 @@
 """Rollback killed (os._exit, like SIGKILL) after each of its steps, then run again: it resumes at its first
 unfinished step, and the result is exact: every post-cutover record on the source once and in order, every group
-resuming where it stopped on the destination (the checks of test_rollback.py)."""
+resuming where it stopped on the destination (the checks of test_rollback.py). In schema remap mode too, with the
+copy-back also killed inside its step: the records come back with the source registry's ids (the checks of
+test_rollback_remap.py, in schema_support)."""
 
 from __future__ import annotations
 
@@ -8,19 +10,36 @@ import subprocess
 import sys
 
 import pytest
+from scenarios import read_partition
+from schema_support import (
+    assert_remap_rolled_back,
+    produce_remap_on_destination,
+    promoted_remap_migration,
+    remap_rollback,
+    stop_remap_on_destination,
+)
 from test_rollback import KILL_SCRIPT, assert_rolled_back_exactly, prepare, rollback
 
+from kafka_ferry.core.provenance import read_provenance
 from kafka_ferry.promotion.rollback import STEPS
+from kafka_ferry.state.rollback import copy_back_progress, rollback_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
+
+
+def killed_rollback(m, killed_after: str, fault: str | None = None, exit_code: int = 137) -> list[str]:
+    """A rollback in a process of its own, killed after ``killed_after`` (or inside the copy-back by ``fault``);
+    returns the steps it finished."""
+    killed = subprocess.run([sys.executable, "-c", KILL_SCRIPT, m["spec_path"], str(m["work_dir"]), killed_after,
+                             *([fault] if fault else [])], capture_output=True, text=True, timeout=300)
+    assert killed.returncode == exit_code, killed.stderr[-3000:]
+    return [line.split()[1] for line in killed.stdout.splitlines() if line.startswith("done ")]
 
 
 @pytest.mark.parametrize("killed_after", STEPS)
 def test_a_killed_rollback_resumes_after_its_last_step(private, tmp_path, killed_after):
     m = prepare(private, tmp_path)
-    killed = subprocess.run([sys.executable, "-c", KILL_SCRIPT, m["spec_path"], str(m["work_dir"]), killed_after],
-                            capture_output=True, text=True, timeout=300)
-    assert killed.returncode == 137, killed.stderr[-3000:]
+    killed_rollback(m, killed_after)
 
     report = rollback(private, m).run()
 
@@ -29,3 +48,35 @@ def test_a_killed_rollback_resumes_after_its_last_step(private, tmp_path, killed
         s: "resumed" if s in done_before else "done" for s in STEPS}
     assert report["status"] == "rolled-back"
     assert_rolled_back_exactly(private, m)
+
+
+def test_a_remap_rollback_killed_after_each_step_and_inside_the_copy_back_resumes(private, tmp_path, monkeypatch,
+                                                                                axon_pair):
+    """One migration, one process per step: each new process resumes at the first unfinished step and is killed
+    right after it; the copy-back is also killed inside its step, once 3 records of partition 0 are on the source
+    and before its syncs and progress (the next process finds them by provenance and must neither copy them again
+    nor leave them out of the reconciliation's digests over the mapped-back ids)."""
+    m = promoted_remap_migration(private, tmp_path, monkeypatch, axon_pair)
+    produce_remap_on_destination(private, m, m["account"], "d", 12)
+    stop_remap_on_destination(private, m, {0: 4, 1: None})  # partition 0: among the post-cutover records
+    source, destination_id = private.cluster("source"), m["ids"]["destination"]
+
+    assert killed_rollback(m, "quiesce") == ["quiesce"]
+    # inside the copy-back (copy.faults' after_produce: 3 records acknowledged, nothing else written yet)
+    assert killed_rollback(m, "-", f"after_produce:{m['topic']}:0:3", exit_code=86) == []
+    tail = [r for r in read_partition(private, "source", m["topic"], 0)
+            if read_provenance(r.headers)[0] == destination_id]
+    assert len(tail) >= 3 and (m["topic"], 0) not in copy_back_progress(m["spec"], source), (
+        "the kill did not land between the copied records and their progress")
+    for step in STEPS[1:]:
+        assert killed_rollback(m, step) == [step], f"a process after the kill did not resume at {step}"
+
+    ends = source.list_offsets([(m["topic"], q) for q in range(2)])
+    offsets = source.group_offsets(m["group"])
+    report = remap_rollback(private, m).run()  # every step done: a second rollback changes nothing
+    assert {s: v["status"] for s, v in report["this_run"].items()} == {s: "resumed" for s in STEPS}
+    assert report["status"] == "rolled-back"
+    assert source.list_offsets(list(ends)) == ends and source.group_offsets(m["group"]) == offsets
+    reconciled = rollback_records(remap_rollback(private, m).store)["step/reconcile"]["summary"]
+    assert reconciled["records_checked"] == 13  # both processes' copies, digested over the mapped-back ids
+    assert assert_remap_rolled_back(private, m) == 12
