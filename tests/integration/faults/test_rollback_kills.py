@@ -53,21 +53,25 @@ def test_a_killed_rollback_resumes_after_its_last_step(private, tmp_path, killed
 def test_a_remap_rollback_killed_after_each_step_and_inside_the_copy_back_resumes(private, tmp_path, monkeypatch,
                                                                                 axon_pair):
     """One migration, one process per step: each new process resumes at the first unfinished step and is killed
-    right after it; the copy-back is also killed inside its step, once 3 records of partition 0 are on the source
-    and before its syncs and progress (the next process finds them by provenance and must neither copy them again
-    nor leave them out of the reconciliation's digests over the mapped-back ids)."""
+    right after it; the copy-back is also killed inside its step, twice, with records on the source its syncs and
+    progress do not cover yet (part of partition 0, then all of partition 1): the next process finds them by
+    provenance and must neither copy them again nor leave them out of the reconciliation's digests over the
+    mapped-back ids."""
     m = promoted_remap_migration(private, tmp_path, monkeypatch, axon_pair)
     produce_remap_on_destination(private, m, m["account"], "d", 12)
     stop_remap_on_destination(private, m, {0: 4, 1: None})  # partition 0: among the post-cutover records
     source, destination_id = private.cluster("source"), m["ids"]["destination"]
 
     assert killed_rollback(m, "quiesce") == ["quiesce"]
-    # inside the copy-back (copy.faults' after_produce: 3 records acknowledged, nothing else written yet)
-    assert killed_rollback(m, "-", f"after_produce:{m['topic']}:0:3", exit_code=86) == []
-    tail = [r for r in read_partition(private, "source", m["topic"], 0)
-            if read_provenance(r.headers)[0] == destination_id]
-    assert len(tail) >= 3 and (m["topic"], 0) not in copy_back_progress(m["spec"], source), (
-        "the kill did not land between the copied records and their progress")
+    # inside the copy-back (copy.faults' after_produce): once 3 records of partition 0 are acknowledged, then (the
+    # next process) once all of partition 1's are; each time before that partition's syncs and progress
+    for q, fault, at_least in ((0, f"after_produce:{m['topic']}:0:3", 3),
+                               (1, f"after_produce:{m['topic']}:1", len(m["post"][1]))):
+        assert killed_rollback(m, "-", fault, exit_code=86) == []
+        tail = [r for r in read_partition(private, "source", m["topic"], q)
+                if read_provenance(r.headers)[0] == destination_id]
+        assert len(tail) >= at_least and (m["topic"], q) not in copy_back_progress(m["spec"], source), (
+            f"the kill {fault} did not land between the copied records and their progress")
     for step in STEPS[1:]:
         assert killed_rollback(m, step) == [step], f"a process after the kill did not resume at {step}"
 
