@@ -36,6 +36,11 @@ def killed_rollback(m, killed_after: str, fault: str | None = None, exit_code: i
     return [line.split()[1] for line in killed.stdout.splitlines() if line.startswith("done ")]
 
 
+def resumes(groups: dict[str, list[dict]]) -> dict[str, list[tuple]]:
+    return {g: [(r["source_topic"], r["partition"], r["destination_offset"], r["source_offset"], r["method"])
+                for r in rows] for g, rows in groups.items()}
+
+
 @pytest.mark.parametrize("killed_after", STEPS)
 def test_a_killed_rollback_resumes_after_its_last_step(private, tmp_path, killed_after):
     m = prepare(private, tmp_path)
@@ -72,6 +77,9 @@ def test_a_remap_rollback_killed_after_each_step_and_inside_the_copy_back_resume
                 if read_provenance(r.headers)[0] == destination_id]
         assert len(tail) >= at_least and (m["topic"], q) not in copy_back_progress(m["spec"], source), (
             f"the kill {fault} did not land between the copied records and their progress")
+        if q == 0:  # a dry run now: the resumed copy-back copies on after the records already there
+            plan = remap_rollback(private, m).plan()
+            assert plan["records"] == 13 - len(tail), plan["copy_back"]
     for step in STEPS[1:]:
         assert killed_rollback(m, step) == [step], f"a process after the kill did not resume at {step}"
 
@@ -81,6 +89,7 @@ def test_a_remap_rollback_killed_after_each_step_and_inside_the_copy_back_resume
     assert {s: v["status"] for s, v in report["this_run"].items()} == {s: "resumed" for s in STEPS}
     assert report["status"] == "rolled-back"
     assert source.list_offsets(list(ends)) == ends and source.group_offsets(m["group"]) == offsets
+    assert resumes(plan["groups"]) == resumes(report["groups"]), "the dry run after the kill said otherwise"
     reconciled = rollback_records(remap_rollback(private, m).store)["step/reconcile"]["summary"]
     assert reconciled["records_checked"] == 13  # both processes' copies, digested over the mapped-back ids
     assert assert_remap_rolled_back(private, m) == 12
