@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 from scenarios import read_partition
@@ -67,6 +68,7 @@ def test_a_remap_rollback_killed_after_each_step_and_inside_the_copy_back_resume
     stop_remap_on_destination(private, m, {0: 4, 1: None})  # partition 0: among the post-cutover records
     source, destination_id = private.cluster("source"), m["ids"]["destination"]
 
+    started = time.monotonic()
     assert killed_rollback(m, "quiesce") == ["quiesce"]
     # inside the copy-back (copy.faults' after_produce): once 3 records of partition 0 are acknowledged, then (the
     # next process) once all of partition 1's are; each time before that partition's syncs and progress
@@ -83,6 +85,7 @@ def test_a_remap_rollback_killed_after_each_step_and_inside_the_copy_back_resume
     for step in STEPS[1:]:
         assert killed_rollback(m, step) == [step], f"a process after the kill did not resume at {step}"
 
+    chain_s = time.monotonic() - started
     ends = source.list_offsets([(m["topic"], q) for q in range(2)])
     offsets = source.group_offsets(m["group"])
     report = remap_rollback(private, m).run()  # every step done: a second rollback changes nothing
@@ -93,3 +96,5 @@ def test_a_remap_rollback_killed_after_each_step_and_inside_the_copy_back_resume
     reconciled = rollback_records(remap_rollback(private, m).store)["step/reconcile"]["summary"]
     assert reconciled["records_checked"] == 13  # both processes' copies, digested over the mapped-back ids
     assert assert_remap_rolled_back(private, m) == 12
+    print(f"FAULT-MATRIX remap rollback killed after each step and twice inside the copy-back: records checked 13, "
+          f"lost 0, duplicated 0, values with the source id 12, group exact; 8 processes in {chain_s:.1f} s")
