@@ -104,8 +104,9 @@ def registries():
 
 @pytest.fixture(scope="module")
 def axon_pair():
-    """A source and a destination AxonOps registry (fast to start) on this session's helper ports, for the remap
-    rollback tests; the ones started here are stopped by pid at the end of the module."""
+    """A source and a destination AxonOps registry (fast to start) on this session's helper ports
+    (KFERRY_HELPER_PORT_BASE + 10 / + 11), for the remap rollback tests; the ones started here are stopped by pid
+    at the module's end."""
     import schema_registries as srtb
 
     base = int(os.environ.get("KFERRY_HELPER_PORT_BASE", "17400"))

@@ -9,7 +9,8 @@
   report), ``catch_up_run`` (every task of a scheduled run, pre-flight to translation), ``spark_submit`` /
   ``copy_in_process`` (the job itself, for its exit code), ``one_group_migration``.
 - **Reading back**: ``read_partition``, ``committed_offsets``, ``destination_provenance``, ``consume_as_group``,
-  ``read_syncs``, and the checks ``assert_copied_exactly_once``, ``assert_syncs_exact``, ``check_all``.
+  ``read_syncs``; a group's consumer reading on (``consume_some``, ``remaining``, ``read_on_as_group``, rollback
+  tests); and the checks ``assert_copied_exactly_once``, ``assert_syncs_exact``, ``check_all``.
 
 Imported by the test modules (pytest puts this folder on sys.path); clients come from the cluster fixture, never
 from configs built here.
@@ -390,6 +391,68 @@ def consume_as_group(clusters, group: str, topic: str, partitions: int) -> dict[
     for msg in read_ranges(hook, ranges):
         out[msg.partition()].append(read_provenance(msg.headers())[1])
     return out
+
+
+# --- consumer groups reading on (rollback tests) ---------------------------------------------------------------
+
+def shape(rec) -> tuple:
+    return rec.key, rec.value, tuple(user_headers(rec.headers)), rec.timestamp
+
+
+def consume_some(clusters, side, group, topic, per_partition) -> None:
+    """A consumer of ``group`` reads ``per_partition[q]`` records of each partition from its committed offset (all
+    of them for None) and commits where it stopped."""
+    hook = clusters.cluster(side)
+    committed = hook.group_offsets(group)
+    for q, n in per_partition.items():
+        tp = (topic, q)
+        end = hook.list_offsets([tp], "latest")[tp]
+        start = committed.get(tp, 0)
+        consumer = clusters.consumer(side, group, **{"isolation.level": "read_committed"})
+        consumer.assign([TopicPartition(topic, q, start)])
+        position, read = start, 0
+        while position < end and (n is None or read < n):
+            for msg in consumer.consume(1, 1.0):
+                assert msg.error() is None, msg.error()
+                position, read = msg.offset() + 1, read + 1
+            position = max(position, consumer.position([TopicPartition(topic, q)])[0].offset)
+        consumer.commit(offsets=[TopicPartition(topic, q, position)], asynchronous=False)
+        consumer.close()
+
+
+def remaining(clusters, side, group, topic) -> dict[int, list[tuple]]:
+    """What ``group`` has not read yet, per partition: the committed records from its committed offset on."""
+    committed = clusters.cluster(side).group_offsets(group)
+    return {q: [shape(r) for r in read_partition(clusters, side, topic, q) if r.offset >= committed[(topic, q)]]
+            for q in range(2)}
+
+
+def read_on_as_group(clusters, group, topic, side="source") -> dict[int, list[tuple]]:
+    """A real consumer of ``group`` subscribed on ``side`` reads to the end; what it got, per partition."""
+    hook = clusters.cluster(side)
+    ends = hook.list_offsets([(topic, q) for q in range(2)], "latest")
+    consumer = clusters.consumer(side, group, **{"isolation.level": "read_committed",
+                                                     "auto.offset.reset": "error"})
+    consumer.subscribe([topic])
+    got: dict[int, list[tuple]] = {0: [], 1: []}
+    done: set[int] = set()
+    deadline = time.monotonic() + 120
+    try:
+        while len(done) < 2:
+            assert time.monotonic() < deadline, f"group {group} did not read {topic} to its end"
+            for msg in consumer.consume(100, 0.5):
+                assert msg.error() is None, msg.error()
+                got[msg.partition()].append((msg.key(), msg.value(), tuple(user_headers(msg.headers() or ())),
+                                             msg.timestamp()[1]))
+            for tp in consumer.assignment():
+                if consumer.position([tp])[0].offset >= ends[(tp.topic, tp.partition)] >= 0:
+                    done.add(tp.partition)
+            for q in range(2):
+                if ends[(topic, q)] == hook.group_offsets(group).get((topic, q), -1):
+                    done.add(q)
+    finally:
+        consumer.close()
+    return got
 
 
 def assert_copied_exactly_once(clusters, source_topic: str, destination_topic: str, partitions: int,

@@ -1,4 +1,5 @@
-"""Schema migration test support: the three registries, a seeded source tenant, a cuttable TCP proxy.
+"""Schema migration test support: the three registries, a seeded source tenant, a cuttable TCP proxy, a promoted
+remap-mode migration and the checks of its rollback.
 
 The seeded tenant (≥ 20 subjects, all names under one unique prefix) has Avro subjects with references across
 subjects and several versions, a soft-deleted version that records use (a retired version: every fifth order
@@ -14,19 +15,38 @@ from __future__ import annotations
 import io
 import json
 import socket
+import struct
 import threading
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
 import fastavro
+import yaml
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
-from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from scenarios import (
+    BASE_TS,
+    commit_source_group,
+    consume_some,
+    provision,
+    provision_groups,
+    read_on_as_group,
+    read_partition,
+    remaining,
+    write_spec,
+)
 
-from kafka_ferry.core.schema_wire import with_schema_id
+from kafka_ferry.core.provenance import read_provenance, user_headers
+from kafka_ferry.core.schema_wire import schema_id_of, with_schema_id
+from kafka_ferry.core.spec import load_spec
+from kafka_ferry.operators.schemas import MigrateSchemasOperator
+from kafka_ferry.promotion.rollback import RollbackRunner
+from kafka_ferry.promotion.steps import PromotionRunner
 from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry
 
 ADDRESS_V1 = {"type": "record", "name": "Address", "namespace": "acme",
@@ -229,3 +249,176 @@ class CuttableProxy:
                 s.close()
             except OSError:
                 pass
+
+
+# --- a promoted remap migration and its rollback (test_rollback_remap.py, faults/test_rollback_kills.py) ----------
+
+REMAP_PARTITIONS = 2
+ACCOUNT = {"type": "record", "name": "Account", "namespace": "acme",
+           "fields": [{"name": "owner", "type": "string"}, {"name": "balance", "type": "long"}]}
+ACCOUNT_V2 = {**ACCOUNT, "fields": [*ACCOUNT["fields"], {"name": "branch", "type": "string", "default": "hq"}]}
+
+
+def long_key(n: int) -> bytes:
+    return struct.pack(">q", n)
+
+
+def remap_migration(clusters, tmp_path, monkeypatch, axon_pair, names=("accounts",), group: bool = True) -> dict:
+    """Topics ``<p>.<name>`` with Avro values (subject `<topic>-value` on the source registry, none for keys: long
+    keys), migrated in remap mode (every id changes: the destination registry holds other schemas first) and
+    provisioned, not promoted; with ``group``, a group `<p>-g` committed mid-way on the first topic (``topic``)."""
+    source_reg, destination_reg = axon_pair
+    p = clusters.unique("rbsr")
+    topics = [f"{p}.{n}" for n in names]
+    account = json.dumps({**ACCOUNT, "doc": p})  # this test's own content: a registry shares ids by content
+    with SchemaRegistryClient({"url": source_reg.url}) as source_sr, \
+            SchemaRegistryClient({"url": destination_reg.url}) as destination_sr:
+        source_id = {source_sr.register_schema(f"{t}-value", Schema(account, "AVRO")) for t in topics}.pop()
+        for i in range(3):  # the destination registry's next id is above the source's: the id changes
+            other = {"type": "record", "name": f"Other{i}", "doc": p, "fields": [{"name": "x", "type": "int"}]}
+            if destination_sr.register_schema(f"{p}.other{i}-value", Schema(json.dumps(other), "AVRO")) > source_id:
+                break
+        conf = {"auto.register.schemas": False, "use.latest.version": True, **BY_TOPIC}
+        serialize = AvroSerializer(source_sr, account, conf=conf)
+        producer = clusters.producer("source", **{"enable.idempotence": True})
+        for topic in topics:
+            clusters.create_topic("source", topic, partitions=REMAP_PARTITIONS)
+            for i in range(10):
+                value = serialize({"owner": f"s{i}", "balance": i}, SerializationContext(topic, MessageField.VALUE))
+                producer.produce(topic, key=long_key(i), value=value, partition=i % REMAP_PARTITIONS,
+                                 timestamp=BASE_TS + i)
+        assert producer.flush(30) == 0
+    m_group = f"{p}-g" if group else None
+    if m_group:
+        commit_source_group(clusters, m_group, {(topics[0], q): 3 for q in range(REMAP_PARTITIONS)})
+
+    conns = {"source": f"kf_rbsr_src_{p}", "destination": f"kf_rbsr_dst_{p}"}
+    for side, spec in (("source", source_reg), ("destination", destination_reg)):
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conns[side].upper()}",
+                           json.dumps({"conn_type": "schema_registry", "host": spec.url}))
+    spec_path = Path(write_spec(tmp_path, clusters, p, promotion={"quiesce_window_seconds": 1}))
+    spec_path.write_text(spec_path.read_text() + yaml.safe_dump({"schema_registry": {
+        "source_connection_id": conns["source"], "destination_connection_id": conns["destination"],
+        "mode": "remap"}}))
+    migrated = MigrateSchemasOperator(task_id="migrate_schemas", spec_path=str(spec_path)).execute({"run_id": "r1"})
+    assert {migrated["serialized_fields"][t]["fields"] for t in topics} == {"value"}
+    id_map = {int(k): v for k, v in migrated["id_map"].items()}
+    assert id_map[source_id] != source_id
+    provision(str(spec_path))
+    provision_groups(str(spec_path))
+    return {"spec": load_spec(spec_path), "spec_path": str(spec_path), "topic": topics[0], "topics": topics,
+            "group": m_group, "source_id": source_id, "destination_id": id_map[source_id],
+            "work_dir": tmp_path / "work", "source_url": source_reg.url, "destination_url": destination_reg.url,
+            "account": account}
+
+
+def promoted_remap_migration(clusters, tmp_path, monkeypatch, axon_pair) -> dict:
+    """One such topic and its group, the migration promoted."""
+    m = remap_migration(clusters, tmp_path, monkeypatch, axon_pair)
+    promoted = PromotionRunner(m["spec"], clusters.cluster("source"), clusters.cluster("destination"),
+                               work_dir=m["work_dir"]).run()
+    assert promoted["status"] == "promoted"
+    assert promoted["rollback_plan"]["schema_ids"]["unmapped_ids"] == []
+    assert_destination_ids(clusters, m)
+    return m
+
+
+def assert_destination_ids(clusters, m) -> None:
+    """The forward copy wrote destination ids (what the rollback must undo)."""
+    for topic in m["topics"]:
+        for q in range(REMAP_PARTITIONS):
+            assert {schema_id_of(r.value) for r in read_partition(clusters, "destination", topic, q)} == {
+                m["destination_id"]}, f"{topic}-{q}"
+
+
+def produce_remap_on_destination(clusters, m, schema: str, tag: str, count: int, topic: str | None = None) -> None:
+    """After the cutover: Avro values written with the destination registry's ids, long keys whose bytes 1-4 are the
+    destination id (a rewrite of the key would change them), headers, a tombstone; to ``topic`` (default: the
+    first)."""
+    topic = topic or m["topic"]
+    producer = clusters.producer("destination", **{"enable.idempotence": True})
+    with SchemaRegistryClient({"url": m["destination_url"]}) as sr:
+        serialize = AvroSerializer(sr, schema, conf={"auto.register.schemas": False, "use.latest.version": True,
+                                                     **BY_TOPIC})
+        for i in range(count):
+            value = serialize({"owner": f"{tag}{i}", "balance": 1000 + i},
+                              SerializationContext(topic, MessageField.VALUE))
+            producer.produce(topic, key=long_key((m["destination_id"] << 24) | i), value=value,
+                             partition=i % REMAP_PARTITIONS, timestamp=BASE_TS + 10**6 + i,
+                             headers=[("tag", tag.encode())])
+    producer.produce(topic, key=long_key(-1), value=None, partition=0, timestamp=BASE_TS + 2 * 10**6)
+    assert producer.flush(30) == 0
+
+
+def remap_post_cutover(clusters, topic, source_cluster_id) -> dict[int, list]:
+    """Per partition: the destination's committed records that were not copied from the source."""
+    return {q: [r for r in read_partition(clusters, "destination", topic, q)
+                if read_provenance(r.headers)[0] != source_cluster_id] for q in range(REMAP_PARTITIONS)}
+
+
+def remap_rollback(clusters, m, **kwargs) -> RollbackRunner:
+    return RollbackRunner(m["spec"], clusters.cluster("source"), clusters.cluster("destination"),
+                          work_dir=m["work_dir"], quiesce_window_s=1.0, **kwargs)
+
+
+def stop_remap_on_destination(clusters, m, per_partition: dict[int, int | None]) -> None:
+    """The group reads ``per_partition`` records on the destination and stops there (consumers and producers are
+    gone: the state a rollback starts from); records in ``m`` what the checks compare with: the post-cutover
+    records, the source's own ones, and what the group has left to read, with the source's schema id (as the
+    source must give it back)."""
+    consume_some(clusters, "destination", m["group"], m["topic"], per_partition)
+    m["ids"] = {side: clusters.cluster(side).describe_cluster().cluster_id for side in ("source", "destination")}
+    m["post"] = remap_post_cutover(clusters, m["topic"], m["ids"]["source"])
+    m["own_before"] = {q: read_partition(clusters, "source", m["topic"], q) for q in range(REMAP_PARTITIONS)}
+
+    def with_source_id(value: bytes | None) -> bytes | None:
+        return with_schema_id(value, m["source_id"]) if schema_id_of(value) == m["destination_id"] else value
+
+    m["expected"] = {q: [(k, with_source_id(v), h, ts) for k, v, h, ts in rows]
+                     for q, rows in remaining(clusters, "destination", m["group"], m["topic"]).items()}
+
+
+def assert_remap_rolled_back(clusters, m) -> int:
+    """Every post-cutover record on the source once, in order, key/headers/timestamp as they were, values with the
+    source's id decoding (source registry) to the destination's value (destination registry); the source's own
+    records untouched; the group reads on from exactly where it stopped. Returns the values checked."""
+    checked = assert_copied_back_with_source_ids(clusters, m, m["topic"], m["post"], m["own_before"], m["ids"])
+    assert read_on_as_group(clusters, m["group"], m["topic"]) == m["expected"], "the group did not resume exactly"
+    return checked
+
+
+def assert_copied_back_with_source_ids(clusters, m, topic: str, post: dict, own_before: dict, ids: dict) -> int:
+    """``topic``'s records produced on the destination (``post``, per partition) are on the source once, in order,
+    after its own records (``own_before``, untouched): keys, timestamps and headers as they were, values with the
+    source registry's id decoding there to the destination's value; returns how many values were checked."""
+    with SchemaRegistryClient({"url": m["source_url"]}) as source_sr, \
+            SchemaRegistryClient({"url": m["destination_url"]}) as destination_sr:
+        decode_source, decode_destination = (AvroDeserializer(source_sr, conf=BY_TOPIC),
+                                             AvroDeserializer(destination_sr, conf=BY_TOPIC))
+        return sum(_check_copied_back(clusters, m, topic, q, post[q], own_before[q], ids["destination"],
+                                      decode_source, decode_destination) for q in range(REMAP_PARTITIONS))
+
+
+def _check_copied_back(clusters, m, topic: str, q: int, post: list, own_before: list, destination_id: str,
+                       decode_source, decode_destination) -> int:
+    """One partition of `assert_copied_back_with_source_ids`; returns the values checked."""
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    checked = 0
+    recs = read_partition(clusters, "source", topic, q)
+    own = [r for r in recs if read_provenance(r.headers)[0] != destination_id]
+    back = [r for r in recs if read_provenance(r.headers)[0] == destination_id]
+    assert own == own_before  # the source's own records untouched
+    assert len(back) == len(post) > 0, f"{topic}-{q}: not every record back once"
+    for s, d in zip(back, post, strict=True):
+        where = f"{topic}-{q}: destination offset {d.offset} -> source offset {s.offset}"
+        assert s.key == d.key, f"{where}: the long key changed"  # plain binary key: byte for byte
+        assert (s.timestamp, list(user_headers(s.headers))) == (d.timestamp, list(user_headers(d.headers))), where
+        if d.value is None:
+            assert s.value is None, where
+            continue
+        assert schema_id_of(d.value) == m["destination_id"]
+        assert schema_id_of(s.value) == m["source_id"], f"{where}: id not mapped back"
+        assert s.value[5:] == d.value[5:], f"{where}: more than the id changed"
+        assert decode_source(s.value, ctx) == decode_destination(d.value, ctx), where
+        checked += 1
+    return checked

@@ -7,26 +7,28 @@ from __future__ import annotations
 
 import json
 import textwrap
-import time
 
 import pytest
-from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 from scenarios import (
     BASE_TS,
     COMPACT_CONFIG,
     commit_source_group,
     committed_offsets,
+    consume_some,
     provision,
     provision_groups,
+    read_on_as_group,
     read_partition,
+    remaining,
     seed_compacted,
     seed_plain,
     seed_transactional,
+    shape,
     write_spec,
 )
 
-from kafka_ferry.core.provenance import read_provenance, user_headers
+from kafka_ferry.core.provenance import read_provenance
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.operators.rollback import RollbackMigrationOperator
 from kafka_ferry.promotion.guard import assert_not_promoted
@@ -100,66 +102,6 @@ def produce_on_destination(clusters, topics, round_: int, side: str = "destinati
         (txn.abort_transaction if r % 2 else txn.commit_transaction)(30)
         plain.produce(topics["txn"], value=f"between-{round_}-{r}".encode(), partition=r % 2)
         assert plain.flush(30) == 0
-
-
-def shape(rec) -> tuple:
-    return rec.key, rec.value, tuple(user_headers(rec.headers)), rec.timestamp
-
-
-def consume_some(clusters, side, group, topic, per_partition) -> None:
-    """A consumer of ``group`` reads ``per_partition[q]`` records of each partition from its committed offset (all
-    of them for None) and commits where it stopped."""
-    hook = clusters.cluster(side)
-    committed = hook.group_offsets(group)
-    for q, n in per_partition.items():
-        tp = (topic, q)
-        end = hook.list_offsets([tp], "latest")[tp]
-        start = committed.get(tp, 0)
-        consumer = clusters.consumer(side, group, **{"isolation.level": "read_committed"})
-        consumer.assign([TopicPartition(topic, q, start)])
-        position, read = start, 0
-        while position < end and (n is None or read < n):
-            for msg in consumer.consume(1, 1.0):
-                assert msg.error() is None, msg.error()
-                position, read = msg.offset() + 1, read + 1
-            position = max(position, consumer.position([TopicPartition(topic, q)])[0].offset)
-        consumer.commit(offsets=[TopicPartition(topic, q, position)], asynchronous=False)
-        consumer.close()
-
-
-def remaining(clusters, side, group, topic) -> dict[int, list[tuple]]:
-    """What ``group`` has not read yet, per partition: the committed records from its committed offset on."""
-    committed = clusters.cluster(side).group_offsets(group)
-    return {q: [shape(r) for r in read_partition(clusters, side, topic, q) if r.offset >= committed[(topic, q)]]
-            for q in range(2)}
-
-
-def read_on_as_group(clusters, group, topic, side="source") -> dict[int, list[tuple]]:
-    """A real consumer of ``group`` subscribed on ``side`` reads to the end; what it got, per partition."""
-    hook = clusters.cluster(side)
-    ends = hook.list_offsets([(topic, q) for q in range(2)], "latest")
-    consumer = clusters.consumer(side, group, **{"isolation.level": "read_committed",
-                                                     "auto.offset.reset": "error"})
-    consumer.subscribe([topic])
-    got: dict[int, list[tuple]] = {0: [], 1: []}
-    done: set[int] = set()
-    deadline = time.monotonic() + 120
-    try:
-        while len(done) < 2:
-            assert time.monotonic() < deadline, f"group {group} did not read {topic} to its end"
-            for msg in consumer.consume(100, 0.5):
-                assert msg.error() is None, msg.error()
-                got[msg.partition()].append((msg.key(), msg.value(), tuple(user_headers(msg.headers() or ())),
-                                             msg.timestamp()[1]))
-            for tp in consumer.assignment():
-                if consumer.position([tp])[0].offset >= ends[(tp.topic, tp.partition)] >= 0:
-                    done.add(tp.partition)
-            for q in range(2):
-                if ends[(topic, q)] == hook.group_offsets(group).get((topic, q), -1):
-                    done.add(q)
-    finally:
-        consumer.close()
-    return got
 
 
 def source_split(clusters, topics, destination_id):
@@ -248,17 +190,24 @@ def test_rollback_copies_back_exactly_and_groups_read_on_on_the_source(clusters,
     assert_rolled_back_exactly(clusters, m)
 
 
+# argv: spec, work dir, the step after which the process dies (os._exit(137)), and optionally a copy.faults spec
+# (KFERRY_FAULT's syntax) the copy-back runs under: the process then dies inside that step (exit code 86). Each step
+# it finished is printed ("done <step>"), so a test sees where a resumed process started.
 KILL_SCRIPT = textwrap.dedent("""
-    import os, sys
+    import functools, os, sys
     from kafka_ferry.core.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
-    from kafka_ferry.promotion.rollback import RollbackRunner
+    from kafka_ferry.promotion import rollback
     spec = load_spec(sys.argv[1])
+    if len(sys.argv) > 4:
+        rollback.copy_group = functools.partial(rollback.copy_group, fault_spec=sys.argv[4])
     def die(step):
+        print("done", step, flush=True)
         if step == sys.argv[3]:
             os._exit(137)  # like SIGKILL: no cleanup, no exception handling
-    RollbackRunner(spec, kafka_cluster(spec.source.connection_id), kafka_cluster(spec.destination.connection_id),
-                   work_dir=sys.argv[2], quiesce_window_s=1.0, after_step=die).run()
+    rollback.RollbackRunner(spec, kafka_cluster(spec.source.connection_id),
+                            kafka_cluster(spec.destination.connection_id), work_dir=sys.argv[2],
+                            quiesce_window_s=1.0, after_step=die).run()
 """)
 
 

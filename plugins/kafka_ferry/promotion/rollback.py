@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 
+from kafka_ferry.copy.destination_tail import copied_pairs
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.runner import copy_group
 from kafka_ferry.core.failures import Permanent
@@ -251,27 +252,29 @@ class RollbackRunner:
 
         The copy-back appends at the source's end in destination order, so the records it would copy (those without
         this migration's provenance, read here) and the source's end give its sync log in advance, and the resume
-        points are decided from it exactly as the real step decides them from the written one."""
+        points are decided from it exactly as the real step decides them from the written one. Records a killed
+        copy-back already wrote past its progress count as copied where they are, as its resume finds them."""
         ranges = self.copy_back_ranges()
-        source_id = self.source.describe_cluster().cluster_id
+        tails = self._copied_past_progress(ranges)
         wanted = {(r.destination_topic, r.partition): (r.start, r.end) for r in ranges if r.offsets}
         pending: dict[tuple[str, int], list[int]] = {}
         scanned = []
-        for msg in read_ranges(self.destination, wanted):
-            if read_provenance(msg.headers())[0] != source_id:
-                pending.setdefault((msg.topic(), msg.partition()), []).append(msg.offset())
-                if self.schema_ids is not None:
-                    scanned.append((msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value()))
-        by_dest = {(r.destination_topic, r.partition): r for r in ranges}
+        for topic, q, offset, key, value in self._copied_back_records(wanted):
+            if self.schema_ids is not None:  # the step's refusal scans the whole range, copied tail included
+                scanned.append((topic, q, offset, key, value))
+            tail = tails.get((topic, q))
+            if not tail or offset > tail[-1][0]:
+                pending.setdefault((topic, q), []).append(offset)
         source_ends = self.source.list_offsets([(r.source_topic, r.partition) for r in ranges], "latest",
                                                read_committed=False)
         predicted = {}
-        for key, offsets in pending.items():
-            r = by_dest[key]
-            end = source_ends[(r.source_topic, r.partition)]
-            predicted[key] = [(d, end + i) for i, d in enumerate(offsets)]
-        return {"migration": self.spec.name, "copy_back": [{**r.as_dict(), "records": len(pending.get(
-                    (r.destination_topic, r.partition), []))} for r in ranges],
+        for r in ranges:
+            key, end = (r.destination_topic, r.partition), source_ends[(r.source_topic, r.partition)]
+            predicted[key] = tails.get(key, []) + [(d, end + i) for i, d in enumerate(pending.get(key, []))]
+        return {"migration": self.spec.name, "copy_back": [{
+                    **r.as_dict(), "records": len(pending.get((r.destination_topic, r.partition), [])),
+                    "copied_by_an_interrupted_run": len(tails.get((r.destination_topic, r.partition), []))}
+                    for r in ranges],
                 "records": sum(len(v) for v in pending.values()), "groups": self.resume_plan(predicted),
                 **({"schema_ids": self.schema_ids.plan(scanned)} if self.schema_ids is not None else {})}
 
@@ -284,6 +287,25 @@ class RollbackRunner:
         wanted = {(r.destination_topic, r.partition): (r.start, r.end) for r in ranges if r.offsets}
         if wanted:
             self.schema_ids.refuse_unmapped(self._copied_back_records(wanted))
+
+    def _copied_past_progress(self, ranges: Sequence[CopyBackRange]) -> dict[tuple[str, int], list[tuple[int, int]]]:
+        """(destination offset, source offset) of the records a killed copy-back wrote to the source past its
+        progress, per destination partition (found by provenance, as the copier's resume finds them:
+        ``copy.destination_tail``). Read after the copy-back's progress, and never before the last forward-copied
+        source record: a copy-back appends after the cutover, the source's history before it is not read."""
+        reverse = rb.copy_back_progress(self.spec, self.source)
+        forward = {(p.destination_topic, q): p for (_, q), p in read_progress(self.store).items()}
+        destination_id = self.destination.describe_cluster().cluster_id
+        tails = {}
+        for r in ranges:
+            key = (r.destination_topic, r.partition)
+            back, fwd = reverse.get(key), forward.get(key)
+            known = (back.last_downstream_offset if back else None, fwd.last_upstream_offset if fwd else None)
+            after = max((o for o in known if o is not None), default=None)  # source offsets, both
+            pairs = copied_pairs(self.source, r.source_topic, r.partition, after, destination_id)
+            if pairs:
+                tails[key] = pairs
+        return tails
 
     def _copied_back_records(self, wanted: Mapping[tuple[str, int], tuple[int, int]]):
         """(topic, partition, offset, key, value) of the records in ``wanted`` the copy-back would copy: those

@@ -333,6 +333,7 @@ def live_batch_page(view: Mapping[str, Any], run_id: str = "") -> str:
 
 ROLLBACK_RANGE_COLUMNS = (("destination_topic", "destination topic"), ("partition", "partition"),
                           ("source_topic", "back to"), ("start", "from"), ("end", "to"), ("records", "records"),
+                          ("copied_by_an_interrupted_run", "already back (interrupted run)"),
                           ("reason", "why from there"))
 ROLLBACK_GROUP_COLUMNS = (("group", "group"), ("destination_topic", "destination topic"), ("partition", "partition"),
                           ("destination_offset", "stopped at"), ("source_offset", "resumes on the source at"),

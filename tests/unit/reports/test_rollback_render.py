@@ -6,7 +6,8 @@ from kafka_ferry.reports.render import overview_page, promotion_page, rollback_p
 
 PLAN = {"migration": "orders", "records": 3,
         "copy_back": [{"destination_topic": "orders.v1", "partition": 0, "source_topic": "orders", "start": 30,
-                       "end": 34, "records": 3, "reason": "after the last forward-copied record 29"},
+                       "end": 34, "records": 3, "copied_by_an_interrupted_run": 7,
+                       "reason": "after the last forward-copied record 29"},
                       {"destination_topic": "orders.v1", "partition": 1, "source_topic": "orders", "start": 9,
                        "end": 9, "records": 0, "reason": "after the last forward-copied record 8"}],
         "groups": {"billing": [{"source_topic": "orders", "partition": 0, "destination_topic": "orders.v1",
@@ -19,6 +20,7 @@ def test_the_promotion_page_carries_the_rollback_plan():
     assert "Rollback plan: 3 record(s) to copy back" in html
     assert "after the last forward-copied record 29" in html and "record 8" not in html  # nothing to copy there
     assert "billing" in html and ">41<" in html and "copied-back-record" in html
+    assert "already back (interrupted run)" in html and ">7<" in html  # what a killed copy-back wrote already
     broken = promotion_page({"migration": "orders", "status": "promoted", "groups": [],
                              "rollback_plan": {"error": "rollback plan not available: <boom>"}}, [])
     assert "rollback plan not available: &lt;boom&gt;" in broken
