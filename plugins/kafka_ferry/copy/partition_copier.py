@@ -144,7 +144,8 @@ class PartitionCopier:
             raise UnmappedSchemaId(task.source_topic, task.partition, offset, field, exc.schema_id) from None
 
     def _resume_from_tail(self, task, progress, tracker, emit, result, start: int) -> int:
-        after = progress.last_downstream_offset if progress is not None else None
+        known = (progress.last_downstream_offset if progress is not None else None, task.resume_after)
+        after = max((o for o in known if o is not None), default=None)
         pairs = copied_pairs(self.destination, task.destination_topic, task.partition, after,
                              self.plan.source_cluster_id)
         for upstream, downstream in pairs:

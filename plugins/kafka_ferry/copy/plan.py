@@ -30,6 +30,10 @@ class PartitionTask:
     destination_topic: str
     start_offset: int
     end_offset: int
+    # The last destination offset no record of this copy can come before, when the task knows one (a rollback's
+    # copy-back: the last source offset the forward copy read; it appends after the cutover): a first attempt's
+    # resume reads the destination's tail from there, not from its log start (a source's whole history).
+    resume_after: int | None = None
 
     @property
     def key(self) -> str:

@@ -226,6 +226,8 @@ class RollbackRunner:
         if self.schema_ids is not None:
             self.refuse_unmapped_ids(ranges)
             remap = self.schema_ids.plan_fields([r.destination_topic for r in ranges])
+        # where each source partition's history ends for the copy-back: the last source offset the forward copy read
+        forward_read = {(t, q): p.last_upstream_offset for (t, q), p in read_progress(self.store).items()}
         rf = min(3, self.source.describe_cluster().broker_count)
         rb.copy_back_store(self.spec, self.source).ensure_topic()
         syncs_topic = offset_syncs_topic(self.spec.source.alias)
@@ -237,7 +239,8 @@ class RollbackRunner:
             state_topic=rb.copy_back_state_topic(self.spec), offset_syncs_topic=syncs_topic,
             provenance_headers=True, offset_sync_interval=self.spec.copy_settings.offset_sync_interval,
             max_records_per_partition=BIG, max_bytes_per_partition=BIG,
-            tasks=tuple(PartitionTask(r.destination_topic, r.partition, r.source_topic, r.start, r.end)
+            tasks=tuple(PartitionTask(r.destination_topic, r.partition, r.source_topic, r.start, r.end,
+                                      resume_after=forward_read.get((r.source_topic, r.partition)))
                         for r in ranges), **remap)
         configs = {"source": self.destination.client_config, "destination": self.source.client_config}
         rows = copy_group(plan, plan.tasks, configs)
