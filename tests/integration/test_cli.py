@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from confluent_kafka import TopicPartition
 
 from kafka_ferry.core.dates import iso_utc
 from kafka_ferry.core.state_records import MIGRATION_KEY, PROMOTION_KIND
@@ -91,6 +92,24 @@ def test_a_promoted_migration_refuses_a_run_with_the_date_and_the_command_until_
     assert "  promoted: no" in kafka_ferry(env, "status", path).stdout
 
 
+def test_acls_lists_the_minimum_and_apart_the_acls_only_a_rollback_needs(workspace, clusters):
+    p, topic, path, env = workspace
+    group = f"{p}-g"
+    consumer = clusters.consumer("source", group)  # a committed group the spec selects
+    consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    consumer.close()
+    path.write_text(path.read_text() + f"groups: {{include: ['{p}-.*']}}\n")
+    done = kafka_ferry(env, "acls", path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    always, rollback = done.stdout.split("rollback only")
+    assert "1 topic(s), 1 group(s) selected now" in always
+    assert f"source: ALLOW READ on TOPIC '{topic}' for User:ANONYMOUS" in always  # PLAINTEXT: the anonymous user
+    assert f"source: ALLOW WRITE on TOPIC '{topic}'" not in always  # the catch-up never writes the source
+    assert f"source: ALLOW WRITE on TOPIC '{topic}' for User:ANONYMOUS (copy back" in rollback
+    assert f"source: ALLOW READ on GROUP '{group}' for User:ANONYMOUS (commit" in rollback
+    assert f"'kafka-ferry.{p}.state.rollback'" in rollback
+
+
 def test_a_spec_outside_a_migrations_folder_is_refused_with_the_layout(tmp_path):
     path = tmp_path / "loose.yaml"
     path.write_text("name: x\n")
@@ -117,5 +136,5 @@ def test_the_package_installs_a_kafka_ferry_console_script(tmp_path):
     done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(site)})
     assert done.returncode == 0, done.stderr[-3000:]
-    for command in ("check", "dry-run", "run", "promote", "status", "reset-promotion"):
+    for command in ("check", "dry-run", "run", "promote", "status", "reset-promotion", "acls"):
         assert command in done.stdout

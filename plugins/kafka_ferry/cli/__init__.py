@@ -2,7 +2,7 @@
 
 A convenience beside Airflow, not a second scheduler: `dry-run`, `run` and `promote` run the spec's DAG
 once with ``dag.test(run_conf=...)`` (the same tasks, retries and fail-fast rules as a scheduled run, on
-this machine, recorded in the metadata DB), exactly as the trigger form would. `check`, `status` and
+this machine, recorded in the metadata DB), exactly as the trigger form would. `check`, `status`, `acls` and
 `reset-promotion` read the clusters directly. Connections come from Airflow: environment variables
 (``AIRFLOW_CONN_<ID>``) or the metadata DB (``airflow connections add``).
 
@@ -36,6 +36,7 @@ def parser() -> argparse.ArgumentParser:
         "run": "run the DAG in mode catch-up: provision, one copy batch, translate offsets",
         "promote": "run the DAG in mode promote (sensor-gated cutover); asks for the migration's name",
         "status": "last batch, lag, promoted or not (dates in ISO 8601, UTC)",
+        "acls": "the ACLs the migration's principals need: always (catch-up, promotion) and for a rollback only",
         "reset-promotion": "lift the promotion so copy runs are allowed again; asks for the migration's name",
     }
     for name, text in helps.items():
@@ -58,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return commands.check(spec_path)
         if args.command == "status":
             return commands.status(spec_path)
+        if args.command == "acls":
+            return commands.acls(spec_path)
         spec = commands.load(spec_path)
         if args.command == "reset-promotion":
             confirm(spec.name, args.yes_i_mean, "reset the promotion of")

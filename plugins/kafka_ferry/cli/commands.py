@@ -76,6 +76,31 @@ def check(spec_path: Path) -> int:
     return 0
 
 
+def acls(spec_path: Path) -> int:
+    """The least-privilege ACLs for the topics and groups the spec selects now, per cluster, for the connections'
+    principals: those a catch-up and a promotion need (keep them), and those only a rollback needs (grant them
+    before a rollback, revoke after: ``core.acl_plan``). Reads the clusters' topic and group names only."""
+    from kafka_ferry.cli import migrate_db
+    from kafka_ferry.core.acl_plan import minimum_acls, rollback_acls
+    from kafka_ferry.core.provisioning_plan import select_topics
+
+    spec = load_spec(spec_path)
+    migrate_db()
+    source, destination = cluster(spec.source.connection_id), cluster(spec.destination.connection_id)
+    topics = select_topics(spec, source.list_topic_names())
+    groups = [g for g in source.list_group_ids() if spec.groups.matches(g)]
+    who = {side: c.principal or f"<the principal of connection {c.name}>"
+           for side, c in (("source", source), ("destination", destination))}
+    print(f"migration {spec.name}: {len(topics)} topic(s), {len(groups)} group(s) selected now")
+    print("catch-up and promotion (core.acl_plan.minimum_acls; keep granted):")
+    for line in minimum_acls(spec, who["source"], who["destination"], topics, groups).lines():
+        print(f"  {line}")
+    print("rollback only (core.acl_plan.rollback_acls; grant before a rollback, revoke after):")
+    for line in rollback_acls(spec, who["source"], topics, groups).lines():
+        print(f"  {line}")
+    return 0
+
+
 def _some(names: list[str], limit: int = 8) -> str:
     if not names:
         return "none"

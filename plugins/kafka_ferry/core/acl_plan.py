@@ -153,6 +153,63 @@ def minimum_acls(spec: MigrationSpec, source_principal: str, destination_princip
     return MinimumAcls(tuple(source), tuple(destination))
 
 
+# --- a rollback's ACLs: granted for the rollback only ---------------------------------------------------
+
+# Decision: a separate set, never part of ``minimum_acls``. A rollback is rare and runs after a cutover; the
+# catch-up only reads the source. Granting WRITE on the source topics and READ (commit) on the source groups
+# for the migration's whole life would let a bug or a leaked credential write the tenant's production topics
+# and move its consumers at any time. So an operator grants these before a rollback (the dry run lists them,
+# the rollback checks them before any change and names what is missing) and may revoke them after.
+ROLLBACK_SOURCE_TOPIC_OPERATIONS = ("WRITE",)  # DESCRIBE and READ (the tail read on resume): in the minimum already
+ROLLBACK_SOURCE_GROUP_OPERATIONS = ("READ",)  # commit offsets; DESCRIBE (membership): in the minimum already
+ROLLBACK_REASONS = {
+    ("TOPIC", "source"): "copy back the records produced on the destination after the cutover (idempotent "
+                         "producer: WRITE implies IDEMPOTENT_WRITE since Kafka 2.8)",
+    ("GROUP", "group"): "commit the group's translated offsets on the source",
+    ("TOPIC", "state"): "the copy-back's progress and lease (its own state topic, created on the source)",
+    ("TOPIC", "syncs"): "the copy-back's offset syncs (created on the source; groups resume from them)",
+}
+
+
+def rollback_internal_topics(spec: MigrationSpec) -> tuple[str, str]:
+    """The topics a rollback creates and writes on the source: the copy-back's state topic and sync log."""
+    return f"{spec.state_topic_name}.rollback", offset_syncs_topic(spec.source.alias)
+
+
+@dataclass(frozen=True)
+class RollbackAcls:
+    """The ACLs a rollback needs beyond ``minimum_acls``, all on the source, each with why (``reasons``)."""
+
+    source: tuple[AclEntry, ...]
+    reasons: Mapping[AclEntry, str]
+
+    def lines(self) -> list[str]:
+        return [f"source: {e.describe()} ({self.reasons[e]})" for e in self.source]
+
+
+def rollback_acls(spec: MigrationSpec, source_principal: str, source_topics: Iterable[str],
+                  groups: Iterable[str]) -> RollbackAcls:
+    """Exactly what a rollback of these source topics and groups needs beyond the catch-up's minimum.
+
+    ``source_topics``: the topics copied back into (none for a staged group's rollback: nothing is copied back,
+    so the copy-back's own topics are not needed either); ``groups``: the groups committed on the source. The
+    destination side needs nothing new: the copy-back reads the mirrors (READ, and DESCRIBE on the
+    ``kafka-ferry-copy.<name>`` group) and fences as a promotion does (``minimum_acls``). All literal.
+    """
+    source_topics, groups = sorted(set(source_topics)), sorted(set(groups))
+    reasons: dict[AclEntry, str] = {}
+    for entry in _grants(source_principal, "TOPIC", source_topics, ROLLBACK_SOURCE_TOPIC_OPERATIONS):
+        reasons[entry] = ROLLBACK_REASONS[("TOPIC", "source")]
+    for entry in _grants(source_principal, "GROUP", groups, ROLLBACK_SOURCE_GROUP_OPERATIONS):
+        reasons[entry] = ROLLBACK_REASONS[("GROUP", "group")]
+    if source_topics:
+        state, syncs = rollback_internal_topics(spec)
+        for name, why in ((state, "state"), (syncs, "syncs")):
+            for entry in _grants(source_principal, "TOPIC", [name], INTERNAL_TOPIC_OPERATIONS):
+                reasons[entry] = ROLLBACK_REASONS[("TOPIC", why)]
+    return RollbackAcls(tuple(reasons), reasons)
+
+
 # --- fences: keep others off a mirror topic or group until it is promoted -------------------------------
 
 WILDCARD_PRINCIPAL = "User:*"  # Kafka's only wildcard principal (the authorizer matches no other `Type:*`)

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
+    NewTopic,
     ResourcePatternType,
     ResourceType,
     ScramCredentialInfo,
@@ -95,3 +96,45 @@ def upsert_scram_user(cluster, username: str, password: str, mechanism: str = "S
     futures = cluster.admin.alter_user_scram_credentials([upsertion], request_timeout=TIMEOUT_S)
     for future in futures.values():
         _result(cluster, future, f"upsert SCRAM user {username}")
+
+
+# --- what the connection's own principal may do (no ACL listing needed: KIP-430) -----------------------
+
+def authorized_operations(cluster, resource_type: str, names: Iterable[str]) -> dict[str, set[str] | None]:
+    """Per existing topic or group, the operations the connection's principal may do on it, as the broker's
+    authorizer answers (KIP-430: needs only DESCRIBE on the resource, not the ACL listing). A topic that does not
+    exist is left out; None: the broker did not say (no authorizer answer). Reads only."""
+    names = sorted(set(names))
+    if not names:
+        return {}
+    if resource_type == "TOPIC":
+        names = [n for n in names if n in set(cluster.list_topic_names())]
+        futures = cluster.admin.describe_topics(TopicCollection(names), request_timeout=TIMEOUT_S,
+                                                include_authorized_operations=True) if names else {}
+    else:
+        futures = cluster.admin.describe_consumer_groups(names, request_timeout=TIMEOUT_S,
+                                                         include_authorized_operations=True)
+    out: dict[str, set[str] | None] = {}
+    for name, future in sorted(futures.items()):
+        try:
+            ops = future.result(timeout=TIMEOUT_S).authorized_operations
+        except KafkaException as exc:
+            raise KafkaClusterError.on(cluster, f"describe {resource_type.lower()} {name}", exc.args[0],
+                                       acl={resource_type: ("DESCRIBE", name)}) from None
+        out[name] = None if ops is None else {op.name for op in ops}
+    return out
+
+
+def may_create_topic(cluster, name: str) -> str | None:
+    """None when the principal may create ``name`` (a validate-only CreateTopics: nothing is created), else the
+    broker's refusal. A topic that exists already answers TOPIC_ALREADY_EXISTS only to a principal allowed to
+    create it, so that counts as allowed."""
+    future = cluster.admin.create_topics([NewTopic(name, 1, 1)], validate_only=True,
+                                         request_timeout=TIMEOUT_S)[name]
+    try:
+        future.result(timeout=TIMEOUT_S)
+    except KafkaException as exc:
+        error = exc.args[0]
+        if error.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED):
+            return error.str()
+    return None  # allowed; or refused for another reason (replication factor...) the real create reports

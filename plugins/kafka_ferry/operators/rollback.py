@@ -18,6 +18,7 @@ from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.operators.schemas import registry
 from kafka_ferry.promotion.group_rollback import rollback_group
 from kafka_ferry.promotion.rollback import RollbackRunner
+from kafka_ferry.promotion.rollback_rights import plan_acls
 from kafka_ferry.promotion.topic_rollback import rollback_topics, topic_rollback_plan
 from kafka_ferry.registry.client import SchemaRegistry
 from kafka_ferry.reports.publish import publish_rollback_run
@@ -72,6 +73,7 @@ class RollbackMigrationOperator(DryRunOperator):
                                   r["partition"], r["destination_offset"], r["source_topic"], r["partition"],
                                   r["source_offset"], r["method"], r["reason"])
             self._log_unmapped(plan)
+            self._log_acls(plan)
             self._publish(context, plan)
             return plan
         report = runner.run()
@@ -83,8 +85,10 @@ class RollbackMigrationOperator(DryRunOperator):
         """A staged cutover's groups: their rollback, or (dry run) where each would resume on the source."""
         if self.is_dry_run:
             plan = {"migration": self.spec.name, "records": 0, "copy_back": [], "groups": runner.resume_plan(),
-                    "note": "groups of a staged cutover: nothing is copied back (producers write to the source)"}
+                    "note": "groups of a staged cutover: nothing is copied back (producers write to the source)",
+                    "acls": plan_acls(self.spec, self.source_cluster, [], groups)}
             plan["groups"] = {g: rows for g, rows in plan["groups"].items() if g in groups}
+            self._log_acls(plan)
             self._publish(context, plan)
             return plan
         done = {g: rollback_group(self.spec, self.source_cluster, self.destination_cluster, self.state_store, g)
@@ -105,6 +109,7 @@ class RollbackMigrationOperator(DryRunOperator):
             self.log.info("rollback plan of topic(s) %s: %d record(s) to copy back", ", ".join(topics),
                           plan["records"])
             self._log_unmapped(plan)
+            self._log_acls(plan)
             self._publish(context, plan)
             return plan
         done = rollback_topics(*args, topics, quiesce_window_s=self.spec.promotion.quiesce_window_seconds,
@@ -123,6 +128,15 @@ class RollbackMigrationOperator(DryRunOperator):
         for row in plan.get("schema_ids", {}).get("unmapped_ids", []):
             self.log.warning("  destination schema id %d (%s): %d record(s), first %s; a rollback would refuse",
                              row["schema_id"], row["subject_versions"], row["records"], row["first_record"])
+
+    def _log_acls(self, plan: dict) -> None:
+        """The ACLs the rollback needs on the source (granted for it, not in the catch-up's minimum), and those the
+        source's authorizer says are missing now."""
+        acls = plan.get("acls") or {}
+        for line in acls.get("needed", []):
+            self.log.info("  needs %s", line)
+        for line in acls.get("missing", []):
+            self.log.warning("  missing now (grant before the rollback): %s", line)
 
     def _publish(self, context: Any, report: dict) -> None:
         state = self.state_store.read_all()  # promoted / rolled back per group and topic, as it stands now

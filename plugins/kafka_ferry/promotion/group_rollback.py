@@ -24,6 +24,7 @@ from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.rollback import DestinationNotQuiet, RollbackRefused, commit_on_source, group_resumes
+from kafka_ferry.promotion.rollback_rights import check_rollback_rights
 from kafka_ferry.provision.fences import put_fences
 from kafka_ferry.state import rollback as rb
 from kafka_ferry.state.progress import migrated_groups, read_progress
@@ -53,6 +54,7 @@ def rollback_group(spec: MigrationSpec, source: KafkaCluster, destination: Kafka
             raise RollbackRefused(f"group {group!r} reads promoted topic(s) {', '.join(moved)}: their producers "
                                   "write to the destination; roll those topics back (mode rollback, topics) or the "
                                   "whole migration")
+        check_rollback_rights(spec, source, f"rollback of group {group!r}", [], [group])  # READ on it, to commit
         active = active_groups(destination, [group])
         if active:
             raise DestinationNotQuiet(f"group {group} has {active[group]} on the destination: stop its consumers")

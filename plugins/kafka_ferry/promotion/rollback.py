@@ -46,6 +46,7 @@ from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.promotion.digest import PartitionDigest
 from kafka_ferry.promotion.guard import PROMOTED, promotion_status, reset_promotion
 from kafka_ferry.promotion.readiness import active_groups, fingerprint
+from kafka_ferry.promotion.rollback_rights import check_rollback_rights, plan_acls
 from kafka_ferry.promotion.rollback_schema_ids import SchemaIdsBack, VersionsOfId
 from kafka_ferry.provision.fences import put_fences
 from kafka_ferry.state import rollback as rb
@@ -153,6 +154,11 @@ class RollbackRunner:
         steps = STEPS if steps is None else steps
         promoted_at = self.promoted_at_ms = self._promoted_at()
         done = set(rb.steps_done(self.store, promoted_at))
+        todo = [s for s in STEPS if s in steps and s not in done]
+        if todo:  # before any change: the source principal's rights for the steps still to run, named if missing
+            check_rollback_rights(self.spec, self.source, f"rollback of {self.spec.name!r}",
+                                  *self.source_scope(copy_back="copy_back" in todo,
+                                                     commit="commit_offsets" in todo))
         this_run: dict[str, dict] = {}
         for step in (s for s in STEPS if s in steps):
             if step in done:
@@ -174,6 +180,11 @@ class RollbackRunner:
         return report
 
     # --- the plan (also a dry run) -----------------------------------------------------------
+    def source_scope(self, copy_back: bool = True, commit: bool = True) -> tuple[list[str], list[str]]:
+        """The source topics the copy-back writes and the groups committed on the source (``rollback_acls``)."""
+        topics = sorted({t for t, _ in read_progress(self.store)}) if copy_back else []
+        return topics, sorted(migrated_groups(self.store)) if commit else []
+
     def forward_copies(self) -> dict[tuple[str, int], PartitionCopy]:
         return load_partition_copies(self.spec, self.source, self.destination, read_progress(self.store))
 
@@ -279,6 +290,7 @@ class RollbackRunner:
                     "copied_by_an_interrupted_run": len(tails.get((r.destination_topic, r.partition), []))}
                     for r in ranges],
                 "records": sum(len(v) for v in pending.values()), "groups": self.resume_plan(predicted),
+                "acls": plan_acls(self.spec, self.source, *self.source_scope()),
                 **({"schema_ids": self.schema_ids.plan(scanned)} if self.schema_ids is not None else {})}
 
     def refuse_unmapped_ids(self, ranges: Sequence[CopyBackRange] | None = None) -> None:

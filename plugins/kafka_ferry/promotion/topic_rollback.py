@@ -45,6 +45,7 @@ from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.group_rollback import rollback_group
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.rollback import DestinationNotQuiet, RollbackRefused, RollbackRunner, group_resumes
+from kafka_ferry.promotion.rollback_rights import check_rollback_rights
 from kafka_ferry.promotion.rollback_schema_ids import VersionsOfId
 from kafka_ferry.provision.fences import put_fences
 from kafka_ferry.state import rollback as rb
@@ -83,6 +84,9 @@ class TopicScope(RollbackRunner):
         readers = migrated_groups(self.store)
         return {g: group_resumes(self.destination, g, readers.get(g, []), forward, reverse, predicted)
                 for g in self.groups}
+
+    def source_scope(self, copy_back: bool = True, commit: bool = True) -> tuple[list[str], list[str]]:
+        return (list(self.topics) if copy_back else []), (list(self.groups) if commit else [])
 
     def quiesce(self) -> dict:
         """The topics' destination end offsets unchanged through the window, no reading group with members."""
@@ -171,7 +175,11 @@ def rollback_topics(spec: MigrationSpec, source: KafkaCluster, destination: Kafk
         r["groups"] = groups
     scope = TopicScope(spec, source, destination, store, list(moving), groups, quiesce_window_s=quiesce_window_s,
                        versions_of_id=versions_of_id)
-    if moving and not all("copy_back" in r["steps"] for r in records.values()):
+    todo = [s for s in TOPIC_STEPS[:-1] if moving and not all(s in r["steps"] for r in records.values())]
+    if todo:  # before any change: the source principal's rights for the steps still to run, named if missing
+        check_rollback_rights(spec, source, f"rollback of topic(s) {', '.join(moving)}",
+                              *scope.source_scope(copy_back="copy_back" in todo, commit="groups" in todo))
+    if "copy_back" in todo:
         # remap mode: an id the forward map never knew refuses before the first step records anything (the
         # copy-back checks again, for records produced meanwhile)
         scope.refuse_unmapped_ids()

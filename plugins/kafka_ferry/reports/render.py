@@ -362,6 +362,15 @@ def _schema_ids_section(schema_ids: Mapping[str, Any]) -> str:
     return head + (table(UNMAPPED_ID_COLUMNS, rows, left=("subject_versions", "first")) if unmapped else "")
 
 
+def _acls_section(acls: Mapping[str, Any]) -> str:
+    """The ACLs a rollback needs on the source (granted for it only: ``core.acl_plan.rollback_acls``), each the
+    source's authorizer says is missing now marked."""
+    missing = acls.get("missing") or []
+    items = "".join(("<li class=\"bad\">missing: " if any(line[len("source: "):].startswith(m) for m in missing)
+                     else "<li>") + f"{escape(line)}</li>" for line in acls.get("needed") or [])
+    return f"<h3>ACLs the rollback needs on the source ({len(missing)} missing now)</h3><ul>{items}</ul>"
+
+
 def rollback_plan_section(plan: Mapping[str, Any]) -> str:
     """What a rollback would copy back now and where each group would resume on the source (the promotion page
     and a rollback-plan run show it)."""
@@ -371,6 +380,7 @@ def rollback_plan_section(plan: Mapping[str, Any]) -> str:
     groups = [{"group": g, **r} for g, rows in plan.get("groups", {}).items() for r in rows]
     return "".join([f"<h2>Rollback plan: {_cell(plan.get('records', 0))} record(s) to copy back</h2>",
                     _schema_ids_section(plan["schema_ids"]) if plan.get("schema_ids") else "",
+                    _acls_section(plan["acls"]) if plan.get("acls") else "",
                     table(ROLLBACK_RANGE_COLUMNS, ranges, left=("destination_topic", "source_topic", "reason")),
                     table(ROLLBACK_GROUP_COLUMNS, groups, left=("group", "destination_topic", "method", "reason"))])
 

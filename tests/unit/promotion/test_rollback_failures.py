@@ -10,6 +10,7 @@ from kafka_ferry.core.failures import retry_cannot_help
 from kafka_ferry.core.rollback_plan import RollbackPlanError, resume_on_source
 from kafka_ferry.core.staged_cutover import StagedCutoverError, validate_selection
 from kafka_ferry.promotion.rollback import DestinationNotQuiet, RollbackMismatch, RollbackRefused, SourceGroupBusy
+from kafka_ferry.promotion.rollback_rights import RollbackAclsMissing
 
 
 @pytest.mark.parametrize("exc", [DestinationNotQuiet("group g has 1 member(s) on the destination"),
@@ -20,6 +21,7 @@ def test_what_a_later_try_can_heal_is_retried(exc):
 
 @pytest.mark.parametrize("exc", [RollbackRefused("topic t is not promoted"),
                                  RollbackMismatch("t-0: 3 records after the cutover vs 2 copied back"),
+                                 RollbackAclsMissing("grant ALLOW WRITE on TOPIC 't' for User:s"),
                                  StagedCutoverError("topics ['x'] are not part of this migration")])
 def test_what_no_retry_heals_is_permanent(exc):
     assert retry_cannot_help(exc)

@@ -56,3 +56,13 @@ def test_a_remap_plan_names_the_schema_ids_a_rollback_cannot_map_back():
     fine = {**PLAN, "schema_ids": {"mode": "remap", "destination_to_source": {"100001": 258}, "unmapped_ids": [],
                                    "refused": False, "reason": "every id known"}}
     assert "schema ids mapped back to the source's: 1 destination id(s)" in rollback_page(fine)
+
+
+def test_the_rollback_plan_lists_the_acls_it_needs_and_marks_the_missing_ones():
+    acls = {"needed": ["source: ALLOW WRITE on TOPIC 'orders' for User:s (copy back)",
+                       "source: ALLOW READ on GROUP 'billing' for User:s (commit)"],
+            "missing": ["ALLOW READ on GROUP 'billing' for User:s"], "unchecked": []}
+    html = rollback_page({**PLAN, "acls": acls}, "manual__4")
+    assert "ACLs the rollback needs on the source (1 missing now)" in html
+    assert "<li>source: ALLOW WRITE on TOPIC &#x27;orders&#x27; for User:s (copy back)</li>" in html
+    assert '<li class="bad">missing: source: ALLOW READ on GROUP &#x27;billing&#x27;' in html
