@@ -26,17 +26,18 @@ from __future__ import annotations
 
 import hashlib
 import io
+import marshal
 import os
-import py_compile
 import sys
-import tempfile
 import zipfile
 from collections.abc import Iterable
+from importlib.util import MAGIC_NUMBER, source_hash
 from pathlib import Path
 
 import kafka_ferry
 
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # same sources -> same bytes -> same name
+CHECKED_HASH_FLAGS = (0b11).to_bytes(4, "little")  # PEP 552: hash-based, checked against the source
 
 
 def package_files(root: Path | None = None) -> list[tuple[Path, str]]:
@@ -144,35 +145,34 @@ def _zip_bytes(sources: list[tuple[str, bytes]]) -> bytes:
     return buffer.getvalue()
 
 
-def write_with_bytecode(zf: zipfile.ZipFile, entries: Iterable[tuple[str, bytes]]) -> None:
+def write_with_bytecode(zf: zipfile.ZipFile, entries: Iterable[tuple[str, bytes]],
+                        compression: int = zipfile.ZIP_DEFLATED) -> None:
     """Write each entry into ``zf``; a ``.py`` entry also gets its hash-checked bytecode beside it (``.pyc``).
 
     A module that does not compile for this Python (a file meant for another version) is written as it is:
     the importer compiles it, or fails on it, exactly as it would without us."""
-    with tempfile.TemporaryDirectory() as scratch:
-        for name, data in entries:
-            zf.writestr(_entry(name), data)
-            if name.endswith(".py"):
-                try:
-                    code = _bytecode(name, data, Path(scratch))
-                except py_compile.PyCompileError:
-                    continue
-                zf.writestr(_entry(name + "c"), code)
+    for name, data in entries:
+        zf.writestr(_entry(name, compression), data)
+        if name.endswith(".py"):
+            try:
+                code = _bytecode(name, data)
+            except (SyntaxError, ValueError):
+                continue
+            zf.writestr(_entry(name + "c", compression), code)
 
 
-def _entry(name: str) -> zipfile.ZipInfo:
+def _entry(name: str, compression: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(name, FIXED_TIME)
-    info.compress_type = zipfile.ZIP_DEFLATED
+    info.compress_type = compression
     return info
 
 
-def _bytecode(name: str, text: bytes, scratch: Path) -> bytes:
-    """The module's hash-checked .pyc; its code names the file as the zip does (``kafka_ferry/...py``)."""
-    source, compiled = scratch / "module.py", scratch / "module.pyc"
-    source.write_bytes(text)
-    py_compile.compile(str(source), cfile=str(compiled), dfile=name, doraise=True,
-                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
-    return compiled.read_bytes()
+def _bytecode(name: str, text: bytes) -> bytes:
+    """The module's hash-checked .pyc (PEP 552: magic, flags 0b11 = hash-based and checked, the source's hash,
+    the marshalled code), byte for byte what ``py_compile`` writes with ``CHECKED_HASH``, without its round trip
+    through files; its code names the file as the zip does (``kafka_ferry/...py``)."""
+    code = compile(text, name, "exec", dont_inherit=True)
+    return MAGIC_NUMBER + CHECKED_HASH_FLAGS + source_hash(text) + marshal.dumps(code)
 
 
 LAUNCHER = "kafka_ferry_copy_batch.py"

@@ -32,6 +32,7 @@ from kafka_ferry.copy.packaging import write_with_bytecode
 
 log = logging.getLogger(__name__)
 PYTHON_LIB = Path("python") / "lib"
+LAYOUT = "stored-zips-1"  # how a mirror is built: a mirror built another way gets another name
 
 
 def spark_home(environ: Mapping[str, str]) -> Path:
@@ -59,7 +60,7 @@ def compiled_spark_home(install: Path, cache_dir: Path) -> Path | None:
 
 
 def _digest(install: Path, zips: list[Path]) -> str:
-    digest = hashlib.sha256(f"{install.resolve()}\0{sys.implementation.cache_tag}\0".encode())
+    digest = hashlib.sha256(f"{install.resolve()}\0{sys.implementation.cache_tag}\0{LAYOUT}\0".encode())
     for path in zips:
         digest.update(path.name.encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
@@ -74,10 +75,10 @@ def _build(install: Path, zips: list[Path], target: Path) -> Path:
         _mirror(install / PYTHON_LIB.parts[0], scratch / PYTHON_LIB.parts[0], keep={PYTHON_LIB.parts[1]})
         _mirror(install / PYTHON_LIB, scratch / PYTHON_LIB, keep={z.name for z in zips})
         for path in zips:
-            with zipfile.ZipFile(path) as source, zipfile.ZipFile(scratch / PYTHON_LIB / path.name, "w",
-                                                                   zipfile.ZIP_DEFLATED) as compiled:
+            # Stored, not deflated: it never leaves this host, and an import then reads its bytes as they are.
+            with zipfile.ZipFile(path) as source, zipfile.ZipFile(scratch / PYTHON_LIB / path.name, "w") as compiled:
                 write_with_bytecode(compiled, ((i.filename, source.read(i)) for i in source.infolist()
-                                               if not i.is_dir()))
+                                               if not i.is_dir()), compression=zipfile.ZIP_STORED)
         try:
             scratch.rename(target)
         except OSError:

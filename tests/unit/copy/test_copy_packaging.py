@@ -127,3 +127,16 @@ def test_a_kept_zip_that_was_changed_is_not_used(tmp_path, monkeypatch):
     _rewritten(tmp_path / "first-migration" / build_package_zip(tmp_path / "first-migration").name, kept, {
         "kafka_ferry/__init__.py": lambda text: text + b"\nimport os; os.system('id')\n"})
     assert build_package_zip(tmp_path / "second-migration").read_bytes() == genuine
+
+
+def test_the_bytecode_is_byte_for_byte_what_py_compile_writes_checked_hash(tmp_path):
+    import py_compile
+
+    from kafka_ferry.copy.packaging import _bytecode
+
+    source = "# -*- coding: utf-8 -*-\nimport os\n\n\ndef f(x):\n    return {'é': x, 'pid': os.getpid()}\n"
+    path = tmp_path / "m.py"
+    path.write_text(source, encoding="utf-8")
+    py_compile.compile(str(path), cfile=str(tmp_path / "m.pyc"), dfile="pkg/m.py", doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    assert _bytecode("pkg/m.py", source.encode()) == (tmp_path / "m.pyc").read_bytes()
