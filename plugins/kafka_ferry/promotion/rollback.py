@@ -45,7 +45,7 @@ from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.promotion.digest import PartitionDigest
 from kafka_ferry.promotion.guard import PROMOTED, promotion_status, reset_promotion
-from kafka_ferry.promotion.readiness import active_groups, fingerprint
+from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.rollback_rights import check_rollback_rights, plan_acls
 from kafka_ferry.promotion.rollback_schema_ids import SchemaIdsBack, VersionsOfId
 from kafka_ferry.provision.fences import put_fences
@@ -211,19 +211,24 @@ class RollbackRunner:
         return sorted((p.destination_topic, q) for (_, q), p in read_progress(self.store).items())
 
     def _step_quiesce(self) -> dict:
-        parts = self._mirror_partitions()
-        groups = sorted(migrated_groups(self.store))
-        before = fingerprint({f"{t}:{p}": o for (t, p), o in
-                              self.destination.list_offsets(parts, "latest", read_committed=False).items()})
+        return self.quiesce_on(self._mirror_partitions(), sorted(migrated_groups(self.store)),
+                               f"rollback of {self.spec.name!r}")
+
+    def quiesce_on(self, parts: Sequence[tuple[str, int]], groups: Sequence[str], what: str) -> dict:
+        """``parts``' destination end offsets unchanged through the quiesce window and no group of ``groups`` with
+        members there; else ``DestinationNotQuiet`` (a later try may find it quiet) naming what moved."""
+        before = self.destination.list_offsets(parts, "latest", read_committed=False)
         time.sleep(self.quiesce_window_s)  # the window itself: producers that stopped stay stopped through it
-        after = fingerprint({f"{t}:{p}": o for (t, p), o in
-                             self.destination.list_offsets(parts, "latest", read_committed=False).items()})
+        after = self.destination.list_offsets(parts, "latest", read_committed=False)
+        moved = sorted(f"{t}-{p}" for t, p in parts if before[(t, p)] != after[(t, p)])
         active = active_groups(self.destination, groups)
-        if before != after or active:
+        if moved or active:
             raise DestinationNotQuiet(
-                f"rollback of {self.spec.name!r}: the destination is not quiet: "
-                + ("end offsets moved within the quiesce window; " if before != after else "")
-                + ("; ".join(f"group {g} has {why}" for g, why in sorted(active.items())) or ""))
+                f"{what}: the destination is not quiet: "
+                + (f"end offsets of {', '.join(moved[:10])} moved within {self.quiesce_window_s} s (stop the "
+                   "producers); " if moved else "")
+                + "; ".join(f"group {g} has {why} on the destination (stop its consumers)"
+                            for g, why in sorted(active.items())))
         return {"partitions": len(parts), "groups": len(groups), "window_s": self.quiesce_window_s}
 
     def _step_copy_back(self) -> dict:

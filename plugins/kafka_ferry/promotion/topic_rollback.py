@@ -43,8 +43,7 @@ from kafka_ferry.core.staged_cutover import TOPIC_ROLLBACK_STEPS, validate_selec
 from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.group_rollback import rollback_group
-from kafka_ferry.promotion.readiness import active_groups
-from kafka_ferry.promotion.rollback import DestinationNotQuiet, RollbackRefused, RollbackRunner, group_resumes
+from kafka_ferry.promotion.rollback import RollbackRefused, RollbackRunner, group_resumes
 from kafka_ferry.promotion.rollback_rights import check_rollback_rights
 from kafka_ferry.promotion.rollback_schema_ids import VersionsOfId
 from kafka_ferry.provision.fences import put_fences
@@ -90,20 +89,8 @@ class TopicScope(RollbackRunner):
 
     def quiesce(self) -> dict:
         """The topics' destination end offsets unchanged through the window, no reading group with members."""
-        parts = self.destination.partitions_of(sorted(self.destination_topics))
-        before = self.destination.list_offsets(parts, "latest", read_committed=False)
-        time.sleep(self.quiesce_window_s)  # producers that stopped stay stopped through it
-        after = self.destination.list_offsets(parts, "latest", read_committed=False)
-        moved = sorted(f"{t}-{p}" for t, p in parts if before[(t, p)] != after[(t, p)])
-        active = active_groups(self.destination, self.groups)
-        if moved or active:
-            raise DestinationNotQuiet(
-                f"rollback of topic(s) {', '.join(self.topics)}: the destination is not quiet: "
-                + (f"end offsets of {', '.join(moved[:10])} moved within {self.quiesce_window_s} s (stop the "
-                   "producers); " if moved else "")
-                + "; ".join(f"group {g} has {why} on the destination (stop its consumers)"
-                            for g, why in sorted(active.items())))
-        return {"partitions": len(parts), "groups": len(self.groups), "window_s": self.quiesce_window_s}
+        return self.quiesce_on(self.destination.partitions_of(sorted(self.destination_topics)), self.groups,
+                               f"rollback of topic(s) {', '.join(self.topics)}")
 
 
 def check_topics(spec: MigrationSpec, store: MigrationStateStore, topics: Sequence[str]) -> tuple[list[str], dict]:
