@@ -53,25 +53,38 @@ def spec_limits(spec: MigrationSpec) -> dict[str, Any]:
             "window_s": window_s, "cycle_s": None if window_s is None else schedule_cycle_s(spec.schedule)}
 
 
+def offsets_progressed(report: Mapping[str, Any]) -> int:
+    """Offsets the batch moved its partitions' stored positions by: from where the plan started each range (the
+    stored next offset or the log start, as the plan's ``lag_before`` counts from) to where the copy stopped,
+    whatever it did for them (copied, found already on the destination, skipped by the loop guard, markers)."""
+    return sum(max(0, int(p["next_upstream_offset"]) - int(p["planned_start"])) for p in report.get("partitions", ()))
+
+
 def _point(report: Mapping[str, Any]) -> RunPoint:
     return RunPoint(str(report["batch_id"]), int(report.get("finished_at_ms") or 0),
                     float(report.get("duration_s") or 0), int(report.get("records_copied") or 0),
                     int(report.get("bytes_copied") or 0), int(report.get("lag_before_total") or 0),
-                    int(report.get("lag_after_total") or 0), report.get("stop_reason"))
+                    int(report.get("lag_after_total") or 0), report.get("stop_reason"), offsets_progressed(report))
 
 
 def record_backlog(spec: MigrationSpec, report: Mapping[str, Any], store: MigrationStateStore) -> dict[str, Any]:
-    """Keep the batch's backlog record (kind "backlog") and return the report's ``backlog`` section."""
+    """Keep the batch's backlog record (kind "backlog") and return the report's ``backlog`` section.
+
+    The ETA is taken as this batch's window ends: with windows once per known cycle, the next one opens about a
+    cycle after this one started, so the producers' records until then count before its first window."""
     history = [r for r in read_backlog(store) if r.get("batch_id") != report["batch_id"]]
     this = _point(report)
     points = [*run_points(history), this]
     limits = spec_limits(spec)
-    result = estimate(this.backlog_after, points, **limits)
+    until_next = None if limits["cycle_s"] is None else max(0.0, limits["cycle_s"] - this.duration_s)
+    result = estimate(this.backlog_after, points, until_next_window_s=until_next, **limits)
     per_record = result.bytes_per_record
     record = {
         "batch_id": this.batch_id, "finished_at_ms": this.finished_at_ms, "duration_s": this.duration_s,
         "records_copied": this.records_copied, "bytes_copied": this.bytes_copied,
         "backlog_before": this.backlog_before, "backlog_after": this.backlog_after,
+        # what the producers' rate subtracts (core.backlog_eta: offsets, not records)
+        "offsets_progressed": this.offsets_progressed,
         # why the batch stopped: only a busy one (deadline, limit) measures the copy rate (core.copy_rate)
         "stop_reason": this.stop_reason,
         # the part this batch copied is measured; only the rest is estimated

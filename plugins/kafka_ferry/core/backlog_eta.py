@@ -16,12 +16,19 @@ Definitions (per migration, summed over its partitions):
                  every future batch). Batch time, not wall time: the ETA counts copy time and cuts it into
                  windows (that module says why).
   inflow         what the source's producers added per second, from consecutive batch ends:
-                 ``(backlog_after[n] - backlog_after[n-1] + copied[n]) / (end[n] - end[n-1])``.
+                 ``(backlog_after[n] - backlog_after[n-1] + moved[n]) / (end[n] - end[n-1])``, where ``moved`` is
+                 the offsets the batch moved the stored positions by (``RunPoint.offsets_moved``). Offsets, not
+                 copied records: the backlog is offsets, and a batch also passes offsets it copies nothing for
+                 (records an earlier attempt already put on the destination, loop-guarded records, transaction
+                 markers, compaction holes); counting only copied records would take those for producers that
+                 stopped, and a smaller inflow is a shorter, false ETA.
   ETA            copy time until lag 0: ``backlog / (copy rate - inflow)``, assuming both stay as measured; in
                  windows: that copy time cut into windows of the given length (``ceil``; the length from
                  ``core.batch_window.window_length_s``, over the spec's validated ``copy.window``). When the
                  windows come once per known cycle (a daily schedule), the producers' records between two
                  windows are counted too (``windowed_eta``): a window a day must copy a day's inflow first.
+                 An ETA taken when a window ends (the report after a batch) counts from the next window, so the
+                 producers' records until it opens are added first (``until_next_window_s``).
 
 Every estimate carries a reason (no rate yet, backlog growing faster than the copy, limit above the measured
 rate, ...), as the translation decisions do. Pure: no Kafka, no Airflow, no clock.
@@ -52,6 +59,13 @@ class RunPoint:
     backlog_before: int
     backlog_after: int
     stop_reason: str | None = None  # core.batch_window.STOP_REASONS: only busy batches measure the copy rate
+    # Offsets the batch moved the stored positions by, summed over its partitions (None in records kept before
+    # it was measured: the copied records stand in for it there).
+    offsets_progressed: int | None = None
+
+    @property
+    def offsets_moved(self) -> int:
+        return self.records_copied if self.offsets_progressed is None else self.offsets_progressed
 
 
 @dataclass(frozen=True)
@@ -123,19 +137,22 @@ def inflow_rate(points: Sequence[RunPoint], last: int = RATE_HISTORY) -> float |
     ordered = sorted(points, key=lambda p: p.finished_at_ms)[-(last + 1):]
     if len(ordered) < 2:
         return None
-    added = sum(max(0, b.backlog_after - a.backlog_after + b.records_copied) for a, b in pairwise(ordered))
+    added = sum(max(0, b.backlog_after - a.backlog_after + b.offsets_moved) for a, b in pairwise(ordered))
     seconds = (ordered[-1].finished_at_ms - ordered[0].finished_at_ms) / 1000
     return added / seconds if seconds > 0 else None
 
 
 def eta(backlog: int, label: str, records_per_s: float | None, inflow_per_s: float | None,
-        window_s: float | None = None, cycle_s: float | None = None) -> Eta:
+        window_s: float | None = None, cycle_s: float | None = None,
+        until_next_window_s: float | None = None) -> Eta:
     """Copy time until ``backlog`` reaches 0 at ``records_per_s`` against ``inflow_per_s``; in windows too.
 
     ``cycle_s``: one window of ``window_s`` per cycle (a daily schedule: 86400). The copy rate is per second of
     copy time, but producers write around the clock: between two windows they add ``inflow * (cycle - window)``
     that the next window must copy first. So with a cycle the windows are counted per cycle
-    (``windowed_eta``), and a copy that outruns its producers while it runs may still never catch up."""
+    (``windowed_eta``), and a copy that outruns its producers while it runs may still never catch up.
+    ``until_next_window_s``: with a cycle, the seconds until the next window opens (an ETA taken as a window
+    ends); the producers' records meanwhile are added before the first window counted, which is that next one."""
     window = window_s if window_s and window_s > 0 else None
     cycle = cycle_s if window and cycle_s and cycle_s > window else None
     if backlog <= 0:
@@ -160,7 +177,12 @@ def eta(backlog: int, label: str, records_per_s: float | None, inflow_per_s: flo
               + ("" if inflow_per_s is not None else ", producers' rate not measured yet (needs two batches)"))
     if cycle is None:
         return Eta(label, seconds, records_per_s, math.ceil(seconds / window) if window else None, window, reason)
-    windowed = windowed_eta(backlog, records_per_s, inflow, window, cycle)
+    waiting = until_next_window_s if until_next_window_s and until_next_window_s > 0 else 0.0
+    before_window = inflow * waiting  # what the producers add until the next window opens
+    if before_window:
+        reason += (f", plus {before_window:,.0f} the producers add in the {format_duration(waiting)} before the "
+                   "next window")
+    windowed = windowed_eta(backlog + before_window, records_per_s, inflow, window, cycle)
     if windowed is None:
         return Eta(label, None, records_per_s, None, window,
                    f"the windows fall behind: a window of {format_duration(window)} copies "
@@ -252,9 +274,11 @@ class BacklogEstimate:
 
 def estimate(backlog_records: int, points: Sequence[RunPoint], *, max_bytes_per_s: float | None = None,
              max_records_per_s: float | None = None, window_s: float | None = None, cycle_s: float | None = None,
-             sampled_bytes_per_record: float | None = None) -> BacklogEstimate:
+             sampled_bytes_per_record: float | None = None,
+             until_next_window_s: float | None = None) -> BacklogEstimate:
     """The backlog now and when it reaches 0, at the measured rate and at the configured limit; ``cycle_s``: one
-    window per this many seconds (``eta``).
+    window per this many seconds, ``until_next_window_s``: the wait for the next one when a window just ended
+    (``eta``).
 
     ``points``: the migration's finished batches (oldest first), the current one included when there is one;
     ``sampled_bytes_per_record``: before any batch, the mean size of a bounded sample of source records."""
@@ -263,10 +287,10 @@ def estimate(backlog_records: int, points: Sequence[RunPoint], *, max_bytes_per_
     inflow = inflow_rate(points)
     etas = [eta(backlog_records, "at the measured rate"
                 + (f" {format_records_rate(measured.records_per_second)}" if measured else ""),
-                measured.records_per_second if measured else None, inflow, window_s, cycle_s)]
+                measured.records_per_second if measured else None, inflow, window_s, cycle_s, until_next_window_s)]
     limit_rate, label, limit_reason = limited_rate(max_bytes_per_s, max_records_per_s, per_record, measured)
     if limit_rate is not None:
-        at_limit = eta(backlog_records, label, limit_rate, inflow, window_s, cycle_s)
+        at_limit = eta(backlog_records, label, limit_rate, inflow, window_s, cycle_s, until_next_window_s)
         etas.append(Eta(at_limit.label, at_limit.seconds, at_limit.records_per_s, at_limit.windows,
                         at_limit.window_s, f"{limit_reason}; {at_limit.reason}", at_limit.cycle_s))
     return BacklogEstimate(

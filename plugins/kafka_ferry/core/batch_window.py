@@ -101,9 +101,13 @@ def window_deadline(window: Window, due_ms: int, timezone: str = "UTC") -> int:
     hour, minute = window.end
     day = due.date()
     for _ in range(3):  # today, tomorrow (a DST gap can only push it forward, never past the day after)
-        candidate = datetime(day.year, day.month, day.day, hour, minute, tzinfo=tz)
-        if candidate.timestamp() * 1000 > due_ms:
-            return int(candidate.timestamp() * 1000)
+        # The day clocks go back shows the end time twice (fold 0, then fold 1, an hour later): a run due
+        # between the two ends at the second, not a day later. Elsewhere both folds name one instant; in a
+        # DST gap fold 1 is the earlier one, so trying fold 0 first keeps a gap's end time where it was.
+        for fold in (0, 1):
+            candidate = datetime(day.year, day.month, day.day, hour, minute, tzinfo=tz, fold=fold)
+            if candidate.timestamp() * 1000 > due_ms:
+                return int(candidate.timestamp() * 1000)
         day += timedelta(days=1)
     raise AssertionError("unreachable: an end time recurs every day")
 

@@ -175,7 +175,8 @@ LEASE_KIND = StateKind(
 BACKLOG_KIND = StateKind(
     "backlog", "<batch id>",
     ("batch_id", "finished_at_ms", "duration_s", "records_copied", "bytes_copied", "backlog_before",
-     "backlog_after", "backlog_bytes_after", "bytes_estimated", "copy_records_per_s", "etas"),
+     "backlog_after", "offsets_progressed", "backlog_bytes_after", "bytes_estimated", "copy_records_per_s",
+     "etas"),
     "the copy report task after each catch-up batch: backlog before and after (offsets; bytes estimated from "
     "the measured bytes per record), the measured rate and the ETAs (core.backlog_eta)")
 

@@ -24,7 +24,10 @@ def run_points(records: list[Mapping[str, Any]]) -> list[RunPoint]:
     """The records as the ETA arithmetic takes them."""
     return [RunPoint(str(r["batch_id"]), int(r["finished_at_ms"] or 0), float(r["duration_s"] or 0),
                      int(r["records_copied"] or 0), int(r["bytes_copied"] or 0), int(r["backlog_before"] or 0),
-                     int(r["backlog_after"] or 0), r.get("stop_reason")) for r in records]
+                     int(r["backlog_after"] or 0), r.get("stop_reason"),
+                     # absent from records kept before it was measured: RunPoint.offsets_moved then falls back
+                     None if r.get("offsets_progressed") is None else int(r["offsets_progressed"]))
+            for r in records]
 
 
 def save_backlog(store: MigrationStateStore, record: Mapping[str, Any]) -> None:

@@ -159,3 +159,38 @@ def test_windows_with_producers_between_them_match_a_window_by_window_drain(back
         return
     assert result.windows == windows
     assert (windows - 1) * window < result.seconds <= windows * window * (1 + 1e-9)
+
+
+def test_the_producers_rate_counts_offsets_a_batch_passed_without_copying_them():
+    # producers add 10 offsets/s between batch ends a day apart; the second batch copied nothing new: everything it
+    # moved past (1,000,000 offsets) an earlier attempt had already put on the destination (resumed)
+    day = 86_400_000
+    first = RunPoint("a", 0, 10.0, 1000, 1000, 0, 5_000_000, "deadline", offsets_progressed=1000)
+    resumed = RunPoint("b", day, 10.0, 0, 0, 5_000_000, 5_000_000 + 864_000 - 1_000_000, "caught_up",
+                       offsets_progressed=1_000_000)
+    assert inflow_rate([first, resumed]) == pytest.approx(10.0)
+    # a record kept before offsets were measured: the copied records stand in, as before
+    legacy = RunPoint("b", day, 10.0, 0, 0, 5_000_000, 5_000_000 + 864_000 - 1_000_000, "caught_up")
+    assert inflow_rate([first, legacy]) == 0.0
+
+
+def test_an_eta_taken_as_a_window_ends_adds_the_producers_records_until_the_next_one():
+    # 35,000 records/s in a 4 h window once a day, producers 2,000/s: the first window drains 475.2 M records.
+    # Taken at a window's start, 400 M left fits in it; taken as a window ends, the next one opens 20 h later with
+    # 400 M + 144 M = 544 M waiting, which one window cannot drain.
+    at_start = eta(400_000_000, "x", 35_000.0, 2_000.0, 4 * 3600, 86400)
+    assert at_start.windows == 1
+    at_end = eta(400_000_000, "x", 35_000.0, 2_000.0, 4 * 3600, 86400, until_next_window_s=20 * 3600)
+    assert at_end.windows == 2
+    assert "144,000,000 the producers add in the 20 h before the next window" in at_end.reason
+    # no cycle known: windows are counted in copy time and the wait is not modelled
+    no_cycle = eta(400_000_000, "x", 35_000.0, 2_000.0, 4 * 3600, until_next_window_s=20 * 3600)
+    assert no_cycle.windows == 1 and "before the next window" not in no_cycle.reason
+
+
+@given(backlog=st.integers(1, 10**9), wait=st.integers(0, 86400))
+def test_waiting_for_the_next_window_never_brings_lag_zero_sooner(backlog, wait):
+    now = eta(backlog, "x", 35_000.0, 2_000.0, 4 * 3600, 86400)
+    later = eta(backlog, "x", 35_000.0, 2_000.0, 4 * 3600, 86400, until_next_window_s=wait)
+    assert later.windows >= now.windows
+    assert later.seconds >= now.seconds

@@ -85,6 +85,17 @@ def test_an_end_time_is_wall_clock_time_in_the_dag_timezone_across_summer_time()
     assert window_deadline(parse_window("1h"), 0, "+01:00") == 3600 * 1000  # a duration needs no zone
 
 
+def test_an_end_time_shown_twice_when_clocks_go_back_ends_a_run_due_between_them_at_the_second():
+    # America/New_York, 2025-11-02: 01:30 comes at 05:30 UTC (EDT), then again at 06:30 UTC (EST)
+    window = parse_window("01:30")
+    due = ms("2025-11-02T06:00:00")  # 01:00 EST, after the first 01:30
+    assert window_deadline(window, due, "America/New_York") == ms("2025-11-02T06:30:00")  # not the next day's
+    assert window_deadline(window, ms("2025-11-02T05:00:00"), "America/New_York") == ms("2025-11-02T05:30:00")
+    # spring forward, 2026-03-08: 02:30 does not exist; its end stays where it was (03:30 EDT, 07:30 UTC)
+    assert window_deadline(parse_window("02:30"), ms("2026-03-08T06:00:00"), "America/New_York") == ms(
+        "2026-03-08T07:30:00")
+
+
 @given(due=st.integers(0, 4 * 10**12), hour=st.integers(0, 23), minute=st.integers(0, 59),
        tz=st.sampled_from(["UTC", "Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"]))
 def test_an_end_time_deadline_is_within_a_day_after_the_due_time(due, hour, minute, tz):
