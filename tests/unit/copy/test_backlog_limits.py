@@ -1,4 +1,5 @@
-"""The ETA at the limit reads the spec's copy limits and window (the window through the one parser, the spec's)."""
+"""The ETA reads the spec's copy limits and window (the window through the one parser, the spec's); a batch's backlog record keeps
+the offsets it moved, and its ETA counts the wait for the next window."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import pytest
 from test_copy_plan import SPEC
 
 from kafka_ferry.copy.backlog import record_backlog, spec_limits
-from kafka_ferry.core.state_records import BACKLOG_KIND
 from kafka_ferry.core.spec import parse_spec
 from kafka_ferry.core.spec_source import SpecError
+from kafka_ferry.core.state_records import BACKLOG_KIND
 from kafka_ferry.state.store import MigrationStateStore
 
 
