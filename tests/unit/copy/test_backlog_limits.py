@@ -1,5 +1,5 @@
-"""The ETA reads the spec's copy limits and window (the window through the one parser, the spec's); a batch's backlog record keeps
-the offsets it moved, and its ETA counts the wait for the next window."""
+"""The ETA reads the spec's copy limits and window (the window through the one parser, the spec's); a batch's
+backlog record keeps the offsets it moved, and its ETA counts the wait for the next window."""
 
 from __future__ import annotations
 
