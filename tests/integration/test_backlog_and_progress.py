@@ -144,7 +144,8 @@ def test_run_page_overview_and_a_running_batch_in_a_browser(clusters, tmp_path, 
     # Stands in for copy.max_records_per_second and copy.window (issue 27's rate branch): the ETA at the limit,
     # in windows, is drawn from the spec's keys through spec_limits.
     monkeypatch.setattr(copy_backlog, "spec_limits",
-                        lambda spec: {"max_bytes_per_s": None, "max_records_per_s": 400, "window_s": 60.0})
+                        lambda spec: {"max_bytes_per_s": None, "max_records_per_s": 400, "window_s": 60.0,
+                                         "cycle_s": None})
     _, topic, spec_path, spec = sized_migration(clusters, tmp_path, "eta-ui", 4, 400, max_records_per_partition=60)
     provision(spec_path)
     store = MigrationStateStore(clusters.cluster("destination"), spec.state_topic_name)

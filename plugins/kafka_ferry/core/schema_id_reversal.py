@@ -24,7 +24,7 @@ Pure: no registry, no Kafka here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, schema_id_of
@@ -102,7 +102,12 @@ def find_unmapped(records: Iterable[tuple[str, int, int, bytes | None, bytes | N
     topic the records are read from) carries an id outside ``reverse``. Fields not decided serialized are never
     looked at: their bytes 1-4 are data, not an id. A topic without a decision is refused (`FieldsUndecided`), never
     guessed, as the forward copy refuses it."""
-    found = []
+    return list(iter_unmapped(records, decisions, reverse))
+
+
+def iter_unmapped(records: Iterable[tuple[str, int, int, bytes | None, bytes | None]],
+                  decisions: Mapping[str, FieldDecision], reverse: ReverseIdMap) -> Iterator[UnmappedRecord]:
+    """``find_unmapped`` one record at a time, for a caller that keeps only a summary of them."""
     for topic, partition, offset, key, value in records:
         decision = decisions.get(topic)
         if decision is None:
@@ -112,5 +117,4 @@ def find_unmapped(records: Iterable[tuple[str, int, int, bytes | None, bytes | N
         for name, wanted, payload in (("key", decision.key, key), ("value", decision.value, value)):
             schema_id = schema_id_of(payload) if wanted else None
             if schema_id is not None and reverse.source_id(schema_id) is None:
-                found.append(UnmappedRecord(topic, partition, offset, name, schema_id))
-    return found
+                yield UnmappedRecord(topic, partition, offset, name, schema_id)

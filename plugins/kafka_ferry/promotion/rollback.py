@@ -277,13 +277,21 @@ class RollbackRunner:
         tails = self._copied_past_progress(ranges)
         wanted = {(r.destination_topic, r.partition): (r.start, r.end) for r in ranges if r.offsets}
         pending: dict[tuple[str, int], list[int]] = {}
-        scanned = []
-        for topic, q, offset, key, value in self._copied_back_records(wanted):
-            if self.schema_ids is not None:  # the step's refusal scans the whole range, copied tail included
-                scanned.append((topic, q, offset, key, value))
-            tail = tails.get((topic, q))
-            if not tail or offset > tail[-1][0]:
-                pending.setdefault((topic, q), []).append(offset)
+
+        def scan():
+            """Each record of the ranges once, noting the offsets still to copy; passed on (not kept: the
+            post-cutover records may be many) to the schema plan, which keeps a row per unknown id."""
+            for topic, q, offset, key, value in self._copied_back_records(wanted):
+                tail = tails.get((topic, q))
+                if not tail or offset > tail[-1][0]:
+                    pending.setdefault((topic, q), []).append(offset)
+                yield topic, q, offset, key, value
+
+        # the step's refusal scans the whole range, copied tail included: so does the plan's schema section
+        schema_section = self.schema_ids.plan(scan()) if self.schema_ids is not None else None
+        if schema_section is None:
+            for _ in scan():
+                pass
         source_ends = self.source.list_offsets([(r.source_topic, r.partition) for r in ranges], "latest",
                                                read_committed=False)
         predicted = {}
@@ -296,7 +304,7 @@ class RollbackRunner:
                     for r in ranges],
                 "records": sum(len(v) for v in pending.values()), "groups": self.resume_plan(predicted),
                 "acls": plan_acls(self.spec, self.source, *self.source_scope()),
-                **({"schema_ids": self.schema_ids.plan(scanned)} if self.schema_ids is not None else {})}
+                **({"schema_ids": schema_section} if schema_section is not None else {})}
 
     def refuse_unmapped_ids(self, ranges: Sequence[CopyBackRange] | None = None) -> None:
         """Remap mode, before the first record goes back: every id the copy-back of ``ranges`` (default: this

@@ -16,11 +16,17 @@ with the destination id, or without a rewrite, would put an id on the source tha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.schema_id_reversal import ReverseIdMap, UnmappedRecord, find_unmapped, reverse_id_map
+from kafka_ferry.core.schema_id_reversal import (
+    ReverseIdMap,
+    UnmappedRecord,
+    find_unmapped,
+    iter_unmapped,
+    reverse_id_map,
+)
 from kafka_ferry.core.schema_wire import SchemaIdRewriter
 from kafka_ferry.core.serialized_fields import FieldDecision, RecordRewriter
 from kafka_ferry.core.spec import MigrationSpec
@@ -79,7 +85,8 @@ class SchemaIdsBack:
         except Exception as exc:  # noqa: BLE001 - only names the id better; the refusal stands without it
             return f"destination registry lookup failed: {exc}"
 
-    def _by_id(self, found: Sequence[UnmappedRecord]) -> list[dict]:
+    def _by_id(self, found: Iterable[UnmappedRecord]) -> list[dict]:
+        """One row per unknown id (its count, its first record), read from ``found`` once."""
         rows: dict[int, dict] = {}
         for r in found:
             row = rows.setdefault(r.schema_id, {"schema_id": r.schema_id, "records": 0, "first_record": r.as_dict()})
@@ -89,8 +96,9 @@ class SchemaIdsBack:
         return [rows[i] for i in sorted(rows)]
 
     def plan(self, records: Iterable[tuple[str, int, int, bytes | None, bytes | None]]) -> dict:
-        """The rollback plan's schema section: the map used, and the ids that would refuse the rollback."""
-        unmapped = self._by_id(self.unmapped(records))
+        """The rollback plan's schema section: the map used, and the ids that would refuse the rollback. Reads
+        ``records`` once, keeping a row per unknown id, never the records (a dry run after days of production)."""
+        unmapped = self._by_id(iter_unmapped(records, self.decisions, self.reverse))
         return {"mode": "remap", **self.reverse.as_dict(), "unmapped_ids": unmapped,
                 "refused": bool(unmapped),
                 "reason": (f"{len(unmapped)} destination schema id(s) the forward map never knew: a rollback now "
