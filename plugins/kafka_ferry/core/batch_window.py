@@ -154,12 +154,14 @@ def _daily_start(schedule: str | None) -> int | None:
 
 def records_budget(rate: float | None, now_ms: int, deadline_ms: int, safety: float = SIZING_SAFETY) -> int | None:
     """How many records the rest of the window can take at ``rate`` (None: no estimate, no bound); 0 once the
-    deadline has passed."""
+    deadline has passed, and only then: a window still open plans at least one record, so a run planned in its
+    last instant copies what it can until the deadline stops it and says so (``deadline``/``limit``), where an
+    empty plan would read as "caught up" with lag left."""
     if now_ms >= deadline_ms:
         return 0
     if rate is None:
         return None
-    return int(rate * (deadline_ms - now_ms) / 1000 * safety)
+    return max(1, int(rate * (deadline_ms - now_ms) / 1000 * safety))
 
 
 def fair_split(needs: Sequence[int], budget: int) -> list[int]:

@@ -69,6 +69,9 @@ def test_an_end_time_that_has_passed_when_planning_gives_no_budget():
     assert records_budget(None, ms("2026-11-25T06:00:00"), deadline) == 0
     assert records_budget(None, ms("2026-11-25T02:00:00"), deadline) is None  # no estimate: the deadline bounds it
     assert records_budget(1000.0, ms("2026-11-25T04:00:00"), deadline) == int(1000 * 3600 * 0.9)
+    # the window's last instant at a slow rate: still open, so at least one record is planned (an empty plan would
+    # report "caught up" with lag left); the deadline stops the copy
+    assert records_budget(0.5, deadline - 1000, deadline) == 1
 
 
 def test_an_end_time_is_wall_clock_time_in_the_dag_timezone_across_summer_time():
