@@ -26,7 +26,7 @@ from kafka_ferry.promotion.rollback import RollbackRefused
 from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.promotion.topic_rollback import TOPIC_STEPS, rollback_topics
 from kafka_ferry.reports.publish import run_page_path
-from kafka_ferry.state.rollback import topic_rollback
+from kafka_ferry.state.rollback import rollback_records, topic_rollback
 from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics
 from kafka_ferry.state.store import MigrationStateStore
 
@@ -158,6 +158,22 @@ def test_one_promoted_topic_rolls_back_while_another_stays_promoted(clusters, tm
         RollbackMigrationOperator(**run).execute({"params": {"topics": [f"{back}x"]}})
     with pytest.raises(RollbackRefused, match=f"group '{gback}' reads promoted topic"):
         rollback_group(spec, source, destination, store, gback)  # alone it cannot go: its topic is promoted
+    # a bad name among the extra groups is refused before the topic changes anything, real run and dry run alike:
+    # a typo, and a group reading the topic that stays promoted
+    def unchanged():
+        parts = [(t, q) for t in (back, m["stays"]) for q in PARTS]
+        return (source.list_offsets(parts), destination.list_offsets(parts),
+                {g: (source.group_offsets(g), destination.group_offsets(g)) for g in (gback, m["gstays"])},
+                rollback_records(store), promoted_topics(store), promoted_groups(store))
+    before = unchanged()
+    for dry_run in (False, True):
+        with pytest.raises(AirflowFailException, match=f"group 'tyop' of migration {spec.name} is not promoted"):
+            RollbackMigrationOperator(**run, dry_run=dry_run).execute({"params": {"topics": [back],
+                                                                                  "groups": ["tyop"]}})
+        with pytest.raises(AirflowFailException, match=f"group '{m['gstays']}' reads promoted topic"):
+            RollbackMigrationOperator(**run, dry_run=dry_run).execute({"params": {"topics": [back],
+                                                                                  "groups": [m["gstays"]]}})
+    assert unchanged() == before and rollback_records(store) == {}
     back_parts = [(back, q) for q in PARTS]
     source_ends = source.list_offsets(back_parts)
     plan = RollbackMigrationOperator(**run, dry_run=True).execute({"params": {"topics": [back]}})

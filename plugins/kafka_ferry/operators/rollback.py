@@ -2,6 +2,8 @@
 done); ``mode: rollback-plan`` (a dry run) returns what it would copy back and where each group would resume. With
 names in the form's *Topics* field, only those topics of a staged cutover go back, with the groups reading them
 (``promotion.topic_rollback``); with names in its *Groups* field, only those groups (``promotion.group_rollback``).
+Every group named, alone or with topics, is checked (``group_rollback.check_groups``) before the first topic or group
+changes, and the dry runs refuse it with the same message: a typo in *Groups* never leaves half a rollback done.
 
 Why one task for all steps: unlike the promotion there is no sensor between them (the quiesce step waits its own
 window), and a retry resumes from the state topic, not XCom.
@@ -16,9 +18,8 @@ from kafka_ferry.core.trigger_form import GROUPS_FIELD, TOPICS_FIELD, names
 from kafka_ferry.operators.base import DryRunOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.operators.schemas import registry
-from kafka_ferry.promotion.group_rollback import rollback_group
+from kafka_ferry.promotion.group_rollback import check_groups, group_rollback_plan, rollback_group
 from kafka_ferry.promotion.rollback import RollbackRunner
-from kafka_ferry.promotion.rollback_rights import plan_acls
 from kafka_ferry.promotion.topic_rollback import rollback_topics, topic_rollback_plan
 from kafka_ferry.registry.client import SchemaRegistry
 from kafka_ferry.reports.publish import publish_rollback_run
@@ -60,18 +61,14 @@ class RollbackMigrationOperator(DryRunOperator):
         if topics:
             return self._topics(context, topics, groups, destination_registry)
         if groups:
-            return self._groups(context, runner, groups)
+            return self._groups(context, groups)
         if self.is_dry_run:
             plan = runner.plan()
             self.log.info("rollback plan of %s: %d record(s) to copy back", self.spec.name, plan["records"])
             for r in plan["copy_back"]:
                 self.log.info("  copy back %s-%d [%d, %d): %d record(s); %s", r["destination_topic"], r["partition"],
                               r["start"], r["end"], r["records"], r["reason"])
-            for group, rows in plan["groups"].items():
-                for r in rows:
-                    self.log.info("  group %s %s-%d@%d -> %s-%d@%d [%s] %s", group, r["destination_topic"],
-                                  r["partition"], r["destination_offset"], r["source_topic"], r["partition"],
-                                  r["source_offset"], r["method"], r["reason"])
+            self._log_groups(plan)
             self._log_unmapped(plan)
             self._log_acls(plan)
             self._publish(context, plan)
@@ -81,18 +78,21 @@ class RollbackMigrationOperator(DryRunOperator):
         self._publish(context, report)
         return {k: v for k, v in report.items() if k != "groups"}
 
-    def _groups(self, context: Any, runner: RollbackRunner, groups: list[str]) -> dict:
+    def _groups(self, context: Any, groups: list[str]) -> dict:
         """A staged cutover's groups: their rollback, or (dry run) where each would resume on the source."""
-        if self.is_dry_run:
-            plan = {"migration": self.spec.name, "records": 0, "copy_back": [], "groups": runner.resume_plan(),
+        args = (self.spec, self.source_cluster, self.destination_cluster, self.state_store)
+        if self.is_dry_run:  # refused as the run below refuses, else only the groups it would commit
+            plan = {"migration": self.spec.name, "records": 0, "copy_back": [],
                     "note": "groups of a staged cutover: nothing is copied back (producers write to the source)",
-                    "acls": plan_acls(self.spec, self.source_cluster, [], groups)}
-            plan["groups"] = {g: rows for g, rows in plan["groups"].items() if g in groups}
+                    **group_rollback_plan(*args, groups)}
+            self._log_groups(plan)
             self._log_acls(plan)
             self._publish(context, plan)
             return plan
-        done = {g: rollback_group(self.spec, self.source_cluster, self.destination_cluster, self.state_store, g)
-                for g in groups}
+        # every name checked before the first group is committed: a typo after a good name refuses the run, not
+        # half of it
+        check_groups(self.spec, self.source_cluster, self.state_store, groups)
+        done = {g: rollback_group(*args, g) for g in groups}
         report = {"migration": self.spec.name, "status": "rolled-back",
                   "groups": {g: r.get("offsets", []) for g, r in done.items()}}
         self._publish(context, {**report, "status": "groups rolled back"})
@@ -105,13 +105,17 @@ class RollbackMigrationOperator(DryRunOperator):
         args = (self.spec, self.source_cluster, self.destination_cluster, self.state_store)
         versions_of_id = destination_registry.versions_of_id if destination_registry else None
         if self.is_dry_run:
-            plan = topic_rollback_plan(*args, topics, versions_of_id=versions_of_id)
+            plan = topic_rollback_plan(*args, topics, groups, versions_of_id=versions_of_id)
             self.log.info("rollback plan of topic(s) %s: %d record(s) to copy back", ", ".join(topics),
                           plan["records"])
+            self._log_groups(plan)
             self._log_unmapped(plan)
             self._log_acls(plan)
             self._publish(context, plan)
             return plan
+        # the other groups named are rolled back after the topics: refused now, before the topics change anything
+        # (the topics they read are going back in this run, so reading one is no refusal)
+        check_groups(self.spec, self.source_cluster, self.state_store, groups, with_topics=topics)
         done = rollback_topics(*args, topics, quiesce_window_s=self.spec.promotion.quiesce_window_seconds,
                                versions_of_id=versions_of_id)
         went = {g for r in done.values() for g in r.get("groups", [])}
@@ -123,6 +127,15 @@ class RollbackMigrationOperator(DryRunOperator):
                   "groups": {**along, **{g: r.get("offsets", []) for g, r in rolled.items()}}}
         self._publish(context, {**report, "status": "topics rolled back"})
         return report
+
+    def _log_groups(self, plan: dict) -> None:
+        for group, rows in plan.get("groups", {}).items():
+            for r in rows:
+                self.log.info("  group %s %s-%d@%d -> %s-%d@%d [%s] %s", group, r["destination_topic"],
+                              r["partition"], r["destination_offset"], r["source_topic"], r["partition"],
+                              r["source_offset"], r["method"], r["reason"])
+        for group in plan.get("rolled_back_already", []):
+            self.log.info("  group %s: rolled back already, nothing to do", group)
 
     def _log_unmapped(self, plan: dict) -> None:
         for row in plan.get("schema_ids", {}).get("unmapped_ids", []):

@@ -20,11 +20,12 @@ import time
 from collections.abc import Sequence
 
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.staged_cutover import UnitPromotion
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.rollback import DestinationNotQuiet, RollbackRefused, commit_on_source, group_resumes
-from kafka_ferry.promotion.rollback_rights import check_rollback_rights
+from kafka_ferry.promotion.rollback_rights import check_rollback_rights, plan_acls
 from kafka_ferry.provision.fences import put_fences
 from kafka_ferry.state import rollback as rb
 from kafka_ferry.state.progress import migrated_groups, read_progress
@@ -35,26 +36,82 @@ from kafka_ferry.translation.translate import copied_back, load_partition_copies
 log = logging.getLogger(__name__)
 
 
-def rollback_group(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
-                   group: str, with_topics: Sequence[str] = ()) -> dict:
-    """Roll ``group`` back (or finish its interrupted rollback); returns its rollback record. ``with_topics``:
-    promoted topics going back in the same run (``promotion.topic_rollback``, which copied them back first)."""
+def check_group(spec: MigrationSpec, source: KafkaCluster, store: MigrationStateStore, group: str,
+                with_topics: Sequence[str] = (), rights: bool = True) -> tuple[UnitPromotion | None, dict | None]:
+    """The refusals of ``group``'s rollback, before any change (Permanent, naming the group and the cause): not
+    promoted and not rolled back either (an unknown name too), reading a promoted topic not going back in the same run
+    (``with_topics``), and (``rights``) the source principal lacking READ on it. Reads only. Returns its promotion
+    (None: rolled back already, nothing to do) and its rollback record (for this promotion: a killed run committed it,
+    only forgetting the promotion and the fences are left)."""
     promotion = read_promotions(store, GROUP_PROMOTION_KIND).get(group)
     done = rb.group_rollback(store, group)
     if promotion is None or not promotion.promoted:
         if done and done.get("status") == rb.ROLLED_BACK:
-            log.info("group rollback %s: rolled back at %s already, nothing to do", group, done["rolled_back_at_ms"])
-            return done
+            return None, done
         raise RollbackRefused(f"group {group!r} of migration {spec.name} is not promoted: nothing to roll back")
-    at = promotion.promoted_at_ms
-    if not (done and done.get("promoted_at_ms") == at):
+    if not (done and done.get("promoted_at_ms") == promotion.promoted_at_ms):
         topics = migrated_groups(store).get(group, [])
         moved = sorted(set(promoted_topics(store)) & set(topics) - set(with_topics))
         if moved:
             raise RollbackRefused(f"group {group!r} reads promoted topic(s) {', '.join(moved)}: their producers "
                                   "write to the destination; roll those topics back (mode rollback, topics) or the "
                                   "whole migration")
-        check_rollback_rights(spec, source, f"rollback of group {group!r}", [], [group])  # READ on it, to commit
+        if rights:
+            check_rollback_rights(spec, source, f"rollback of group {group!r}", [], [group])  # READ on it, to commit
+    return promotion, done
+
+
+def check_groups(spec: MigrationSpec, source: KafkaCluster, store: MigrationStateStore, groups: Sequence[str],
+                 with_topics: Sequence[str] = (), rights: bool = True) -> list[str]:
+    """``check_group`` for every group named, before any of them (or a topic run with them) changes anything: one
+    refusal naming each group refused (a typo among several names fails the run, not the rest of it), then one
+    rights check over the groups still to commit. Returns those (a group rolled back already is left out)."""
+    todo, problems = [], []
+    for g in groups:
+        try:
+            promotion, done = check_group(spec, source, store, g, with_topics, rights=False)
+        except RollbackRefused as exc:
+            problems.append(str(exc))
+            continue
+        if promotion is not None and not (done and done.get("promoted_at_ms") == promotion.promoted_at_ms):
+            todo.append(g)
+    if problems:
+        raise RollbackRefused(problems[0] if len(problems) == 1 else  # one: the very refusal rollback_group gives
+                              f"rollback of group(s) {', '.join(groups)} refused, nothing was changed: "
+                              + "; ".join(problems))
+    if rights and todo:
+        check_rollback_rights(spec, source, f"rollback of group(s) {', '.join(todo)}", [], todo)
+    return todo
+
+
+def group_rollback_plan(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
+                        store: MigrationStateStore, groups: Sequence[str]) -> dict:
+    """The dry run of rolling ``groups`` back: refused exactly as the real run would refuse (``check_groups``;
+    a missing ACL is listed under ``acls``, as in every rollback plan), else where each group still to commit
+    would resume on the source (its stored decision if a killed run made one) and the ACLs that needs. Reads
+    only."""
+    todo = check_groups(spec, source, store, groups, rights=False)
+    promotions = read_promotions(store, GROUP_PROMOTION_KIND)
+    readers = migrated_groups(store)
+    forward = load_partition_copies(spec, source, destination, read_progress(store)) if todo else {}
+    reverse = copied_back(spec, source) if todo else {}
+    resumes = {g: rb.group_resume(store, g, promotions[g].promoted_at_ms)
+               or group_resumes(destination, g, readers.get(g, []), forward, reverse) for g in todo}
+    return {"groups": resumes, "acls": plan_acls(spec, source, [], todo),
+            "rolled_back_already": sorted(set(groups) - set(todo))}
+
+
+def rollback_group(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
+                   group: str, with_topics: Sequence[str] = ()) -> dict:
+    """Roll ``group`` back (or finish its interrupted rollback); returns its rollback record. ``with_topics``:
+    promoted topics going back in the same run (``promotion.topic_rollback``, which copied them back first)."""
+    promotion, done = check_group(spec, source, store, group, with_topics)
+    if promotion is None:
+        log.info("group rollback %s: rolled back at %s already, nothing to do", group, done["rolled_back_at_ms"])
+        return done
+    at = promotion.promoted_at_ms
+    if not (done and done.get("promoted_at_ms") == at):
+        topics = migrated_groups(store).get(group, [])
         active = active_groups(destination, [group])
         if active:
             raise DestinationNotQuiet(f"group {group} has {active[group]} on the destination: stop its consumers")

@@ -42,9 +42,9 @@ from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import TOPIC_ROLLBACK_STEPS, validate_selection
 from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
 from kafka_ferry.kafka.cluster import KafkaCluster
-from kafka_ferry.promotion.group_rollback import rollback_group
+from kafka_ferry.promotion.group_rollback import check_groups, rollback_group
 from kafka_ferry.promotion.rollback import RollbackRefused, RollbackRunner, group_resumes
-from kafka_ferry.promotion.rollback_rights import check_rollback_rights
+from kafka_ferry.promotion.rollback_rights import check_rollback_rights, plan_acls
 from kafka_ferry.promotion.rollback_schema_ids import VersionsOfId
 from kafka_ferry.provision.fences import put_fences
 from kafka_ferry.state import rollback as rb
@@ -131,16 +131,25 @@ def readers_of(store: MigrationStateStore, topics: Sequence[str], state=None) ->
 
 
 def topic_rollback_plan(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
-                        store: MigrationStateStore, topics: Sequence[str],
+                        store: MigrationStateStore, topics: Sequence[str], groups: Sequence[str] = (),
                         versions_of_id: VersionsOfId | None = None) -> dict:
     """The dry run: what rolling ``topics`` back would copy back and where their groups would resume (in remap
     mode: the schema-id section, naming every id that would refuse it); changes nothing (reads the clusters, the
-    state topic and, with ``versions_of_id``, the destination registry only)."""
+    state topic and, with ``versions_of_id``, the destination registry only). ``groups``: other groups named with
+    the topics; the run rolls them back too (``promotion.group_rollback``), so the plan refuses them as it would
+    and shows where they would resume and the ACLs they need."""
     chosen, promotions = check_topics(spec, store, topics)
     moving = [t for t, p in promotions.items() if p is not None]
-    scope = TopicScope(spec, source, destination, store, moving, readers_of(store, moving),
-                       versions_of_id=versions_of_id)
-    plan = scope.plan() if moving else {"copy_back": [], "records": 0, "groups": {}}
+    readers = readers_of(store, moving)
+    # checked as the run checks them before its first change (a missing ACL is listed below, as in every plan)
+    others = check_groups(spec, source, store, [g for g in groups if g not in readers], with_topics=chosen,
+                          rights=False)
+    scope = TopicScope(spec, source, destination, store, moving, readers + others, versions_of_id=versions_of_id)
+    if moving:
+        plan = scope.plan()
+    else:  # nothing to copy back; the other groups still go (they read no topic moving here: no predicted syncs)
+        plan = {"copy_back": [], "records": 0, "groups": scope.resume_plan() if others else {},
+                **({"acls": plan_acls(spec, source, [], others)} if others else {})}
     return {**plan, "migration": spec.name, "topics": {t: "promoted" if promotions[t] else rb.ROLLED_BACK
                                                        for t in chosen}}
 
