@@ -8,8 +8,8 @@ after some partitions were copied back. The probe asks the source's authorizer, 
   need only the DESCRIBE the minimum grants);
 - CREATE on a topic the rollback will create: a validate-only CreateTopics (nothing is created).
 
-What cannot be probed without a side effect: WRITE, READ, DESCRIBE and DESCRIBE_CONFIGS on a copy-back topic that
-does not exist yet (a first rollback), and any operation when the broker does not answer authorized operations.
+What cannot be probed without a side effect: WRITE and DESCRIBE_CONFIGS on a copy-back topic that does not exist
+yet (a first rollback), and any operation when the broker does not answer authorized operations.
 Those are listed as unchecked, and the calls that need them name the missing ACL when they fail
 (``KafkaClusterError.on(..., acl=...)``).
 """
