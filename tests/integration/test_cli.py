@@ -108,6 +108,10 @@ def test_acls_lists_the_minimum_and_apart_the_acls_only_a_rollback_needs(workspa
     assert f"source: ALLOW WRITE on TOPIC '{topic}' for User:ANONYMOUS (copy back" in rollback
     assert f"source: ALLOW READ on GROUP '{group}' for User:ANONYMOUS (commit" in rollback
     assert f"'kafka-ferry.{p}.state.rollback'" in rollback
+    # the copy-back's topics are read after a rollback too: reading them stays granted, creating them does not
+    assert f"source: ALLOW DESCRIBE on TOPIC 'kafka-ferry.{p}.state.rollback' for User:ANONYMOUS" in always
+    assert f"source: ALLOW CREATE on TOPIC 'kafka-ferry.{p}.state.rollback'" in rollback
+    assert f"source: ALLOW DESCRIBE on TOPIC 'kafka-ferry.{p}.state.rollback'" not in rollback
 
 
 def test_a_spec_outside_a_migrations_folder_is_refused_with_the_layout(tmp_path):

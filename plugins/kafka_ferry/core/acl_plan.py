@@ -105,6 +105,10 @@ SOURCE_TOPIC_OPERATIONS = ("DESCRIBE", "DESCRIBE_CONFIGS", "READ")
 SOURCE_GROUP_OPERATIONS = ("DESCRIBE",)
 MIRROR_TOPIC_OPERATIONS = ("CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "ALTER", "WRITE", "READ")
 INTERNAL_TOPIC_OPERATIONS = ("CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "WRITE", "READ")
+# The copy-back's progress and sync log on the source outlive the rollback: later catch-ups and promotions
+# (``core.rollback_plan.across_rollback``), staged group rollbacks and the rollback plan read them. Without
+# DESCRIBE the broker hides them, which looks like "no rollback ran"; so reading them is part of the minimum.
+COPY_BACK_READ_OPERATIONS = ("DESCRIBE", "READ")
 DESTINATION_GROUP_OPERATIONS = ("DESCRIBE", "READ")
 # The tool's own consumers read by assign() and never commit, but librdkafka still looks up the
 # coordinator of their group.id, which needs DESCRIBE on it. A test keeps this list in step with the code.
@@ -127,11 +131,18 @@ def internal_topics(spec: MigrationSpec) -> dict[str, tuple[str, ...]]:
     return {"source": (), "destination": (*on_destination, syncs)}
 
 
+def rollback_internal_topics(spec: MigrationSpec) -> tuple[str, str]:
+    """The topics a rollback creates and writes on the source: the copy-back's state topic and sync log."""
+    return f"{spec.state_topic_name}.rollback", offset_syncs_topic(spec.source.alias)
+
+
 def minimum_acls(spec: MigrationSpec, source_principal: str, destination_principal: str,
                  source_topics: Iterable[str], groups: Iterable[str]) -> MinimumAcls:
     """Exactly what a catch-up and a promotion of these topics and groups need; nothing on the cluster.
 
-    Source: describe and read the topics, describe the groups (their committed offsets). Destination:
+    Source: describe and read the topics, describe the groups (their committed offsets), describe and read
+    the copy-back's two topics (``rollback_internal_topics``: this migration's own; a grant on a name that does
+    not exist yet reaches nothing, and after a rollback they decide where groups resume). Destination:
     create, configure, grow, write and read back the mirror topics and the migration's own topics;
     describe groups and commit their offsets (READ on the group). On both, DESCRIBE on the tool's reader
     groups (coordinator lookups). Idempotent producers need no cluster
@@ -143,7 +154,8 @@ def minimum_acls(spec: MigrationSpec, source_principal: str, destination_princip
     internal = internal_topics(spec)
     source = (_grants(source_principal, "TOPIC", source_topics, SOURCE_TOPIC_OPERATIONS)
               + _grants(source_principal, "GROUP", [*groups, *reader_groups(spec)], SOURCE_GROUP_OPERATIONS)
-              + _grants(source_principal, "TOPIC", internal["source"], INTERNAL_TOPIC_OPERATIONS))
+              + _grants(source_principal, "TOPIC", internal["source"], INTERNAL_TOPIC_OPERATIONS)
+              + _grants(source_principal, "TOPIC", rollback_internal_topics(spec), COPY_BACK_READ_OPERATIONS))
     destination = (_grants(destination_principal, "TOPIC", mirrors, MIRROR_TOPIC_OPERATIONS)
                    + _grants(destination_principal, "TOPIC", internal["destination"], INTERNAL_TOPIC_OPERATIONS)
                    + _grants(destination_principal, "GROUP", groups, DESTINATION_GROUP_OPERATIONS)
@@ -162,6 +174,9 @@ def minimum_acls(spec: MigrationSpec, source_principal: str, destination_princip
 # the rollback checks them before any change and names what is missing) and may revoke them after.
 ROLLBACK_SOURCE_TOPIC_OPERATIONS = ("WRITE",)  # DESCRIBE and READ (the tail read on resume): in the minimum already
 ROLLBACK_SOURCE_GROUP_OPERATIONS = ("READ",)  # commit offsets; DESCRIBE (membership): in the minimum already
+# create and write the copy-back's topics; DESCRIBE and READ: in the minimum (read after the rollback too)
+ROLLBACK_INTERNAL_TOPIC_OPERATIONS = tuple(op for op in INTERNAL_TOPIC_OPERATIONS
+                                           if op not in COPY_BACK_READ_OPERATIONS)
 ROLLBACK_REASONS = {
     ("TOPIC", "source"): "copy back the records produced on the destination after the cutover (idempotent "
                          "producer: WRITE implies IDEMPOTENT_WRITE since Kafka 2.8)",
@@ -170,10 +185,6 @@ ROLLBACK_REASONS = {
     ("TOPIC", "syncs"): "the copy-back's offset syncs (created on the source; groups resume from them)",
 }
 
-
-def rollback_internal_topics(spec: MigrationSpec) -> tuple[str, str]:
-    """The topics a rollback creates and writes on the source: the copy-back's state topic and sync log."""
-    return f"{spec.state_topic_name}.rollback", offset_syncs_topic(spec.source.alias)
 
 
 @dataclass(frozen=True)
@@ -205,7 +216,7 @@ def rollback_acls(spec: MigrationSpec, source_principal: str, source_topics: Ite
     if source_topics:
         state, syncs = rollback_internal_topics(spec)
         for name, why in ((state, "state"), (syncs, "syncs")):
-            for entry in _grants(source_principal, "TOPIC", [name], INTERNAL_TOPIC_OPERATIONS):
+            for entry in _grants(source_principal, "TOPIC", [name], ROLLBACK_INTERNAL_TOPIC_OPERATIONS):
                 reasons[entry] = ROLLBACK_REASONS[("TOPIC", why)]
     return RollbackAcls(tuple(reasons), reasons)
 

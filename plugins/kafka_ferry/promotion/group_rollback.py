@@ -118,7 +118,7 @@ def rollback_group(spec: MigrationSpec, source: KafkaCluster, destination: Kafka
         stored = rb.group_resume(store, group, at)
         if stored is None:
             forward = load_partition_copies(spec, source, destination, read_progress(store))
-            stored = group_resumes(destination, group, topics, forward, copied_back(spec, source))
+            stored = group_resumes(destination, group, topics, forward, copied_back(spec, source, store))
             rb.save_group_resume(store, group, stored, at)
         commit_on_source(source, group, stored)
         done = {"status": rb.ROLLED_BACK, "promoted_at_ms": at, "rolled_back_at_ms": int(time.time() * 1000),

@@ -189,11 +189,11 @@ class RollbackRunner:
         return load_partition_copies(self.spec, self.source, self.destination, read_progress(self.store))
 
     def reverse_copies(self) -> dict[tuple[str, int], PartitionCopy]:
-        return copied_back(self.spec, self.source)
+        return copied_back(self.spec, self.source, self.store)
 
     def copy_back_ranges(self) -> list[CopyBackRange]:
         forward = read_progress(self.store)
-        reverse = rb.copy_back_progress(self.spec, self.source)
+        reverse = rb.copy_back_progress(self.spec, self.source, self.store)
         parts = [(p.destination_topic, q) for (_, q), p in sorted(forward.items())]
         starts = self.destination.list_offsets(parts, "earliest")
         ends = self.destination.list_offsets(parts, "latest", read_committed=True)
@@ -321,7 +321,7 @@ class RollbackRunner:
         progress, per destination partition (found by provenance, as the copier's resume finds them:
         ``copy.destination_tail``). Read after the copy-back's progress, and never before the last forward-copied
         source record: a copy-back appends after the cutover, the source's history before it is not read."""
-        reverse = rb.copy_back_progress(self.spec, self.source)
+        reverse = rb.copy_back_progress(self.spec, self.source, self.store)
         forward = {(p.destination_topic, q): p for (_, q), p in read_progress(self.store).items()}
         destination_id = self.destination.describe_cluster().cluster_id
         tails = {}

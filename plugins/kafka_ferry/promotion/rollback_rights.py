@@ -6,10 +6,11 @@ after some partitions were copied back. The probe asks the source's authorizer, 
 
 - an existing topic or group: the operations the principal may do on it (KIP-430 authorized operations, which
   need only the DESCRIBE the minimum grants);
-- CREATE on a topic the rollback will create: a validate-only CreateTopics (nothing is created).
+- CREATE on a topic the rollback creates (or finds there): a validate-only CreateTopics (nothing is created), as the
+  copy-back's own CreateTopics is authorized (CREATE on the topic or on the cluster).
 
-What cannot be probed without a side effect: WRITE, READ, DESCRIBE and DESCRIBE_CONFIGS on a copy-back topic that
-does not exist yet (a first rollback), and any operation when the broker does not answer authorized operations.
+What cannot be probed without a side effect: WRITE and DESCRIBE_CONFIGS on a copy-back topic that does not exist
+yet (a first rollback), and any operation when the broker does not answer authorized operations.
 Those are listed as unchecked, and the calls that need them name the missing ACL when they fail
 (``KafkaClusterError.on(..., acl=...)``).
 """
@@ -47,7 +48,10 @@ def probe(source: KafkaCluster, needed: RollbackAcls) -> dict[str, list[AclEntry
     missing, unchecked, creatable = [], [], {}
     for e in needed.source:
         allowed = ops[e.resource_type].get(e.resource_name, "absent")
-        if allowed == "absent" and e.operation == "CREATE":
+        # CREATE by the validate-only CreateTopics whether the topic exists or not: the copy-back sends a CreateTopics
+        # either way (an existing topic answers TOPIC_ALREADY_EXISTS only to a principal allowed to create it), and the
+        # broker accepts CREATE on the CLUSTER for it, which a topic's authorized operations (KIP-430) leave out
+        if e.operation == "CREATE":
             if e.resource_name not in creatable:
                 creatable[e.resource_name] = may_create_topic(source, e.resource_name) is None
             if not creatable[e.resource_name]:

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kafka_ferry.core.acl_plan import COPY_BACK_READ_OPERATIONS, grant_hint
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import ROLLBACK_KIND, WRITTEN_AT, under
@@ -38,11 +40,53 @@ def copy_back_store(spec: MigrationSpec, source: KafkaCluster) -> MigrationState
     return MigrationStateStore(source, copy_back_state_topic(spec))
 
 
-def copy_back_progress(spec: MigrationSpec, source: KafkaCluster) -> dict[tuple[str, int], PartitionProgress]:
-    """The copy-back's progress per destination partition (empty before any copy-back; creates nothing)."""
-    if copy_back_state_topic(spec) not in source.list_topic_names():
-        return {}
-    return read_progress(copy_back_store(spec, source))
+class CopyBackNotVisible(Permanent, RuntimeError):
+    """The destination's state records a copy-back, but the source topic holding its progress or syncs is hidden or
+    empty: deciding without it would resume groups past copied-back records. No retry grants the ACL."""
+
+
+def recorded_copy_back(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, int]:
+    """What the copy-backs recorded on the destination say the source holds: the most ``partitions`` and
+    ``records_copied`` of a done ``copy_back`` step, the whole migration's or a staged topic's (zeros when none ran).
+
+    Why the step summaries: a copy-back with nothing to copy creates no topic on the source, so only a recorded
+    step that copied tells an absent topic from a hidden one."""
+    records = ROLLBACK_KIND.records(state) if state is not None else rollback_records(store)
+    whole = records.get(STEP + "copy_back") or {}
+    summaries = [whole.get("summary") or {}] if whole.get("status") == "done" else []
+    summaries += [(r.get("steps") or {}).get("copy_back", {}).get("summary") or {}
+                  for r in under(records, TOPIC).values()]
+    return {key: max([int(s.get(key) or 0) for s in summaries], default=0)
+            for key in ("partitions", "records_copied")}
+
+
+def refuse_unseen_copy_back(source: KafkaCluster, store: MigrationStateStore, topic: str, holds: str,
+                            recorded: int, what: str) -> None:
+    """Raise ``CopyBackNotVisible`` naming ``topic`` and the ACL to grant, when the destination records ``recorded``
+    (> 0) ``what`` copied back but the source's ``topic`` (its ``holds``) shows none; else nothing."""
+    if recorded <= 0:
+        return
+    grants = " and ".join(grant_hint(source.principal, "TOPIC", topic, op) for op in COPY_BACK_READ_OPERATIONS)
+    raise CopyBackNotVisible(
+        f"the destination's state topic {store.topic} records a rollback's copy-back ({recorded} {what}), but the "
+        f"source topic '{topic}' that holds its {holds} is not visible to the source principal or reads empty: "
+        f"{grants} (part of the minimum ACLs, core.acl_plan.minimum_acls; not one of the rollback-only ones to "
+        "revoke). Without it groups would resume past the copied-back records; nothing was decided or changed.")
+
+
+def copy_back_progress(spec: MigrationSpec, source: KafkaCluster, store: MigrationStateStore,
+                       state: Mapping | None = None) -> dict[tuple[str, int], PartitionProgress]:
+    """The copy-back's progress per destination partition (empty before any copy-back; creates nothing).
+
+    ``store``: the destination's (``state``: its ``read_all()``, when read already); a copy-back it records whose
+    progress the source does not show raises ``CopyBackNotVisible`` (a missing DESCRIBE hides a topic: that must
+    not read as "no rollback ran")."""
+    topic = copy_back_state_topic(spec)
+    progress = read_progress(copy_back_store(spec, source)) if topic in source.list_topic_names() else {}
+    if not progress:
+        refuse_unseen_copy_back(source, store, topic, "progress",
+                                recorded_copy_back(store, state)["partitions"], "partition(s)")
+    return progress
 
 
 def rollback_records(store: MigrationStateStore) -> dict[str, dict]:

@@ -23,7 +23,7 @@ from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import groups_to_commit
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.progress import migrated_groups, read_progress
-from kafka_ferry.state.rollback import copy_back_progress
+from kafka_ferry.state.rollback import copy_back_progress, recorded_copy_back, refuse_unseen_copy_back
 from kafka_ferry.state.staged_cutover import promoted_groups
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.storage.workdir import StoragePath
@@ -127,7 +127,7 @@ def translate_migration(spec: MigrationSpec, source: KafkaCluster, destination: 
     uncopied = {tp for offsets in commits.values() for tp in offsets if tp not in copies}
     copies.update(empty_partition_copies(spec, source, destination, uncopied))
     decisions = translate_groups(commits, copies)
-    back = copied_back(spec, source)
+    back = copied_back(spec, source, store, state)
     if back:  # a rollback copied records back: groups among them resume by both sync logs
         decisions = [across_rollback(d, copies.get((d.source_topic, d.partition)),
                                      back.get((d.destination_topic, d.partition))) for d in decisions]
@@ -136,13 +136,21 @@ def translate_migration(spec: MigrationSpec, source: KafkaCluster, destination: 
     return TranslationResult(decisions, copies)
 
 
-def copied_back(spec: MigrationSpec, source: KafkaCluster) -> dict[tuple[str, int], PartitionCopy]:
+def copied_back(spec: MigrationSpec, source: KafkaCluster, store: MigrationStateStore,
+                state: Mapping | None = None) -> dict[tuple[str, int], PartitionCopy]:
     """What rollbacks copied back, per destination partition (empty when none ran): the copy-back's syncs
-    (destination offset -> source offset) as its progress covers them (``state.rollback``)."""
-    progress = copy_back_progress(spec, source)
+    (destination offset -> source offset) as its progress covers them (``state.rollback``).
+
+    ``store``: the destination's state (``state``: already read); a copy-back it records whose progress or syncs
+    the source does not show fails loudly (``CopyBackNotVisible``) instead of deciding as if none ran."""
+    progress = copy_back_progress(spec, source, store, state)
     if not progress:
         return {}
-    syncs = read_offset_syncs(source, offset_syncs_topic(spec.source.alias))
+    topic = offset_syncs_topic(spec.source.alias)
+    syncs = read_offset_syncs(source, topic)
+    if not syncs:
+        refuse_unseen_copy_back(source, store, topic, "offset syncs",
+                                recorded_copy_back(store, state)["records_copied"], "record(s) copied")
     return {k: partition_copy(p, syncs.get(k, ())) for k, p in progress.items()}
 
 

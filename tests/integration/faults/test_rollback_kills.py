@@ -94,7 +94,8 @@ def test_a_remap_rollback_killed_after_each_step_and_inside_the_copy_back_resume
         assert killed_rollback(m, "-", fault, exit_code=86) == []
         tail = [r for r in read_partition(private, "source", m["topic"], q)
                 if read_provenance(r.headers)[0] == destination_id]
-        assert len(tail) >= at_least and (m["topic"], q) not in copy_back_progress(m["spec"], source), (
+        progress = copy_back_progress(m["spec"], source, remap_rollback(private, m).store)
+        assert len(tail) >= at_least and (m["topic"], q) not in progress, (
             f"the kill {fault} did not land between the copied records and their progress")
         if q == 0:  # a dry run now: the resumed copy-back copies on after the records already there
             plan = remap_rollback(private, m).plan()

@@ -2,9 +2,13 @@
 plus exactly ``core.acl_plan.rollback_acls`` (granted for the rollback only), and every record produced on the
 destination after the cutover goes back once. With one of those ACLs missing the rollback fails once (Permanent),
 before any change, naming the principal, the resource and the operation: nothing copied, no copy-back topic made.
+Once the rollback's ACLs are revoked, later runs still read the copy-back by the minimum; without its DESCRIBE they
+fail naming it instead of deciding as if no rollback ran.
 """
 
 from __future__ import annotations
+
+import time
 
 import pytest
 from scenarios import provision, provision_groups, read_partition
@@ -13,12 +17,13 @@ from test_least_privilege import LP_DESTINATION, LP_SOURCE, PARTITIONS, secure_m
 from kafka_ferry.core.acl_plan import rollback_acls, rollback_internal_topics
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
-from kafka_ferry.kafka.acls import create_acls, describe_acls
+from kafka_ferry.kafka.acls import create_acls, delete_acls, describe_acls
 from kafka_ferry.promotion.rollback import RollbackRunner
 from kafka_ferry.promotion.rollback_rights import RollbackAclsMissing
 from kafka_ferry.promotion.steps import PromotionRunner
 from kafka_ferry.state import rollback as rb
 from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.translation.translate import copied_back
 
 pytestmark = pytest.mark.integration
 
@@ -72,6 +77,27 @@ def test_a_rollback_as_the_least_privilege_principal_with_exactly_the_rollback_a
             assert after[:len(old)] == old  # the source's own records untouched
             assert [r.value for r in after[len(old):]] == [f"after-{t}-{q}-{i}".encode() for i in range(PER_PARTITION)]
     assert describe_acls(private.cluster("source"), principal=m["principal"]) == held
+
+    # revoked after the rollback as docs/security.md says: later runs still read the copy-back by the minimum alone
+    delete_acls(private.cluster("source"), m["rollback_acls"].source)
+    assert set(copied_back(spec, kafka_cluster(LP_SOURCE), m["store"])) == {(t, q) for t in topics
+                                                                              for q in range(PARTITIONS)}
+    # the minimum's grants on the copy-back's state topic revoked too (READ alone implies DESCRIBE): the broker hides
+    # it, and a later run fails naming it (it used to read "no rollback ran" and resume re-promoted groups past the
+    # copied-back records)
+    state = rollback_internal_topics(spec)[0]
+    delete_acls(private.cluster("source"), [e for e in m["acls"].source if e.resource_name == state])
+    deadline = time.monotonic() + 30  # until the broker applies the deletion
+    while True:
+        try:
+            copied_back(spec, kafka_cluster(LP_SOURCE), m["store"])
+        except rb.CopyBackNotVisible as exc:
+            failure = exc
+            break
+        assert time.monotonic() < deadline, f"{state} still visible 30 s after its ACLs were revoked"
+        time.sleep(0.5)
+    assert isinstance(failure, Permanent)
+    assert f"grant ALLOW DESCRIBE on TOPIC '{state}' for {m['principal']}" in str(failure), str(failure)
 
 
 @pytest.mark.parametrize(("resource_type", "operation", "which"), [

@@ -10,7 +10,7 @@ from test_acl_plan import spec
 from kafka_ferry.core.acl_plan import AclEntry, minimum_acls, rollback_acls, rollback_internal_topics
 
 PACKAGE = Path(__file__).resolve().parents[3] / "plugins" / "kafka_ferry"
-INTERNAL_OPS = ("CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "WRITE", "READ")
+INTERNAL_OPS = ("CREATE", "DESCRIBE_CONFIGS", "WRITE")  # DESCRIBE and READ on them: in the minimum
 
 
 def test_a_whole_rollback_needs_write_on_its_topics_read_on_its_groups_and_its_own_two_source_topics():
@@ -54,6 +54,21 @@ def test_the_rollback_acls_stay_out_of_the_catch_up_minimum():
     rollback = rollback_acls(spec(), "User:s", ["orders.a"], ["g"])
     assert not set(rollback.source) & set(minimum.source)
     assert not any(e.operation in ("WRITE", "CREATE") for e in minimum.source)
+
+
+def test_the_minimum_reads_the_copy_back_topics_so_revoking_the_rollback_acls_keeps_them_visible():
+    """After a rollback, catch-ups, promotions and group rollbacks read the copy-back's progress and syncs on the
+    source; revoking the rollback's ACLs must not hide them (a hidden topic reads as "no rollback ran")."""
+    minimum = minimum_acls(spec(), "User:s", "User:d", ["orders.a"], ["g"])
+    rollback = rollback_acls(spec(), "User:s", ["orders.a"], ["g"])
+    for name in rollback_internal_topics(spec()):
+        kept = {e.operation for e in minimum.source if e.resource_type == "TOPIC" and e.resource_name == name}
+        revoked = {e.operation for e in rollback.source if e.resource_name == name}
+        assert kept == {"DESCRIBE", "READ"} and revoked == {"CREATE", "DESCRIBE_CONFIGS", "WRITE"}
+        assert kept | revoked == {"CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "WRITE", "READ"}  # all the copy-back uses
+    state, syncs = rollback_internal_topics(spec())
+    assert f"source: ALLOW DESCRIBE on TOPIC '{state}' for User:s" in minimum.lines()  # what `kafka-ferry acls` prints
+    assert f"source: ALLOW READ on TOPIC '{syncs}' for User:s" in minimum.lines()
 
 
 def test_the_rollback_writes_the_source_topics_the_acls_name():
