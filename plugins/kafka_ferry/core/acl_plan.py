@@ -186,7 +186,6 @@ ROLLBACK_REASONS = {
 }
 
 
-
 @dataclass(frozen=True)
 class RollbackAcls:
     """The ACLs a rollback needs beyond ``minimum_acls``, all on the source, each with why (``reasons``)."""
