@@ -10,7 +10,7 @@ after some partitions were copied back. The probe asks the source's authorizer, 
   copy-back's own CreateTopics is authorized (CREATE on the topic or on the cluster).
 
 What cannot be probed without a side effect: WRITE and DESCRIBE_CONFIGS on a copy-back topic that does not exist
-yet (a first rollback), and any operation when the broker does not answer authorized operations.
+yet (a first rollback), and any other operation when the broker does not answer authorized operations.
 Those are listed as unchecked, and the calls that need them name the missing ACL when they fail
 (``KafkaClusterError.on(..., acl=...)``).
 """
