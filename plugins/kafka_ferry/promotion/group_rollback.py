@@ -94,7 +94,7 @@ def group_rollback_plan(spec: MigrationSpec, source: KafkaCluster, destination: 
     promotions = read_promotions(store, GROUP_PROMOTION_KIND)
     readers = migrated_groups(store)
     forward = load_partition_copies(spec, source, destination, read_progress(store)) if todo else {}
-    reverse = copied_back(spec, source) if todo else {}
+    reverse = copied_back(spec, source, store) if todo else {}
     resumes = {g: rb.group_resume(store, g, promotions[g].promoted_at_ms)
                or group_resumes(destination, g, readers.get(g, []), forward, reverse) for g in todo}
     return {"groups": resumes, "acls": plan_acls(spec, source, [], todo),

@@ -151,7 +151,8 @@ def test_the_topic_plan_takes_the_extra_groups_along_as_the_run_would(store, rig
 
 def test_the_group_plan_shows_only_groups_the_run_would_commit(store, monkeypatch):
     monkeypatch.setattr(group_rollback, "load_partition_copies", lambda *a: {})
-    monkeypatch.setattr(group_rollback, "copied_back", lambda *a: {})
+    # the stand-in takes exactly the real one's parameters: a call missing the destination store fails here too
+    monkeypatch.setattr(group_rollback, "copied_back", lambda spec, source, store, state=None: {})
     monkeypatch.setattr(group_rollback, "group_resumes", lambda destination, g, topics, f, r: [{"reads": topics}])
     monkeypatch.setattr(group_rollback, "plan_acls", lambda spec, source, topics, groups: {"needed": list(groups)})
     plan = group_rollback.group_rollback_plan(SPEC, Unreachable(), Unreachable(), store, ["g-b", "g-old"])
