@@ -36,6 +36,12 @@ from kafka_ferry.translation.translate import copied_back, load_partition_copies
 log = logging.getLogger(__name__)
 
 
+def _committed(promotion: UnitPromotion, done: dict | None) -> bool:
+    """The group's rollback record is for this promotion: a killed run committed its offsets on the source
+    already, so only forgetting the promotion and the fences are left (no refusal, no rights, no commit again)."""
+    return bool(done) and done.get("promoted_at_ms") == promotion.promoted_at_ms
+
+
 def check_group(spec: MigrationSpec, source: KafkaCluster, store: MigrationStateStore, group: str,
                 with_topics: Sequence[str] = (), rights: bool = True) -> tuple[UnitPromotion | None, dict | None]:
     """The refusals of ``group``'s rollback, before any change (Permanent, naming the group and the cause): not
@@ -49,7 +55,7 @@ def check_group(spec: MigrationSpec, source: KafkaCluster, store: MigrationState
         if done and done.get("status") == rb.ROLLED_BACK:
             return None, done
         raise RollbackRefused(f"group {group!r} of migration {spec.name} is not promoted: nothing to roll back")
-    if not (done and done.get("promoted_at_ms") == promotion.promoted_at_ms):
+    if not _committed(promotion, done):
         topics = migrated_groups(store).get(group, [])
         moved = sorted(set(promoted_topics(store)) & set(topics) - set(with_topics))
         if moved:
@@ -73,7 +79,7 @@ def check_groups(spec: MigrationSpec, source: KafkaCluster, store: MigrationStat
         except RollbackRefused as exc:
             problems.append(str(exc))
             continue
-        if promotion is not None and not (done and done.get("promoted_at_ms") == promotion.promoted_at_ms):
+        if promotion is not None and not _committed(promotion, done):
             todo.append(g)
     if problems:
         raise RollbackRefused(problems[0] if len(problems) == 1 else  # one: the very refusal rollback_group gives
@@ -110,7 +116,7 @@ def rollback_group(spec: MigrationSpec, source: KafkaCluster, destination: Kafka
         log.info("group rollback %s: rolled back at %s already, nothing to do", group, done["rolled_back_at_ms"])
         return done
     at = promotion.promoted_at_ms
-    if not (done and done.get("promoted_at_ms") == at):
+    if not _committed(promotion, done):
         topics = migrated_groups(store).get(group, [])
         active = active_groups(destination, [group])
         if active:
