@@ -15,15 +15,16 @@ whose kept session has its Python workers up), (b) the raw
 consume->produce loop of bench/raw_loop.py (the limit here), (c) MirrorMaker 2 in dedicated mode.
 Before each timed copy the page cache is written out and the machine left idle for 2 s (`_common.settle`),
 so no copier pays for the writes of the one before it; at the end every topic of the run is deleted.
-Prints records/s and MB/s of each and the ratios (a)/(c), (a)/(b), (a')/(c), (a')/(b) as JSON, the
-steady rates of (a') and (c), both watched the same way on the destination (first record seen to last), and
-their ratio, and the fixed costs: a catch-up of one record per partition on each engine (plan + engine +
-report), a no-op catch-up (nothing new), on spark-submit the first batch on a new host (it writes the driver's
-class archive) and, on Connect, the migration's next one-record batch (its kept session's Python workers are
-already running), and spark-submit's floor: a job that does nothing, started exactly as the copy task starts
-its job (its seconds bound what any spark-submit batch costs besides copying; `batch_over_floor_s`: what the
-one-record batch costs beyond it, kafka-ferry's own steps). `--profile` also copies one partition in-process under
-cProfile and prints where the time goes. Needs the test bed up.
+Prints records/s and MB/s of each and the ratios (a)/(c), (a)/(b), (a')/(c), (a')/(b) as JSON, the steady rates of
+(a') and (c), both watched the same way on the destination (first record seen to last), and their ratio, each one's
+end-to-end time beyond copying at its steady rate (``fixed_s``) and the ratio (a')/(c) would reach with no fixed
+cost (``ratio_connect_to_mm2_at_no_fixed_cost``), and the fixed costs: a catch-up of one record per partition on
+each engine (plan + engine + report), a no-op catch-up (nothing new), on spark-submit the first batch on a new host
+(it writes the driver's class archive) and, on Connect, the migration's next one-record batch (its kept session's
+Python workers are already running), and spark-submit's floor: a job that does nothing, started exactly as the copy
+task starts its job (its seconds bound what any spark-submit batch costs besides copying; `batch_over_floor_s`:
+what the one-record batch costs beyond it, kafka-ferry's own steps). `--profile` also copies one partition
+in-process under cProfile and prints where the time goes. Needs the test bed up.
 """
 
 from __future__ import annotations
@@ -455,6 +456,14 @@ def measure(args, name: str, topic: str, work: Path) -> int:
                 results["kafka_ferry_connect_next_batch"]["records_per_s"] / mm2_rate, 2)
             results["ratio_connect_steady_to_mm2_steady"] = round(
                 connect["steady"]["records_per_s"] / results["mirrormaker2"]["steady"]["records_per_s"], 2)
+            # Each end-to-end time split into copying at its own steady rate and the rest (start-up, the time to the
+            # first record and after the last: a Connect session and its Python workers, MM2's JVM and tasks), and
+            # the ratio the first batch would reach with no fixed cost at all: MM2 end to end over the Connect copy
+            # at its steady rate. A ratio above it needs a faster copy, not a faster start.
+            for copier in (connect, results["mirrormaker2"]):
+                copier["fixed_s"] = round(copier["seconds"] - records / copier["steady"]["records_per_s"], 2)
+            results["ratio_connect_to_mm2_at_no_fixed_cost"] = round(
+                results["mirrormaker2"]["seconds"] / (records / connect["steady"]["records_per_s"]), 2)
     results["ratio_ferry_to_raw"] = round(results["kafka_ferry"]["records_per_s"]
                                           / results["raw_loop"]["records_per_s"], 2)
     print(json.dumps(results, indent=1))
