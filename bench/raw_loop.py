@@ -75,17 +75,20 @@ def floor_copy(source_topic: str, destination_topic: str, partitions: int, lanes
                 for partition in owned:
                     end = consumer.get_watermark_offsets(TopicPartition(source_topic, partition), timeout=10)[1]
                     consumer.assign([TopicPartition(source_topic, partition, 0)])
-                    copied = 0
-                    while copied < end:
+                    position = 0  # by offsets, not a count: offset gaps (markers, compaction) end it too
+                    while position < end:
                         for msg in consumer.consume(CONSUME_BATCH, 0.2):
                             if msg.error():
                                 raise RuntimeError(msg.error().str())
+                            position = msg.offset() + 1
                             headers = msg.headers() or []
                             headers.append(stamp)
-                            headers.append((SOURCE_OFFSET_HEADER, b"%d" % msg.offset()))
+                            headers.append((SOURCE_OFFSET_HEADER, b"%d" % (position - 1)))
                             producer.produce(destination_topic, msg.value(), msg.key(), partition,
                                              timestamp=msg.timestamp()[1], headers=headers)
-                            copied += 1
+                        if position < end:
+                            position = max(position, consumer.position([TopicPartition(source_topic, partition)])[0]
+                                           .offset)
                         producer.poll(0)
                 if producer.flush(120):
                     raise RuntimeError("records left unacknowledged")
