@@ -18,7 +18,7 @@ import json
 import os
 
 import pytest
-from route_support import DagRunner, RunResult
+from matrix_support import DagRunner, RunResult
 from scenarios import (
     commit_source_group,
     consume_some,

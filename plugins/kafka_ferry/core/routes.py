@@ -42,7 +42,10 @@ from kafka_ferry.core.trigger_form import (
     ROLLBACK,
     ROLLBACK_PLAN,
     TOPICS_FIELD,
+    WAIVE_FIELD,
 )
+
+REWIND_FIELD = "allow_rewind"  # the form's field (dag_promotion.trigger_params); only promote reads it
 
 NEW, CAUGHT_UP, GROUPS_STAGED, TOPICS_STAGED = "new", "caught up", "groups staged", "topics staged"
 PROMOTED, ROLLED_BACK, CAUGHT_UP_AGAIN, PROMOTED_AGAIN = (
@@ -107,17 +110,15 @@ def refused(task: str, why: str, way_out: str) -> Outcome:
 # Refusals shared by several cells
 _NOT_COPIED = "nothing was copied yet"
 _RUN_CATCH_UP = "run mode catch-up first"
-_PROMOTED = "promoted"
-_ROLL_BACK = "mode rollback"
+_PROMOTED = "was promoted at"
+_ROLL_BACK = "then mode 'rollback'"
 NOT_PROMOTED = refused("rollback", "is not promoted: nothing to roll back", "nothing to roll back")
 STAGED_GROUP_ROLLBACK = refused("rollback", "is not promoted as a whole", "{group}")
 STAGED_TOPIC_ROLLBACK = refused("rollback", "is not promoted as a whole", "{topic}")
 TOPIC_BLOCKED = refused("promote_topics", "read by unpromoted group(s) {group}", "Promote those groups first")
-COPY_REFUSED = refused("provision_topics", _PROMOTED, _ROLL_BACK)
-DRY_RUN_REFUSED = refused("plan_copy", _PROMOTED, _ROLL_BACK)
-PROMOTE_REFUSED = refused("preflight", _PROMOTED, _ROLL_BACK)
-GROUPS_REFUSED = refused("promote_groups", _PROMOTED, _ROLL_BACK)
-TOPICS_REFUSED = refused("promote_topics", _PROMOTED, _ROLL_BACK)
+# a promoted migration: every mode but the rollback ones stops in the pre-flight, naming the rollback (never only
+# reset-promotion, which would drop what the rollback reads)
+PROMOTED_REFUSED = refused("preflight", _PROMOTED, _ROLL_BACK)
 
 _COPY = "copies the next batch (mirrors provisioned), translates and commits the unpromoted groups' offsets"
 _PROMOTE = ("waits for the source to be quiet, copies to lag 0, commits every group on the destination, reconciles, "
@@ -170,11 +171,11 @@ ROUTES: dict[str, dict[str, Outcome]] = {
         ROLLBACK_PLAN: STAGED_TOPIC_ROLLBACK,
     },
     PROMOTED: {
-        CATCH_UP: COPY_REFUSED,
-        PROMOTE: PROMOTE_REFUSED,
-        PROMOTE_GROUPS: GROUPS_REFUSED,
-        PROMOTE_TOPICS: TOPICS_REFUSED,
-        DRY_RUN: DRY_RUN_REFUSED,
+        CATCH_UP: PROMOTED_REFUSED,
+        PROMOTE: PROMOTED_REFUSED,
+        PROMOTE_GROUPS: PROMOTED_REFUSED,
+        PROMOTE_TOPICS: PROMOTED_REFUSED,
+        DRY_RUN: PROMOTED_REFUSED,
         ROLLBACK: works(_ROLLBACK + " (the staged units' marks too)", ROLLED_BACK),
         ROLLBACK_PLAN: Outcome(PLAN, note=_ROLLBACK_PLAN),
     },
@@ -197,11 +198,11 @@ ROUTES: dict[str, dict[str, Outcome]] = {
         ROLLBACK_PLAN: Outcome(PLAN, note=_ROLLED_BACK + ": nothing to copy back"),
     },
     PROMOTED_AGAIN: {
-        CATCH_UP: COPY_REFUSED,
-        PROMOTE: PROMOTE_REFUSED,
-        PROMOTE_GROUPS: GROUPS_REFUSED,
-        PROMOTE_TOPICS: TOPICS_REFUSED,
-        DRY_RUN: DRY_RUN_REFUSED,
+        CATCH_UP: PROMOTED_REFUSED,
+        PROMOTE: PROMOTED_REFUSED,
+        PROMOTE_GROUPS: PROMOTED_REFUSED,
+        PROMOTE_TOPICS: PROMOTED_REFUSED,
+        DRY_RUN: PROMOTED_REFUSED,
         ROLLBACK: works(_ROLLBACK, ROLLED_BACK),
         ROLLBACK_PLAN: Outcome(PLAN, note=_ROLLBACK_PLAN),
     },
@@ -242,15 +243,11 @@ def cells() -> list[tuple[str, str, Outcome]]:
 
 
 def conf(mode: str, migration: str, group: str, topic: str) -> dict[str, Any]:
-    """The run conf the trigger form sends for ``mode`` in a cell (the fields a user fills in for it)."""
-    out: dict[str, Any] = {"mode": mode}
-    if mode in CONFIRMED_MODES:
-        out[CONFIRM_FIELD] = migration
-    if mode == PROMOTE_GROUPS:
-        out[GROUPS_FIELD] = [group]
-    if mode == PROMOTE_TOPICS:
-        out[TOPICS_FIELD] = [topic]
-    return out
+    """The run conf the trigger form sends for ``mode`` in a cell: every field of the form, those a user fills in for
+    the mode filled in, the others at their defaults."""
+    return {"mode": mode, CONFIRM_FIELD: migration if mode in CONFIRMED_MODES else None, REWIND_FIELD: False,
+            GROUPS_FIELD: [group] if mode == PROMOTE_GROUPS else [], TOPICS_FIELD: [topic] if mode == PROMOTE_TOPICS
+            else [], WAIVE_FIELD: []}
 
 
 # --- the table in docs/operations.md -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Helpers of the route matrix: a real migration DAG run through ``dag.test(run_conf=...)`` in a child process with an
+"""Helpers of the route matrix (test_route_matrix.py): a real migration DAG run through ``dag.test(run_conf=...)`` in an
 Airflow home of its own, several runs per process (one Airflow start per state, not per cell)."""
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ RUN = textwrap.dedent("""
         print("@@RUN-BEGIN", flush=True)
         try:
             run = dag.test(run_conf=conf)
-            tasks = {ti.task_id: [str(ti.state), ti.try_number] for ti in run.get_task_instances()}
-            result = {"state": str(run.state), "tasks": tasks}
+            tasks = {ti.task_id: [str(ti.state).rsplit(".", 1)[-1].lower(), ti.try_number]
+                     for ti in run.get_task_instances()}
+            result = {"state": str(run.state).rsplit(".", 1)[-1].lower(), "tasks": tasks}
         except BaseException:
             result = {"state": "dag.test raised: " + traceback.format_exc()[-3000:], "tasks": {}}
         print("\\n@@RESULT " + json.dumps(result), flush=True)
