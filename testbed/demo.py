@@ -102,7 +102,8 @@ def run_demo(schema_ids: dict[str, int]) -> int:
     code = kafka_ferry([command, str(SPEC), *(["--yes-i-mean", "demo-tenant"] if command == "promote" else [])])
     if command == "promote":
         # Demo only: lift the promotion so `make demo` can run catch-up batches again (production never does).
-        kafka_ferry(["reset-promotion", str(SPEC), "--yes-i-mean", "demo-tenant"])
+        # (the rollback is given up knowingly: without --give-up-rollback the reset refuses while one is possible)
+        kafka_ferry(["reset-promotion", str(SPEC), "--yes-i-mean", "demo-tenant", "--give-up-rollback"])
         print("  (demo: promotion reset so that `make demo` can run again; a real migration stays promoted)")
     return code
 

@@ -23,6 +23,7 @@ from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
 from kafka_ferry.dag_promotion import (
     add_mode_branch,
     add_promotion_tasks,
+    add_route_branch,
     add_staged_promotion_tasks,
     add_translation_tasks,
     trigger_params,
@@ -62,8 +63,11 @@ def stub_text(yaml_name: str) -> str:
 
 
 def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
-    """The migration's DAG: pre-flight -> [migrate schemas] -> provision topics -> provision groups -> mode branch.
+    """The migration's DAG: pre-flight -> route branch -> rollback (rollback, rollback-plan), or
+    [migrate schemas] -> provision topics -> provision groups -> mode branch (every other mode).
 
+    The pre-flight checks the trigger (mode, confirmation, fields) for every mode before anything changes; the rollback
+    modes never run provisioning or the schema migration, which refuse the promoted migration a rollback starts from.
     catch-up (every scheduled run, and the trigger form's default): plan -> Spark copy batch from the stored
     offsets -> report -> [decode check] -> translate offsets + write checkpoints. promote (trigger form only):
     source quiesced and groups inactive -> final copy -> lag 0 -> translate + commit groups -> synced ->
@@ -91,9 +95,11 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
         if spec.schema_registry:  # subjects exist on the destination before any mirror topic or record does
             schemas = MigrateSchemasOperator(task_id="migrate_schemas", spec_path=str(spec_path),
                                              dry_run=DRY_RUN_TEMPLATE)
-            preflight >> schemas >> topics
+            route = add_route_branch(preflight, provision_entry=schemas.task_id)
+            route >> schemas >> topics
         else:
-            preflight >> topics
+            route = add_route_branch(preflight, provision_entry=topics.task_id)
+            route >> topics
         topics >> groups
         branch = add_mode_branch(groups, catch_up_entry="plan_copy")
         plan_copy, _, report = copy_batch_tasks(spec, str(spec_path))
@@ -104,7 +110,7 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
                                                      dry_run=DRY_RUN_TEMPLATE))
         add_translation_tasks(dag, spec_path, report)
         add_promotion_tasks(dag, spec, spec_path, branch)
-        add_staged_promotion_tasks(dag, spec_path, branch, migration=spec.name)
+        add_staged_promotion_tasks(dag, spec_path, branch, route, migration=spec.name)
     return dag
 
 

@@ -5,12 +5,20 @@ typing the migration's name, checked by the pre-flight before anything changes),
 scheduled runs take the default ``catch-up`` path (copy batch, then translate + checkpoint); ``dry-run``
 takes the catch-up path with every task planning only.
 
+Why two branches: the rollback modes must not run what the other modes need first (provisioning and the schema
+migration refuse a promoted migration, the very state a rollback starts from), so ``choose_route`` sends them
+straight from the pre-flight (which checks the trigger for every mode) to the ``rollback`` task; every other mode
+provisions, then ``choose_mode`` picks its path. No task of one mode can fail a run of another: the other mode's
+tasks are skipped.
+
 Wiring (inside ``with DAG(..., params=trigger_params(spec.name))``)::
 
+    route = add_route_branch(preflight, provision_entry="provision_topics")  # rollback modes: straight to rollback
     branch = add_mode_branch(groups, catch_up_entry="plan_copy", promote_entry=PROMOTE_ENTRY)
     branch >> plan_copy >> copy >> copy_report          # the catch-up copy tasks
     add_translation_tasks(dag, spec_path, copy_report)  # translate + checkpoint after each batch
     add_promotion_tasks(dag, spec, spec_path, branch)   # sensors -> promotion steps
+    add_staged_promotion_tasks(dag, spec_path, branch, route)  # promote-groups/-topics after provisioning, rollback
 """
 
 from __future__ import annotations
@@ -50,8 +58,10 @@ from kafka_ferry.sensors.promotion_sensors import (
 )
 
 PROMOTE_ENTRY = ("source_quiesced", "source_groups_inactive")
-STAGED_ENTRY = {PROMOTE_GROUPS: "promote_groups", PROMOTE_TOPICS: "promote_topics", ROLLBACK: "rollback",
-                ROLLBACK_PLAN: "rollback"}
+ROLLBACK_ENTRY = "rollback"
+ROLLBACK_MODES = (ROLLBACK, ROLLBACK_PLAN)
+STAGED_ENTRY = {PROMOTE_GROUPS: "promote_groups", PROMOTE_TOPICS: "promote_topics", ROLLBACK: ROLLBACK_ENTRY,
+                ROLLBACK_PLAN: ROLLBACK_ENTRY}
 
 
 def _groups_param(ready: list[str], as_of_ms: int | None) -> Param:
@@ -115,10 +125,30 @@ def trigger_params(migration: str, ready_groups: list[str] = (), ready_as_of_ms:
     }
 
 
-def _choose(catch_up_entry: str | list[str], promote_entry: str | list[str], **context) -> str | list[str]:
+def _mode(context) -> str:
     mode = context["params"].get("mode", CATCH_UP)
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(repr(m) for m in MODES)}, got {mode!r}")
+    return mode
+
+
+def _route(provision_entry: str, **context) -> str:
+    """The rollback modes go to the rollback task, past provisioning; every other mode provisions first."""
+    return ROLLBACK_ENTRY if _mode(context) in ROLLBACK_MODES else provision_entry
+
+
+def add_route_branch(upstream: BaseOperator | None, provision_entry: str,
+                     task_id: str = "choose_route") -> BaseOperator:
+    """A branch right after the pre-flight: ``rollback`` for the rollback modes, else ``provision_entry``."""
+    branch = BranchPythonOperator(task_id=task_id, python_callable=_route,
+                                  op_kwargs={"provision_entry": provision_entry})
+    if upstream is not None:
+        upstream >> branch
+    return branch
+
+
+def _choose(catch_up_entry: str | list[str], promote_entry: str | list[str], **context) -> str | list[str]:
+    mode = _mode(context)
     if mode in STAGED_ENTRY:
         return STAGED_ENTRY[mode]
     return list(promote_entry) if mode == PROMOTE else catch_up_entry
@@ -145,9 +175,10 @@ def add_translation_tasks(dag: DAG, spec_path: str | Path, upstream_task: BaseOp
 
 
 def add_staged_promotion_tasks(dag: DAG, spec_path: str | Path, branch: BaseOperator,
-                               migration: str | None = None) -> list[BaseOperator]:
-    """promote-groups / promote-topics / rollback (and its plan): one task each after the mode branch (never
-    scheduled: a form choice).
+                               route: BaseOperator | None = None, migration: str | None = None
+                               ) -> list[BaseOperator]:
+    """promote-groups / promote-topics after the mode branch, rollback (and its plan) after the route branch (or
+    after the mode branch when there is none): one task each, never scheduled (a form choice).
 
     ``migration``: the spec's name; the topics task then declares the migration's promoted asset alias as outlet.
     """
@@ -159,7 +190,8 @@ def add_staged_promotion_tasks(dag: DAG, spec_path: str | Path, branch: BaseOper
     rollback = RollbackMigrationOperator(task_id=STAGED_ENTRY[ROLLBACK], spec_path=str(spec_path), dag=dag,
                                          dry_run=f"{{{{ params.mode == '{ROLLBACK_PLAN}' }}}}",
                                          execution_timeout=timedelta(hours=1))
-    branch >> [groups, topics, rollback]
+    branch >> [groups, topics]
+    (route if route is not None else branch) >> rollback
     return [groups, topics, rollback]
 
 

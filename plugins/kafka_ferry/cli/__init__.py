@@ -1,8 +1,9 @@
 """`kafka-ferry`: one migration spec, driven through its own Airflow DAG from a shell.
 
-A convenience beside Airflow, not a second scheduler: `dry-run`, `run` and `promote` run the spec's DAG
-once with ``dag.test(run_conf=...)`` (the same tasks, retries and fail-fast rules as a scheduled run, on
-this machine, recorded in the metadata DB), exactly as the trigger form would. `check`, `status`, `acls` and
+A convenience beside Airflow, not a second scheduler: `dry-run`, `run`, `promote`, `promote-groups`,
+`promote-topics`, `rollback` and `rollback-plan` (every mode of the trigger form) run the spec's DAG once with
+``dag.test(run_conf=...)`` (the same tasks, retries and fail-fast rules as a scheduled run, on this machine,
+recorded in the metadata DB), with the run conf the trigger form sends. `check`, `status`, `acls` and
 `reset-promotion` read the clusters directly. Connections come from Airflow: environment variables
 (``AIRFLOW_CONN_<ID>``) or the metadata DB (``airflow connections add``).
 
@@ -20,7 +21,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-MODES = {"dry-run": "dry-run", "run": "catch-up", "promote": "promote"}
+# command -> the trigger form's mode (core.trigger_form.MODES)
+MODES = {"dry-run": "dry-run", "run": "catch-up", "promote": "promote", "promote-groups": "promote-groups",
+         "promote-topics": "promote-topics", "rollback": "rollback", "rollback-plan": "rollback-plan"}
+CONFIRMED = {"promote": "promote", "promote-groups": "promote groups of", "promote-topics": "promote topics of",
+             "rollback": "roll back"}
 
 
 class UsageError(Exception):
@@ -35,17 +40,53 @@ def parser() -> argparse.ArgumentParser:
         "dry-run": "run the DAG in mode dry-run: pre-flight and plans, nothing changes",
         "run": "run the DAG in mode catch-up: provision, one copy batch, translate offsets",
         "promote": "run the DAG in mode promote (sensor-gated cutover); asks for the migration's name",
-        "status": "last batch, lag, promoted or not (dates in ISO 8601, UTC)",
+        "promote-groups": "run the DAG in mode promote-groups: move the named consumer groups; asks for the name",
+        "promote-topics": "run the DAG in mode promote-topics: move the named topics' producers; asks for the name",
+        "rollback": "run the DAG in mode rollback: back to the source after a cutover; asks for the migration's name",
+        "rollback-plan": "run the DAG in mode rollback-plan: print what a rollback would do, change nothing",
+        "status": "last batch, lag, promoted or not, runs in flight, failed or half-finished (ISO 8601, UTC)",
         "acls": "the ACLs the migration's principals need: always (catch-up, promotion) and for a rollback only",
         "reset-promotion": "lift the promotion so copy runs are allowed again; asks for the migration's name",
     }
     for name, text in helps.items():
         command = commands.add_parser(name, help=text, description=text)
         command.add_argument("spec", help="the migration's YAML file, in <dags folder>/migrations/")
-        if name in ("promote", "reset-promotion"):
+        if name in (*CONFIRMED, "reset-promotion"):
             command.add_argument("--yes-i-mean", metavar="NAME",
                                  help="confirm without a prompt (scripts): the migration's name")
+        if name == "promote":
+            command.add_argument("--allow-rewind", action="store_true",
+                                 help="the promotion may move a destination group's offsets backwards")
+        if name == "promote-groups":
+            command.add_argument("names", nargs="+", metavar="GROUP", help="source consumer groups to promote")
+        if name == "promote-topics":
+            command.add_argument("names", nargs="+", metavar="TOPIC", help="source topics to promote")
+            command.add_argument("--waive-groups", nargs="+", default=[], metavar="GROUP",
+                                 help="reading groups that may stay unpromoted")
+        if name in ("rollback", "rollback-plan"):
+            command.add_argument("--groups", nargs="+", default=[], metavar="GROUP",
+                                 help="only these promoted groups go back (a staged cutover)")
+            command.add_argument("--topics", nargs="+", default=[], metavar="TOPIC",
+                                 help="only these promoted topics go back, with the groups reading them")
+        if name == "reset-promotion":
+            command.add_argument("--give-up-rollback", action="store_true",
+                                 help="reset even though the promotion could still be rolled back: the rollback "
+                                      "is given up for good")
     return top
+
+
+def run_conf(args: argparse.Namespace, confirmed: str | None) -> dict:
+    """The conf the trigger form sends for this command: every field of the form, the mode's own filled in."""
+    conf = {"mode": MODES[args.command], "confirm_migration": confirmed,
+            "allow_rewind": bool(getattr(args, "allow_rewind", False)), "groups": [], "topics": [],
+            "waive_groups": list(getattr(args, "waive_groups", []))}
+    if args.command == "promote-groups":
+        conf["groups"] = list(args.names)
+    elif args.command == "promote-topics":
+        conf["topics"] = list(args.names)
+    elif args.command in ("rollback", "rollback-plan"):
+        conf["groups"], conf["topics"] = list(args.groups), list(args.topics)
+    return conf
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -64,11 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec = commands.load(spec_path)
         if args.command == "reset-promotion":
             confirm(spec.name, args.yes_i_mean, "reset the promotion of")
-            return commands.reset(spec_path)
-        conf = {"mode": MODES[args.command]}
-        if args.command == "promote":
-            conf["confirm_migration"] = confirm(spec.name, args.yes_i_mean, "promote")
-        return commands.run_dag(spec_path, dags_folder, conf)
+            return commands.reset(spec_path, give_up_rollback=args.give_up_rollback)
+        confirmed = (confirm(spec.name, args.yes_i_mean, CONFIRMED[args.command])
+                     if args.command in CONFIRMED else None)
+        return commands.run_dag(spec_path, dags_folder, run_conf(args, confirmed))
     except UsageError as exc:
         print(f"kafka-ferry: {exc}", file=sys.stderr)
         return 2

@@ -124,8 +124,11 @@ def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> int:
     if dag is None:
         print(f"no DAG {spec.dag_id} in {dags_folder}")
         return 1
+    from kafka_ferry.cli.progress import RunWatcher
+
     print(f"running {spec.dag_id} in mode {conf['mode']} ...", flush=True)
-    run = dag.test(run_conf=conf)
+    with RunWatcher(spec.dag_id, say=lambda line: print(line, flush=True)):
+        run = dag.test(run_conf=conf)
     print_summary(run, spec.name)
     return 0 if str(run.state) in ("success", "DagRunState.SUCCESS") else 1
 
@@ -133,13 +136,18 @@ def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> int:
 def status(spec_path: Path) -> int:
     """Per migration: the last batch, the lag now, promoted or not; dates in ISO 8601 (UTC)."""
     from kafka_ferry.cli import migrate_db
+    from kafka_ferry.cli.progress import wait_lines
     from kafka_ferry.copy.plan import work_dir
     from kafka_ferry.core.provisioning_plan import select_topics
+    from kafka_ferry.core.state_records import MIGRATION_KEY
     from kafka_ferry.promotion.readiness import replication_lag
+    from kafka_ferry.promotion.rollback import STEPS as ROLLBACK_STEPS
+    from kafka_ferry.promotion.steps import STEPS as PROMOTION_STEPS
     from kafka_ferry.reports.publish import OVERVIEW_FILE, run_page_path
     from kafka_ferry.state.backlog import read_backlog
     from kafka_ferry.state.batches import batch_history
-    from kafka_ferry.state.promotion import PROMOTED, promotion_status
+    from kafka_ferry.state.promotion import PROMOTED, promotion_records
+    from kafka_ferry.state.rollback import rollback_records
     from kafka_ferry.state.store import MigrationStateStore
     from kafka_ferry.storage.workdir import read_text
 
@@ -165,12 +173,23 @@ def status(spec_path: Path) -> int:
     backlog = read_backlog(store)
     if backlog:  # the last batch's ETA (state kind "backlog"), as its run page shows it
         print(f"  ETA after batch {backlog[-1].get('batch_id')}: {backlog[-1].get('sentence')}")
-    promoted = promotion_status(store) or {}
+    promotion = promotion_records(store)
+    promoted = promotion.get(MIGRATION_KEY) or {}
     if promoted.get("status") == PROMOTED:
-        print(f"  promoted: yes, at {iso_utc(promoted.get('promoted_at_ms'))} "
-              f"(copy runs are refused; `kafka-ferry reset-promotion {spec_path}` lifts it)")
+        print(f"  promoted: yes, at {iso_utc(promoted.get('promoted_at_ms'))} (copy runs are refused; "
+              f"`kafka-ferry rollback-plan {spec_path}` shows the way back, `kafka-ferry rollback {spec_path}` "
+              "takes it)")
     else:
         print("  promoted: no")
+        for line in wait_lines(promotion, PROMOTION_STEPS, "promotion"):
+            print(f"  {line}")
+    undone = rollback_records(store)
+    current = [s for s in ROLLBACK_STEPS
+               if (undone.get(f"step/{s}") or {}).get("promoted_at_ms") == promoted.get("promoted_at_ms")]
+    if promoted.get("status") == PROMOTED and current:
+        for line in wait_lines({f"step/{s}": undone[f"step/{s}"] for s in current}, ROLLBACK_STEPS, "rollback"):
+            print(f"  {line} (`kafka-ferry rollback {spec_path}` resumes it)")
+    print_runs(spec.dag_id)
     overview = work_dir(spec.name) / OVERVIEW_FILE
     if overview.exists():
         row = json.loads(read_text(overview))
@@ -180,10 +199,27 @@ def status(spec_path: Path) -> int:
     return 0
 
 
-def reset(spec_path: Path) -> int:
-    """Delete the promotion records, so catch-up runs copy again (confirmed by the caller)."""
+def print_runs(dag_id: str, limit: int = 5) -> None:
+    """The DAG's last runs from Airflow's metadata DB: those in flight or failed, with their active or failed tasks
+    (which step, since when, what a sensor waits for); a finished good run in one line."""
+    from kafka_ferry.cli.progress import run_lines, runs
+
+    found = runs(dag_id, limit)
+    if not found:
+        print("  runs: none recorded in this Airflow's metadata DB")
+        return
+    print(f"  last {len(found)} run(s) of {dag_id}, newest first:")
+    for run in found:
+        lines = run_lines(run)
+        for line in lines if run["state"] != "success" else lines[:1]:
+            print(f"    {line}")
+
+
+def reset(spec_path: Path, give_up_rollback: bool = False) -> int:
+    """Delete the promotion records, so catch-up runs copy again (confirmed by the caller). Refused (exit 1,
+    nothing changed) while the promotion can be rolled back, unless ``give_up_rollback``."""
     from kafka_ferry.cli import migrate_db
-    from kafka_ferry.state.promotion import reset_promotion
+    from kafka_ferry.state.promotion import RollbackStillPossible, reset_promotion, rollback_possible
     from kafka_ferry.state.store import MigrationStateStore
 
     spec = load_spec(spec_path)
@@ -192,7 +228,16 @@ def reset(spec_path: Path) -> int:
     if spec.state_topic_name not in destination.list_topic_names():
         print(f"{spec.name} never ran: nothing to reset")
         return 0
-    removed = reset_promotion(MigrationStateStore(destination, spec.state_topic_name))
+    store = MigrationStateStore(destination, spec.state_topic_name)
+    possible = rollback_possible(store)
+    try:
+        removed = reset_promotion(store, give_up_rollback=give_up_rollback)
+    except RollbackStillPossible as exc:
+        print(str(exc).replace("<spec>", str(spec_path)))
+        return 1
+    if possible:
+        print(f"the rollback of {spec.name} is given up (--give-up-rollback): after this reset no rollback can "
+              "bring the destination's records back to the source")
     print(f"promotion of {spec.name} reset: {len(removed)} promotion record(s) removed" if removed
           else f"{spec.name} had no promotion records: nothing to reset")
     return 0

@@ -54,6 +54,58 @@ def print_summary(run, migration: str) -> None:
             print(f"  translation: {key} = {value}")
     if "promote_reconcile_mark" in results:
         print_promotion(work_dir(migration) / "promotion-report.json")
+    for task in ("promote_groups", "promote_topics"):
+        for line in staged_lines(results.get(task)):
+            print(f"  {task.replace('_', '-')}: {line}")
+    for line in rollback_lines(results.get("rollback")):
+        print(f"  {line}")
+
+
+def staged_lines(result: dict | None) -> list[str]:
+    """A staged promotion's result (``operators.staged_promotion``): each unit and the run's page."""
+    if not result:
+        return []
+    lines = [f"{unit} promoted by run {r.get('run_id')}" for unit, r in sorted(result.items())
+             if isinstance(r, dict) and "run_id" in r]
+    return lines + ([f"run report: {result['run_report']}"] if result.get("run_report") else [])
+
+
+def rollback_lines(result: dict | None) -> list[str]:
+    """The rollback task's return value in readable lines: the plan (``rollback-plan``: what would be copied back,
+    where each group would resume on the source, what would be refused, the ACLs it needs) or what the rollback
+    did. The same as the task log's, without the rest of the log."""
+    if not result:
+        return []
+    if "copy_back" not in result:  # a rollback that ran
+        lines = [f"rollback: {result.get('status')}"]
+        for step, done in (result.get("this_run") or {}).items():
+            lines.append(f"  step {step}: {done.get('status')}"
+                         + (f" in {done['duration_s']} s" if done.get("duration_s") is not None else ""))
+        for unit in ("topics", "groups"):
+            if isinstance(result.get(unit), dict) and result[unit]:
+                lines.append(f"  {unit} rolled back: {', '.join(sorted(result[unit]))}")
+        if result.get("report_path"):
+            lines.append(f"  report: {result['report_path']}")
+        return lines
+    lines = [f"rollback plan: {result.get('records', 0)} record(s) to copy back to the source"
+             + (f" ({result['note']})" if result.get("note") else "")]
+    for r in result["copy_back"]:
+        lines.append(f"  copy back {r['destination_topic']}-{r['partition']} [{r['start']}, {r['end']}): "
+                     f"{r['records']} record(s); {r.get('reason', '')}".rstrip("; "))
+    for group, rows in sorted((result.get("groups") or {}).items()):
+        for r in rows:
+            lines.append(f"  group {group} resumes on the source at {r['source_topic']}-{r['partition']}@"
+                         f"{r['source_offset']} (destination {r['destination_topic']}-{r['partition']}@"
+                         f"{r['destination_offset']}; {r['method']})")
+    for group in result.get("rolled_back_already", []):
+        lines.append(f"  group {group}: rolled back already, nothing to do")
+    for row in (result.get("schema_ids") or {}).get("unmapped_ids", []):
+        lines.append(f"  REFUSED: destination schema id {row['schema_id']} ({row['subject_versions']}): "
+                     f"{row['records']} record(s) the forward map never knew")
+    acls = result.get("acls") or {}
+    lines += [f"  needs {line}" for line in acls.get("needed", [])]
+    lines += [f"  missing now (grant before the rollback): {line}" for line in acls.get("missing", [])]
+    return lines
 
 
 def print_promotion(path: Path | Any) -> None:  # Any: a work dir object (storage.workdir)

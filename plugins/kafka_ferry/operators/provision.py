@@ -7,7 +7,7 @@ from typing import Any
 from kafka_ferry.copy.backlog import estimate_before_copy, estimate_lines
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.selection_check import check_selections
-from kafka_ferry.core.trigger_form import check_trigger
+from kafka_ferry.core.trigger_form import ROLLBACK, ROLLBACK_PLAN, check_trigger
 from kafka_ferry.operators.base import DryRunOperator, MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
@@ -32,7 +32,10 @@ class MigrationPreflightOperator(MigrationOperator):
 
     Any refusal (an unreachable cluster, a selection that matches nothing, more destination partitions,
     incompatible cleanup.policy, active destination group) fails this task, so the run stops before the first
-    change.
+    change. A promoted migration refuses here every mode but the rollback ones, naming the rollback (the copy and
+    provisioning tasks would refuse it later). The rollback modes check the trigger, connections, tenant, both
+    clusters and the state topic, and stop there: provisioning is no part of them, and its plan would refuse what a
+    rollback starts from (groups with members on the destination, topics the tenant changed there).
 
     :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
     """
@@ -46,7 +49,12 @@ class MigrationPreflightOperator(MigrationOperator):
         self.destination_cluster.check_reachable()
         source_info = self.source_cluster.describe_cluster()
         destination_info = self.destination_cluster.describe_cluster()
-        self.state_store.check_topic()  # an existing state topic of another shape is refused before any change
+        state_exists = self.state_store.check_topic()  # one of another shape is refused before any change
+        if mode in (ROLLBACK, ROLLBACK_PLAN):
+            return {"migration": self.spec.name, "mode": mode, "source_cluster_id": source_info.cluster_id,
+                    "destination_cluster_id": destination_info.cluster_id}
+        if state_exists:
+            assert_not_promoted(self.state_store, self.spec_path, refused=f"mode {mode!r} is refused")
         check_selections(self.spec, self.source_cluster.list_topic_names(), self.source_cluster.list_group_ids())
         topic_plan = compute_topic_plan(self.spec, self.source_cluster, self.destination_cluster)
         group_plan = compute_group_plan(self.spec, self.source_cluster, self.destination_cluster)

@@ -11,6 +11,7 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 
+from kafka_ferry.core.groups_ahead import refuse_groups_ahead
 from kafka_ferry.core.state_records import partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.offset_decisions import expected_group_offsets, stored_decisions
@@ -75,11 +76,14 @@ def check_groups_inactive(source, groups) -> tuple[bool, dict]:
 
 
 def group_offset_mismatches(destination: KafkaCluster,
-                            expected: Mapping[str, Mapping[tuple[str, int], int]]) -> dict[str, str]:
+                            expected: Mapping[str, Mapping[tuple[str, int], int]],
+                            committed_by_group: Mapping[str, Mapping[tuple[str, int], int]] | None = None
+                            ) -> dict[str, str]:
     """Per group, the first partition whose committed destination offset differs from the translation."""
     out = {}
     for group, offsets in sorted(expected.items()):
-        committed = destination.group_offsets(group)
+        committed = (committed_by_group[group] if committed_by_group is not None
+                     else destination.group_offsets(group))
         for tp, want in sorted(offsets.items()):
             if committed.get(tp) != want:
                 out[group] = f"{tp[0]}-{tp[1]} committed {committed.get(tp)}, translation {want}"
@@ -87,9 +91,15 @@ def group_offset_mismatches(destination: KafkaCluster,
     return out
 
 
-def check_group_offsets_synced(destination, store: MigrationStateStore) -> tuple[bool, dict]:
+def check_group_offsets_synced(destination, store: MigrationStateStore, migration: str | None = None
+                               ) -> tuple[bool, dict]:
+    """Synced when every group's destination offsets equal the final translation; a group committed past it raises
+    ``DestinationGroupsAhead`` (permanent: nothing moves it back while waiting, ``core.groups_ahead``)."""
     state = promotion_records(store)
     if not step_done(state, "final_translation"):
         return False, {"waiting_for": "final_translation"}
-    mismatches = group_offset_mismatches(destination, expected_group_offsets(stored_decisions(state)))
+    expected = expected_group_offsets(stored_decisions(state))
+    committed = {g: destination.group_offsets(g) for g in sorted(expected)}
+    refuse_groups_ahead(migration or store.topic, expected, committed)
+    mismatches = group_offset_mismatches(destination, expected, committed)
     return not mismatches, {"mismatches": mismatches}

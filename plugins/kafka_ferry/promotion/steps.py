@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until, spark_connect_engine, threads_engine
 from kafka_ferry.core.decode_faults import MigrationFaultsFound, blocking
+from kafka_ferry.core.groups_ahead import refuse_groups_ahead
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.time_fidelity import LOG_APPEND_TIME, TIMESTAMP_TYPE, TopicTimePlan
 from kafka_ferry.kafka.cluster import KafkaCluster
@@ -168,6 +169,10 @@ class PromotionRunner:
 
     def _step_commit_offsets(self) -> dict:
         decisions = stored_decisions(self._state())
+        if not self.allow_rewind:  # a group ahead would hold the synced gate for its whole timeout: refuse now
+            expected = expected_group_offsets(decisions)
+            refuse_groups_ahead(self.spec.name, expected,
+                                {g: self.destination.group_offsets(g) for g in sorted(expected)})
         outcomes = commit_translated_offsets(self.destination, decisions, allow_rewind=self.allow_rewind, strict=True)
         return {"groups": len(outcomes), "committed": sum(len(o.committed) for o in outcomes),
                 "skipped": {o.group: o.skipped for o in outcomes if o.skipped}}

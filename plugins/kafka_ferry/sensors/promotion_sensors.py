@@ -164,7 +164,7 @@ class GroupOffsetsSyncedSensor(MigrationSensor):
     """
 
     def check(self) -> tuple[bool, dict]:
-        return readiness.check_group_offsets_synced(self.destination_cluster, self.state_store)
+        return readiness.check_group_offsets_synced(self.destination_cluster, self.state_store, self.spec.name)
 
     def build_trigger(self) -> GroupOffsetsSyncedTrigger:
         return GroupOffsetsSyncedTrigger(self.spec.destination.connection_id, self.spec.state_topic_name,

@@ -13,12 +13,15 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafka_ferry.core.dates import iso_utc
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.state_records import (
     MIGRATION_KEY,
     PROMOTED_GROUP_PREFIX,
     PROMOTED_TOPIC_PREFIX,
     PROMOTION_KIND,
     QUIESCE_KEY,
+    ROLLBACK_KIND,
     STEP_PREFIX,
     TRANSLATION_PREFIX,
     under,
@@ -82,9 +85,36 @@ def save_quiesce_mark(store: MigrationStateStore, fingerprint: str, since_s: flo
     store.put(PROMOTION_KIND, QUIESCE_KEY, {"fingerprint": fingerprint, "since_s": since_s})
 
 
-def reset_promotion(store: MigrationStateStore) -> list[str]:
-    """Delete every promotion record (marker, steps, translations): a later promotion starts over."""
-    keys = sorted(promotion_records(store))
+class RollbackStillPossible(Permanent, RuntimeError):
+    """A reset of a promoted migration whose rollback has not run would drop what the rollback needs; refused."""
+
+
+def rollback_possible(store: MigrationStateStore, records: Mapping[str, Mapping] | None = None) -> bool:
+    """Promoted, and no finished rollback recorded for this promotion (``state.rollback``'s ``migration`` record)."""
+    status = (promotion_records(store) if records is None else records).get(MIGRATION_KEY) or {}
+    if status.get("status") != PROMOTED:
+        return False
+    undone = store.read_kind(ROLLBACK_KIND).get(MIGRATION_KEY) or {}
+    return not (undone.get("status") == "rolled-back" and undone.get("promoted_at_ms") == status.get("promoted_at_ms"))
+
+
+def reset_promotion(store: MigrationStateStore, give_up_rollback: bool = False) -> list[str]:
+    """Delete every promotion record (marker, steps, translations): a later promotion starts over.
+
+    Refused (``RollbackStillPossible``, nothing deleted) while a rollback of the promotion is possible: the records
+    are what the rollback reads (when the cutover was, which groups and topics went), so deleting them loses the way
+    back. ``give_up_rollback`` says the rollback is given up knowingly. A finished rollback calls this to clear
+    the mark (its own record says it is done, so nothing is refused)."""
+    records = promotion_records(store)
+    if not give_up_rollback and rollback_possible(store, records):
+        raise RollbackStillPossible(
+            f"migration state {store.topic}: the promotion of "
+            f"{iso_utc((records.get(MIGRATION_KEY) or {}).get('promoted_at_ms'))} can still be rolled back, and a "
+            "reset would delete what the rollback reads (the cutover and what it moved): refused, nothing was "
+            "changed. To go back to the source: kafka-ferry rollback <spec> (kafka-ferry rollback-plan <spec> "
+            "shows it first). To give the rollback up for good: kafka-ferry reset-promotion <spec> "
+            "--give-up-rollback")
+    keys = sorted(records)
     if keys:
         store.put_many(PROMOTION_KIND, {k: None for k in keys})
     return keys

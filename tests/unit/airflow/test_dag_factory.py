@@ -62,7 +62,8 @@ def test_dag_shape_and_params(dags_folder):
     dag = load(dags_folder).dags["kafka_ferry__demo-tenant"]  # .dags: no metadata DB needed
     assert dag.max_active_runs == 1
     assert "tenant:demo" in dag.tags
-    assert dag.get_task("preflight").downstream_task_ids == {"migrate_schemas"}  # the demo tenant's are Avro
+    assert dag.get_task("preflight").downstream_task_ids == {"choose_route"}
+    assert dag.get_task("choose_route").downstream_task_ids == {"migrate_schemas", "rollback"}  # demo: Avro
     assert dag.get_task("migrate_schemas").downstream_task_ids == {"provision_topics"}
     assert dag.get_task("provision_topics").downstream_task_ids >= {"provision_groups"}
     params = dag.params
@@ -79,7 +80,8 @@ def test_write_stubs_is_idempotent(dags_folder):
 def test_a_spec_with_a_schema_registry_migrates_schemas_between_preflight_and_topics(dags_folder):
     bag = load(dags_folder)
     with_schemas, without = bag.dags["kafka_ferry__demo-tenant"], bag.dags["kafka_ferry__other"]
-    assert with_schemas.get_task("preflight").downstream_task_ids == {"migrate_schemas"}
+    assert with_schemas.get_task("choose_route").downstream_task_ids == {"migrate_schemas", "rollback"}
+    assert without.get_task("choose_route").downstream_task_ids == {"provision_topics", "rollback"}
     assert with_schemas.get_task("migrate_schemas").downstream_task_ids == {"provision_topics"}
     assert with_schemas.get_task("migrate_schemas").dry_run == "{{ params.mode in ('dry-run', 'rollback-plan') }}"
     assert "migrate_schemas" not in without.task_ids
@@ -96,3 +98,29 @@ def test_a_decode_check_set_off_leaves_the_task_out(dags_folder):
     dag = load(dags_folder).dags["kafka_ferry__other"]
     assert "migrate_schemas" in dag.task_ids and "decode_check" not in dag.task_ids
     assert dag.get_task("copy_report").downstream_task_ids == {"translate_offsets"}
+
+
+@pytest.mark.parametrize("dag_id", ["kafka_ferry__demo-tenant", "kafka_ferry__other"])
+def test_the_rollback_modes_branch_off_before_provisioning_and_every_other_mode_after_it(dags_folder, dag_id):
+    """The route of each mode (issue 35): the rollback task follows the pre-flight's trigger check only, never
+    provisioning or the schema migration (they refuse the promoted migration a rollback starts from); every other
+    mode's task follows provisioning; the pre-flight precedes every task."""
+    from kafka_ferry.dag_promotion import _route
+
+    dag = load(dags_folder).dags[dag_id]
+    provisioning = {"migrate_schemas", "provision_topics", "provision_groups"} & set(dag.task_ids)
+    rollback = dag.get_task("rollback")
+    assert rollback.upstream_task_ids == {"choose_route"}
+    assert not provisioning & set(rollback.get_flat_relative_ids(upstream=True))
+    entry = "migrate_schemas" if "migrate_schemas" in dag.task_ids else "provision_topics"
+    after_provisioning = set(dag.get_task("provision_groups").get_flat_relative_ids(upstream=False))
+    for task in ("plan_copy", "source_quiesced", "source_groups_inactive", "promote_groups", "promote_topics",
+                 "promote_reconcile_mark", "translate_offsets"):
+        assert task in after_provisioning, task
+    assert set(dag.get_task("preflight").get_flat_relative_ids(upstream=False)) == set(dag.task_ids) - {"preflight"}
+    for mode in ("catch-up", "dry-run", "promote", "promote-groups", "promote-topics"):
+        assert _route(entry, params={"mode": mode}) == entry
+    for mode in ("rollback", "rollback-plan"):
+        assert _route(entry, params={"mode": mode}) == "rollback"
+    with pytest.raises(ValueError, match="mode must be"):
+        _route(entry, params={"mode": "yolo"})

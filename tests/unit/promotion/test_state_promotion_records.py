@@ -3,17 +3,22 @@ declared kinds' own encoding (``core.state_records``): keys, tombstones, and wha
 
 from __future__ import annotations
 
+import pytest
+
 from kafka_ferry.core.batch_planning import RetentionGap
+from kafka_ferry.core.failures import retry_cannot_help
 from kafka_ferry.core.offset_decisions import OffsetDecision
-from kafka_ferry.core.state_records import GAP_KIND, KINDS, PROMOTION_KIND, decode
+from kafka_ferry.core.state_records import GAP_KIND, KINDS, PROMOTION_KIND, ROLLBACK_KIND, decode
 from kafka_ferry.state.batches import STATE_FIELDS, batch_history, save_batch
 from kafka_ferry.state.gaps import save_gaps
 from kafka_ferry.state.offset_decisions import stored_decisions
 from kafka_ferry.state.promotion import (
+    RollbackStillPossible,
     completed_steps,
     promotion_records,
     promotion_status,
     reset_promotion,
+    rollback_possible,
     save_final_translation,
     save_promoted,
     save_step_done,
@@ -81,9 +86,36 @@ def test_the_promoted_mark_names_topics_and_groups_and_a_reset_removes_every_pro
     assert promotion_status(store) == {"status": "promoted", "promoted_at_ms": 1000, "topics": ["orders"],
                                        "groups": ["g1", "g2"], "written_at_ms": 1}
     assert promotion_records(store)["topic/orders"]["destination_topic"] == "eu.orders"
-    assert reset_promotion(store) == ["group/g1", "group/g2", "migration", "step/final_copy", "topic/orders"]
+    assert reset_promotion(store, give_up_rollback=True) == [
+        "group/g1", "group/g2", "migration", "step/final_copy", "topic/orders"]
     assert store.read_kind(PROMOTION_KIND) == {} and promotion_status(store) is None
     assert reset_promotion(store) == []
+
+
+def test_a_reset_is_refused_while_the_promotion_can_be_rolled_back_unless_the_rollback_is_given_up():
+    """The promotion's records are what a rollback reads: deleting them would lose the way back (issue 35)."""
+    store = TopicBytes()
+    save_promoted(store, {"orders": "eu.orders"}, ["g1"], 1000)
+    assert rollback_possible(store)
+    before = list(store.log)
+    with pytest.raises(RollbackStillPossible) as refused:
+        reset_promotion(store)
+    assert "kafka-ferry rollback <spec>" in str(refused.value) and "--give-up-rollback" in str(refused.value)
+    assert "nothing was changed" in str(refused.value) and retry_cannot_help(refused.value)
+    assert store.log == before  # nothing written
+
+    store.put(ROLLBACK_KIND, "migration", {"status": "rolled-back", "promoted_at_ms": 999})  # an earlier promotion's
+    assert rollback_possible(store)
+    store.put(ROLLBACK_KIND, "migration", {"status": "rolled-back", "promoted_at_ms": 1000})  # this one's: done
+    assert not rollback_possible(store)
+    assert reset_promotion(store) == ["group/g1", "migration", "topic/orders"]  # what the rollback's last step does
+
+
+def test_a_reset_told_the_rollback_is_given_up_removes_the_records():
+    store = TopicBytes()
+    save_promoted(store, {"orders": "eu.orders"}, ["g1"], 1000)
+    assert reset_promotion(store, give_up_rollback=True) == ["group/g1", "migration", "topic/orders"]
+    assert not rollback_possible(store)
 
 
 def test_a_gap_is_keyed_by_its_first_lost_offset_and_a_wider_loss_replaces_it():

@@ -1,0 +1,235 @@
+"""The rollback through the routes a user takes (issue 35): a migration promoted with ``mode=promote`` through its real
+DAG (``dag.test`` with the conf the trigger form sends), producers (an aborted transaction among them) and a consumer
+group run on the destination, then ``{"mode": "rollback", "confirm_migration": name}`` through the same DAG, or the
+same through ``kafka-ferry``: every record produced on the destination after the cutover is on the source once, in
+order, the aborted ones absent, and the group resumes on the source exactly. With a schema registry (remap) too.
+
+And the two states the issue found a trap in: ``reset-promotion`` while a rollback is possible is refused
+(test_cli.py), and a second ``promote`` with a destination group ahead of the translation fails in one try naming
+``allow_rewind`` instead of waiting out the ``group_offsets_synced`` sensor."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from route_support import Workspace, form_conf, states
+from scenarios import (
+    commit_source_group,
+    consume_some,
+    read_on_as_group,
+    read_partition,
+    remaining,
+    seed_plain,
+    shape,
+    write_spec,
+)
+
+from kafka_ferry.core.provenance import read_provenance
+from kafka_ferry.promotion.steps import PromotionRunner
+from kafka_ferry.state.promotion import promotion_status, reset_promotion
+from kafka_ferry.state.store import MigrationStateStore
+
+pytestmark = [pytest.mark.integration, pytest.mark.airflow]
+
+PROVISIONING = ("provision_topics", "provision_groups")
+
+
+def a_migration(clusters, tmp_path, prefix: str):
+    """One plain topic (2 partitions, 20 records each) and a group ``<p>-g`` committed mid-way on the source."""
+    p = clusters.unique(prefix)
+    topic = clusters.create_topic("source", f"{p}.t", 2)
+    seed_plain(clusters, topic, 2, 20)
+    commit_source_group(clusters, f"{p}-g", {(topic, 0): 8, (topic, 1): 12})
+    spec_path = write_spec(tmp_path, clusters, p, promotion={"quiesce_window_seconds": 1, "poke_interval_seconds": 1})
+    return p, topic, f"{p}-g", spec_path
+
+
+def produce_after_cutover(clusters, topic: str) -> None:
+    """On the destination: plain records, a committed and an aborted transaction, plain records again."""
+    plain = clusters.producer("destination", **{"enable.idempotence": True})
+    txn = clusters.producer("destination", **{"transactional.id": f"{topic}-after-cutover"})
+    txn.init_transactions(30)
+    for q in range(2):
+        for i in range(5):
+            plain.produce(topic, key=f"d{i}".encode(), value=f"dest-{q}-{i}".encode(), partition=q,
+                          headers=[("h", f"{q}-{i}".encode())])
+    assert plain.flush(30) == 0
+    for outcome in ("commit", "abort"):
+        txn.begin_transaction()
+        for q in range(2):
+            for i in range(3):
+                txn.produce(topic, key=b"t", value=f"{outcome}ted-{q}-{i}".encode(), partition=q)
+        txn.flush(30)
+        (txn.commit_transaction if outcome == "commit" else txn.abort_transaction)(30)
+    for q in range(2):
+        plain.produce(topic, key=b"late", value=f"late-{q}".encode(), partition=q)
+    assert plain.flush(30) == 0
+
+
+def the_state_a_rollback_starts_from(clusters, topic: str, group: str) -> dict:
+    """After the cutover: records produced on the destination, the group read some of them and stopped. Returns what
+    the checks compare with."""
+    produce_after_cutover(clusters, topic)
+    consume_some(clusters, "destination", group, topic, {0: 15, 1: None})  # into the post-cutover records of 0
+    ids = {side: clusters.cluster(side).describe_cluster().cluster_id for side in ("source", "destination")}
+    post = {q: [shape(r) for r in read_partition(clusters, "destination", topic, q)
+                if read_provenance(r.headers)[0] != ids["source"]] for q in range(2)}
+    assert all(len(rows) == 5 + 3 + 1 for rows in post.values())  # plain, the committed transaction, late
+    return {"ids": ids, "post": post, "expected": remaining(clusters, "destination", group, topic),
+            "own_before": {q: read_partition(clusters, "source", topic, q) for q in range(2)},
+            "ends": clusters.cluster("source").list_offsets([(topic, q) for q in range(2)])}
+
+
+def assert_rolled_back_exactly(clusters, topic: str, group: str, before: dict) -> None:
+    for q in range(2):
+        records = read_partition(clusters, "source", topic, q)
+        own = [r for r in records if read_provenance(r.headers)[0] != before["ids"]["destination"]]
+        back = [shape(r) for r in records if read_provenance(r.headers)[0] == before["ids"]["destination"]]
+        assert own == before["own_before"][q]  # the source's own records untouched
+        assert back == before["post"][q]  # each post-cutover record once, in order, as it was
+        assert not [r for r in records if r.value and r.value.startswith(b"aborted")]
+    # read_uncommitted too: the copy-back never wrote the aborted records, not even as an aborted transaction
+    values = [m.value() or b"" for m in uncommitted(clusters, topic)]
+    assert not [v for v in values if v.startswith(b"aborted")]
+    assert read_on_as_group(clusters, group, topic) == before["expected"], "the group did not resume exactly"
+
+
+def uncommitted(clusters, topic: str) -> list:
+    """Every record of the source topic's 2 partitions as read_uncommitted sees it (aborted records too)."""
+    from confluent_kafka import TopicPartition
+
+    ends = clusters.cluster("source").list_offsets([(topic, q) for q in range(2)], "latest")
+    consumer = clusters.consumer("source", **{"isolation.level": "read_uncommitted"})
+    out = []
+    try:
+        consumer.assign([TopicPartition(topic, q, 0) for q in range(2)])
+        deadline = time.monotonic() + 60
+        while any(consumer.position([TopicPartition(topic, q)])[0].offset < ends[(topic, q)] for q in range(2)):
+            assert time.monotonic() < deadline, f"source {topic} not read to {ends} in 60 s"
+            out += [msg for msg in consumer.consume(500, 0.5) if msg.error() is None]
+    finally:
+        consumer.close()
+    return out
+
+
+@pytest.mark.timeout(1800)
+def test_promote_then_rollback_through_the_dag_as_the_form_sends_them(clusters, tmp_path):
+    p, topic, group, spec_path = a_migration(clusters, tmp_path, "rrdag")
+    ws = Workspace(tmp_path, spec_path)
+    name = ws.spec.name
+
+    promoted = ws.dag_test(form_conf("promote", name))
+    assert promoted["state"] == "success", promoted["log"][-6000:]
+    done = states(promoted)
+    assert done["promote_reconcile_mark"] == "success" and done["rollback"] == "skipped"
+    assert done["plan_copy"] == "skipped" and done["promote_groups"] == "skipped"
+    store = MigrationStateStore(clusters.cluster("destination"), ws.spec.state_topic_name)
+    assert promotion_status(store)["status"] == "promoted"
+
+    before = the_state_a_rollback_starts_from(clusters, topic, group)
+
+    # a catch-up now is refused in the pre-flight, once, naming the way back (not reset-promotion)
+    refused = ws.dag_test(form_conf("catch-up"))
+    assert refused["state"] == "failed" and refused["tasks"]["preflight"] == ["failed", 1]
+    assert "kafka-ferry rollback " in refused["log"] and "reset-promotion" not in refused["log"]
+
+    plan = ws.dag_test(form_conf("rollback-plan"))  # the plan: past provisioning, changes nothing
+    assert plan["state"] == "success", plan["log"][-6000:]
+    assert {t: states(plan)[t] for t in PROVISIONING} == dict.fromkeys(PROVISIONING, "skipped")
+    assert plan["rollback"]["records"] == 2 * 9
+    assert clusters.cluster("source").list_offsets(list(before["ends"])) == before["ends"]
+
+    rolled = ws.dag_test(form_conf("rollback", name))
+    assert rolled["state"] == "success", rolled["log"][-6000:]
+    done = states(rolled)
+    assert done["preflight"] == "success" and done["rollback"] == "success"
+    assert all(done[t] == "skipped" for t in (*PROVISIONING, "plan_copy", "source_quiesced", "promote_groups"))
+    assert rolled["rollback"]["status"] == "rolled-back"
+    assert promotion_status(store) is None  # the mark is cleared: catch-up runs copy again
+    assert_rolled_back_exactly(clusters, topic, group, before)
+
+
+@pytest.mark.long
+@pytest.mark.timeout(2400)
+def test_promote_then_rollback_through_kafka_ferry(clusters, tmp_path):
+    p, topic, group, spec_path = a_migration(clusters, tmp_path, "rrcli")
+    ws = Workspace(tmp_path, spec_path)
+    name = ws.spec.name
+
+    promote = ws.cli("promote", ws.spec_path, "--yes-i-mean", name)
+    assert promote.returncode == 0, (promote.stdout + promote.stderr)[-6000:]
+    assert "... source_quiesced" in promote.stdout or "... promote_final_copy" in promote.stdout, promote.stdout
+    before = the_state_a_rollback_starts_from(clusters, topic, group)
+
+    status = ws.cli("status", ws.spec_path)
+    assert status.returncode == 0 and "promoted: yes" in status.stdout, status.stdout + status.stderr
+    assert f"kafka-ferry rollback {ws.spec_path}" in status.stdout
+    assert "(mode promote): success" in status.stdout
+
+    plan = ws.cli("rollback-plan", ws.spec_path)
+    assert plan.returncode == 0, (plan.stdout + plan.stderr)[-6000:]
+    assert "rollback plan: 18 record(s) to copy back to the source" in plan.stdout, plan.stdout
+    assert f"copy back {topic}-0 [" in plan.stdout and f"group {group} resumes on the source at {topic}-0@" \
+        in plan.stdout
+    assert clusters.cluster("source").list_offsets(list(before["ends"])) == before["ends"]
+
+    unconfirmed = ws.cli("rollback", ws.spec_path, "--yes-i-mean", "other")
+    assert unconfirmed.returncode == 2 and "nothing was done" in unconfirmed.stderr
+    rolled = ws.cli("rollback", ws.spec_path, "--yes-i-mean", name)
+    assert rolled.returncode == 0, (rolled.stdout + rolled.stderr)[-6000:]
+    assert "rollback: rolled-back" in rolled.stdout and "... rollback: running" in rolled.stdout, rolled.stdout
+    assert_rolled_back_exactly(clusters, topic, group, before)
+
+
+@pytest.mark.long
+@pytest.mark.timeout(2400)
+def test_promote_then_rollback_through_the_dag_with_a_remap_registry(clusters, tmp_path, monkeypatch, axon_pair):
+    from schema_support import (
+        assert_remap_rolled_back,
+        produce_remap_on_destination,
+        remap_migration,
+        stop_remap_on_destination,
+    )
+
+    m = remap_migration(clusters, tmp_path, monkeypatch, axon_pair)  # schemas migrated, provisioned: not promoted
+    ws = Workspace(tmp_path, m["spec_path"])
+    name = ws.spec.name
+    promoted = ws.dag_test(form_conf("promote", name))
+    assert promoted["state"] == "success", promoted["log"][-6000:]
+    assert states(promoted)["migrate_schemas"] == "success"
+
+    produce_remap_on_destination(clusters, m, m["account"], "d", 12)
+    stop_remap_on_destination(clusters, m, {0: 4, 1: None})
+    rolled = ws.dag_test(form_conf("rollback", name))
+    assert rolled["state"] == "success", rolled["log"][-6000:]
+    assert states(rolled)["migrate_schemas"] == "skipped"  # it refuses a promoted migration: never on this route
+    assert assert_remap_rolled_back(clusters, m) > 0
+
+
+@pytest.mark.timeout(1800)
+def test_a_second_promote_with_a_destination_group_ahead_fails_once_naming_allow_rewind(clusters, tmp_path):
+    p, topic, group, spec_path = a_migration(clusters, tmp_path, "rrahead")
+    ws = Workspace(tmp_path, spec_path)
+    from scenarios import provision, provision_groups
+
+    provision(str(ws.spec_path))
+    provision_groups(str(ws.spec_path))
+    source, destination = clusters.cluster("source"), clusters.cluster("destination")
+    assert PromotionRunner(ws.spec, source, destination, work_dir=tmp_path / "work").run()["status"] == "promoted"
+    consume_some(clusters, "destination", group, topic, {0: 5, 1: 3})  # the group moves on on the destination
+    store = MigrationStateStore(destination, ws.spec.state_topic_name)
+    reset_promotion(store, give_up_rollback=True)
+    moved_on = destination.group_offsets(group)
+
+    again = ws.dag_test(form_conf("promote", ws.spec.name))
+    assert again["state"] == "failed", again["log"][-6000:]
+    assert again["tasks"]["promote_translate_commit"] == ["failed", 1]  # one try, no wait for the synced sensor
+    assert again["tasks"]["group_offsets_synced"][0] == "upstream_failed"
+    assert f"group {group} {topic}-0 committed at {moved_on[(topic, 0)]}, translation 8" in again["log"]
+    assert "allow_rewind" in again["log"] and "reset-promotion" not in again["log"]
+    assert destination.group_offsets(group) == moved_on  # nothing committed
+
+    rewound = ws.dag_test(form_conf("promote", ws.spec.name, allow_rewind=True))  # the way out it named
+    assert rewound["state"] == "success", rewound["log"][-6000:]
+    assert destination.group_offsets(group) == {(topic, 0): 8, (topic, 1): 12}
