@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# argv: dags folder, dag id. Reads one run conf per line on stdin and runs it with dag.test; each run is framed by
+# argv: dags folder. Reads one [dag id, run conf] per line on stdin and runs it with dag.test; each run is framed by
 # markers, so its log (the task logs dag.test prints) is told apart from the next run's, and the result line carries
 # every task's state and try number. The parent reads both clusters between two runs (one Airflow start per session).
 RUN = textwrap.dedent("""
@@ -23,13 +23,12 @@ RUN = textwrap.dedent("""
     from airflow.dag_processing.dagbag import DagBag
     bag = DagBag(dag_folder=sys.argv[1])
     assert not bag.import_errors, bag.import_errors
-    dag = bag.get_dag(sys.argv[2])
     print("@@READY", flush=True)
     for line in sys.stdin:
-        conf = json.loads(line)
+        dag_id, conf = json.loads(line)
         print("@@RUN-BEGIN", flush=True)
         try:
-            run = dag.test(run_conf=conf)
+            run = bag.get_dag(dag_id).test(run_conf=conf)
             tasks = {ti.task_id: [str(ti.state).rsplit(".", 1)[-1].lower(), ti.try_number]
                      for ti in run.get_task_instances()}
             result = {"state": str(run.state).rsplit(".", 1)[-1].lower(), "tasks": tasks}
@@ -83,8 +82,8 @@ class DagSession:
             if line.startswith(marker):
                 return got
 
-    def run(self, conf: dict, timeout_s: float = 1800) -> RunResult:
-        self.proc.stdin.write(json.dumps(conf) + "\n")
+    def run(self, dag_id: str, conf: dict, timeout_s: float = 1800) -> RunResult:
+        self.proc.stdin.write(json.dumps([dag_id, conf]) + "\n")
         self.proc.stdin.flush()
         lines = self._until("@@RESULT ", timeout_s)
         result = json.loads(lines[-1][len("@@RESULT "):])
@@ -101,16 +100,16 @@ class DagSession:
 
 
 class DagRunner:
-    """The migration's own DAG (``dag_factory`` stub over its spec) in a fresh Airflow home (SQLite)."""
+    """The migrations' own DAGs (``dag_factory`` stubs over their specs) in a fresh Airflow home (SQLite)."""
 
-    def __init__(self, home: Path, spec_path: str, dag_id: str, env: dict[str, str]) -> None:
+    def __init__(self, home: Path, spec_paths: list[str], env: dict[str, str]) -> None:
         from kafka_ferry.dag_factory import write_stubs
 
         self.dags = home / "dags"
         (self.dags / "migrations").mkdir(parents=True)
-        Path(self.dags / "migrations" / Path(spec_path).name).write_text(Path(spec_path).read_text())
+        for spec_path in spec_paths:
+            Path(self.dags / "migrations" / Path(spec_path).name).write_text(Path(spec_path).read_text())
         write_stubs(self.dags)
-        self.dag_id = dag_id
         self.env = {**os.environ, "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags),
                     "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "PYTHONUNBUFFERED": "1", **env}
         self.env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
@@ -119,4 +118,4 @@ class DagRunner:
 
     def session(self, env: dict[str, str] | None = None) -> DagSession:
         """A child process that runs confs one by one (``DagSession.run``); ``env`` on top of the runner's."""
-        return DagSession([sys.executable, "-c", RUN, str(self.dags), self.dag_id], {**self.env, **(env or {})})
+        return DagSession([sys.executable, "-c", RUN, str(self.dags)], {**self.env, **(env or {})})

@@ -69,40 +69,66 @@ def cell_params():
         yield pytest.param(state, mode, id=f"{state.replace(' ', '_')}--{mode}", marks=marks)
 
 
-class Walk:
-    """One migration walking through the states: two topics, a group reading each (the first of each is the one the
-    staged modes name), its DAG in an Airflow home of its own."""
+class Migration:
+    """Two source topics and a group reading each (the first of each is the one the staged modes name)."""
 
-    def __init__(self, clusters, tmp_path, spark_connect: str) -> None:
-        self.clusters = clusters
-        self.p = p = clusters.unique("route")
+    def __init__(self, clusters, tmp_path, prefix: str) -> None:
+        self.p = p = clusters.unique(prefix)
         self.topics = [clusters.create_topic("source", f"{p}.{n}", PARTITIONS) for n in ("a", "b")]
         self.groups = [f"{p}-ga", f"{p}-gb"]
-        self.round = 0
         for topic, group in zip(self.topics, self.groups, strict=True):
             seed_plain(clusters, topic, PARTITIONS, 20)
             commit_source_group(clusters, group, {(topic, 0): 7, (topic, 1): 13})
-        spec_path = write_spec(tmp_path, clusters, p, copy={"spark_connection_id": SPARK_CONN},
-                               promotion={"quiesce_window_seconds": 2, "poke_interval_seconds": 1,
-                                          "sensor_timeout_seconds": 300})
-        self.spec = load_spec(spec_path)
+        self.spec_path = write_spec(tmp_path, clusters, p, copy={"spark_connection_id": SPARK_CONN},
+                                    promotion={"quiesce_window_seconds": 2, "poke_interval_seconds": 1,
+                                               "sensor_timeout_seconds": 300})
+        self.spec = load_spec(self.spec_path)
+
+    def conf(self, mode: str) -> dict:
+        return routes.conf(mode, self.spec.name, self.groups[0], self.topics[0])
+
+
+class Walk:
+    """One migration walking through the states, and one more per cell of the state *new* that changes nothing (a
+    cell that changed it after all would otherwise spoil the walk's start); their DAGs in one Airflow home."""
+
+    def __init__(self, clusters, tmp_path, spark_connect: str) -> None:
+        self.clusters = clusters
+        self.main = Migration(clusters, tmp_path, "route")
+        self.new = {m: Migration(clusters, tmp_path, "routen") for m in MODES
+                    if routes.outcome(routes.NEW, m).changes_nothing}
+        self.round = 0
         self.ids = {side: clusters.cluster(side).describe_cluster().cluster_id for side in ("source", "destination")}
-        runner = DagRunner(tmp_path / "airflow", spec_path, self.spec.dag_id, {"KFERRY_WORK_DIR": str(tmp_path / "w")})
+        runner = DagRunner(tmp_path / "airflow", [m.spec_path for m in (self.main, *self.new.values())],
+                           {"KFERRY_WORK_DIR": str(tmp_path / "w")})
         submit = json.dumps({"conn_type": "spark", "host": "local[2]"})
         connect = os.environ[f"AIRFLOW_CONN_{spark_connect.upper()}"]
-        self.sessions = {"submit": runner.session({f"AIRFLOW_CONN_{SPARK_CONN.upper()}": submit}),
-                         "connect": runner.session({f"AIRFLOW_CONN_{SPARK_CONN.upper()}": connect})}
+        self.sessions = {"submit": runner.session({f"AIRFLOW_CONN_{SPARK_CONN.upper()}": submit})}
+        try:
+            self.sessions["connect"] = runner.session({f"AIRFLOW_CONN_{SPARK_CONN.upper()}": connect})
+        except BaseException:
+            self.close()
+            raise
         self.at, self.broken = routes.NEW, ""
         self.expected: dict[str, dict] = {}  # per group: what it has left to read on the destination (rollback)
 
     # --- the form -----------------------------------------------------------------------------------------------
-    def run(self, mode: str) -> RunResult:
+    def run(self, mode: str, m: Migration) -> RunResult:
         engine = "connect" if mode in (routes.PROMOTE, routes.ROLLBACK) else "submit"
-        return self.sessions[engine].run(routes.conf(mode, self.spec.name, self.groups[0], self.topics[0]))
+        return self.sessions[engine].run(m.spec.dag_id, m.conf(mode))
 
     @property
     def store(self) -> MigrationStateStore:
-        return MigrationStateStore(self.clusters.cluster("destination"), self.spec.state_topic_name)
+        return MigrationStateStore(self.clusters.cluster("destination"), self.main.spec.state_topic_name)
+
+    # the walking migration's names
+    @property
+    def topics(self) -> list[str]:
+        return self.main.topics
+
+    @property
+    def groups(self) -> list[str]:
+        return self.main.groups
 
     def close(self) -> None:
         for session in self.sessions.values():
@@ -114,14 +140,15 @@ class Walk:
         assert self.at == state, f"the walk is in {self.at!r}, not in {state!r}"
 
     def unchanged(self, state: str, mode: str, o: routes.Outcome) -> None:
-        before = snapshot(self.clusters, self.p)
-        result = self.run(mode)
-        after = snapshot(self.clusters, self.p)
+        m = self.new[mode] if state == routes.NEW else self.main
+        before = snapshot(self.clusters, m.p)
+        result = self.run(mode, m)
+        after = snapshot(self.clusters, m.p)
         if o.kind == routes.REFUSED:
             assert result.state == "failed", result.tail()
             assert result.failed_tasks() == {o.task: 1}, result.tail()  # one task, one try
             message = failure_message(result)
-            why, way_out = o.message_fragments(self.groups[0], self.topics[0])
+            why, way_out = o.message_fragments(m.groups[0], m.topics[0])
             assert why in message and way_out in message, (message, result.tail())
             # never advises a step that destroys the way back without saying so
             assert "reset-promotion" not in message or "give-up-rollback" in message, message
@@ -131,7 +158,7 @@ class Walk:
 
     def step(self, state: str, mode: str, o: routes.Outcome) -> None:
         before = self.before_step(mode)
-        result = self.run(mode)
+        result = self.run(mode, self.main)
         if result.state != "success":
             self.broken = f"{mode} in {state!r} did not work: {result.state} {result.failed_tasks()}"
         assert result.state == "success", result.tail()
@@ -188,7 +215,7 @@ class Walk:
         both groups read part of it and commit, then all stop."""
         self.round += 1
         plain = self.clusters.producer("destination", **{"enable.idempotence": True})
-        txn = self.clusters.producer("destination", **{"transactional.id": f"{self.p}-{self.round}"})
+        txn = self.clusters.producer("destination", **{"transactional.id": f"{self.main.p}-{self.round}"})
         txn.init_transactions(30)
         for topic in self.topics:
             for q in range(PARTITIONS):
