@@ -49,8 +49,13 @@ class RunResult:
         """The failed tasks and their try numbers."""
         return {t: n for t, (s, n) in self.tasks.items() if s == "failed"}
 
+    def errors(self) -> str:
+        """The lines naming an exception (fail_fast raises AirflowFailException with the cause's message)."""
+        return "\n".join(line for line in self.log.splitlines()
+                         if "Exception:" in line or "Error:" in line or "Refused:" in line)
+
     def tail(self, chars: int = 6000) -> str:
-        return f"conf {self.conf}: {self.state} {self.tasks}\n{self.log[-chars:]}"
+        return f"conf {self.conf}: {self.state} {self.tasks}\n{self.errors()[-4000:]}\n{self.log[-chars:]}"
 
 
 class DagSession:

@@ -543,7 +543,7 @@ def snapshot(clusters, p: str) -> dict:
     destination = clusters.cluster("destination")
     beats = destination.partitions_of([HEARTBEATS_TOPIC])
     out["heartbeats"] = sorted(
-        (h.source_alias, h.target_alias, h.timestamp) for h in
+        (h.source_alias, h.target_alias, h.timestamp_ms) for h in
         (Heartbeat.from_record(m.key(), m.value()) for m in read_whole_partitions(destination, beats) if m.value())
         if p in h.source_alias or p in h.target_alias)
     return out

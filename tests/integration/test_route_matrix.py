@@ -147,7 +147,7 @@ class Walk:
         if o.kind == routes.REFUSED:
             assert result.state == "failed", result.tail()
             assert result.failed_tasks() == {o.task: 1}, result.tail()  # one task, one try
-            message = failure_message(result)
+            message = result.errors() or result.log[-4000:]
             why, way_out = o.message_fragments(m.groups[0], m.topics[0])
             assert why in message and way_out in message, (message, result.tail())
             # never advises a step that destroys the way back without saying so
@@ -166,10 +166,9 @@ class Walk:
         self.after_step(mode, before)
 
     def before_step(self, mode: str) -> dict:
-        if mode == routes.CATCH_UP:  # something new to copy on every topic still copied
+        if mode == routes.CATCH_UP:  # something new to copy on every topic still copied (the staged one is not)
             self.round += 1
-            copied = [t for t in self.topics if t not in promoted_topics(self.store)] if self.at != routes.NEW \
-                else self.topics
+            copied = self.topics[1:] if self.at == routes.TOPICS_STAGED else self.topics
             for topic in copied:
                 seed_plain(self.clusters, topic, PARTITIONS, 5, start=1000 * self.round)
             return {"copied": copied}
@@ -245,13 +244,6 @@ class Walk:
         return {(t, q): [shape(r) for r in read_partition(self.clusters, "destination", t, q)
                          if read_provenance(r.headers)[0] != self.ids["source"]]
                 for t in self.topics for q in range(PARTITIONS)}
-
-
-def failure_message(result: RunResult) -> str:
-    """The failed task's exception lines (fail_fast raises AirflowFailException with the cause's message)."""
-    lines = [line for line in result.log.splitlines() if "AirflowFailException" in line or "Error:" in line
-             or "Refused:" in line]
-    return "\n".join(lines) or result.log[-4000:]
 
 
 def diff(before: dict, after: dict) -> list[str]:
