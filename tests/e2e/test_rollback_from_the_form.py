@@ -55,10 +55,14 @@ def trigger_from_the_form(stack, page, token, dag_id: str, mode: str, name: str)
     page.get_by_role("button", name="Trigger").first.click()
     dialog = page.get_by_role("dialog")
     dialog.get_by_role("button", name="Run", exact=True).click()
-    dialog.get_by_text("catch-up: copy the next batch").click()
-    page.get_by_role("option", name=MODE_LABELS[mode]).click()
+    dialog.get_by_text("catch-up: copy the next batch").wait_for()
+    # the mode is a searchable dropdown (element_<field>): type the choice's label, take it with Enter
+    choice = dialog.locator("#element_mode input").first
+    choice.fill(MODE_LABELS[mode])
+    choice.press("Enter")
+    dialog.get_by_text(MODE_LABELS[mode]).wait_for()
     dialog.get_by_role("button", name="Promotion").click()
-    dialog.get_by_label("Confirm promotion").fill(name)
+    dialog.locator("#element_confirm_migration").fill(name)
     dialog.get_by_role("button", name="Trigger", exact=True).click()
     run = stack.wait(lambda: next((r for r in runs(stack, token, dag_id) if r["dag_run_id"] not in before), None),
                      60, f"the {mode} run the form triggered")
