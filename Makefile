@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: install demo demo-secure demo-promote e2e test test-long test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference docs lock clean
+.PHONY: install demo demo-secure demo-promote e2e test test-long test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference routes-table docs lock clean
 
 install: $(STAMP)
 
@@ -76,6 +76,10 @@ check-spec: install
 ## docs/spec-reference.md from the spec model (after a spec key changes; a unit test fails while it is stale).
 spec-reference: install
 	$(PY) -m kafka_ferry.core.spec_reference write docs/spec-reference.md
+
+## The table of every mode in every state in docs/operations.md, from core/routes.py (a unit test fails while stale).
+routes-table: install
+	$(PY) -m kafka_ferry.core.routes write docs/operations.md
 
 ## The manual (docs/, mkdocs.yml) built strictly: a warning (a broken link, a page outside the nav) fails it.
 ## Built into a throwaway directory; DOCS_SITE=site keeps the HTML there. Browse: $(VENV)/bin/mkdocs serve

@@ -10,7 +10,8 @@
   ``copy_in_process`` (the job itself, for its exit code), ``one_group_migration``.
 - **Reading back**: ``read_partition``, ``committed_offsets``, ``destination_provenance``, ``consume_as_group``,
   ``read_syncs``; a group's consumer reading on (``consume_some``, ``remaining``, ``read_on_as_group``, rollback
-  tests); and the checks ``assert_copied_exactly_once``, ``assert_syncs_exact``, ``check_all``.
+  tests); and the checks ``assert_copied_exactly_once``, ``assert_syncs_exact``, ``check_all``; ``snapshot`` of
+  everything a test has on both clusters (a refusal or a dry run compares it before and after).
 
 Imported by the test modules (pytest puts this folder on sys.path); clients come from the cluster fixture, never
 from configs built here.
@@ -29,9 +30,11 @@ from pathlib import Path
 import yaml
 from confluent_kafka import TopicPartition
 
-from kafka_ferry.core.mm2_wire import OffsetSync, offset_syncs_topic
+from kafka_ferry.core.mm2_wire import HEARTBEATS_TOPIC, Heartbeat, OffsetSync, offset_syncs_topic
 from kafka_ferry.core.offset_translation import translate_exact
 from kafka_ferry.core.provenance import read_provenance, user_headers
+from kafka_ferry.kafka.acls import describe_acls
+from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.operators.copy import CopyBatchSparkOperator, CopyReportOperator, PlanCopyBatchOperator
 from kafka_ferry.operators.provision import ProvisionMirrorGroupsOperator, ProvisionMirrorTopicsOperator
 
@@ -512,3 +515,36 @@ def check_all(clusters, spec_alias, topics, source_id) -> int:
                 assert_syncs_exact(syncs.get(p, []), partition_pairs, end)
             copied += len(partition_pairs)
     return copied
+
+
+def snapshot(clusters, p: str) -> dict:
+    """Everything of this test on both clusters: the topics named with ``p`` (mirrors, state, MM2 topics) with
+    configs, log bounds and records; groups named with ``p`` and their offsets; ACLs; heartbeats of its flow."""
+    from kafka_ferry.kafka.reads import read_whole_partitions
+
+    out = {}
+    for side in ("source", "destination"):
+        cluster = clusters.cluster(side)
+        infos = cluster.describe_topics(t for t in cluster.list_topic_names() if p in t)
+        partitions = [(t, q) for t, info in infos.items() for q in range(info.partitions)]
+        try:
+            acls = [str(a) for a in describe_acls(cluster)]
+        except KafkaClusterError as exc:
+            acls = [f"error {exc.code}"]  # the plain test bed has no authorizer: SECURITY_DISABLED both times
+        out[side] = {
+            "topics": {t: (i.partitions, i.replication_factor, dict(i.configs)) for t, i in infos.items()},
+            "start": cluster.list_offsets(partitions, "earliest", read_committed=False),
+            "end": cluster.list_offsets(partitions, "latest", read_committed=False),
+            "records": {f"{t}-{q}": [(r.offset, r.key, r.value, r.headers) for r in
+                                     read_partition(clusters, side, t, q)] for t, q in partitions},
+            "groups": {g: cluster.group_offsets(g) for g in cluster.list_group_ids() if p in g},
+            "acls": acls,
+        }
+    destination = clusters.cluster("destination")
+    beats = destination.partitions_of([HEARTBEATS_TOPIC])
+    out["heartbeats"] = sorted(
+        (h.source_alias, h.target_alias, h.timestamp_ms) for h in
+        (Heartbeat.from_record(m.key(), m.value()) for m in read_whole_partitions(destination, beats) if m.value())
+        if p in h.source_alias or p in h.target_alias)
+    return out
+

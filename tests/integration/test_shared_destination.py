@@ -22,18 +22,14 @@ from scenarios import (
     plan_and_copy_in_process,
     provision,
     provision_groups,
-    read_partition,
     seed_plain,
+    snapshot,
     write_spec,
 )
 
-from kafka_ferry.core.mm2_wire import HEARTBEATS_TOPIC, Heartbeat
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.dag_factory import write_stubs
-from kafka_ferry.kafka.acls import describe_acls
-from kafka_ferry.kafka.errors import KafkaClusterError
-from kafka_ferry.kafka.reads import read_whole_partitions
 from kafka_ferry.operators.provision import MigrationPreflightOperator
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import checkpoint_translations, translate_migration
@@ -50,36 +46,6 @@ def shared_spec(tmp_path, clusters, p: str, **topics) -> str:
     """A spec of ``<p>.*`` whose MM2 topics (offset syncs, checkpoints, remote heartbeats) all carry ``p``."""
     return write_spec(tmp_path, clusters, p, source={"connection_id": clusters.SOURCE_CONN, "alias": f"s-{p}"},
                       topics={"include": [f"{p}\\..*"], **topics})
-
-
-def snapshot(clusters, p: str) -> dict:
-    """Everything of this test on both clusters: the topics named with ``p`` (mirrors, state, MM2 topics) with
-    configs, log bounds and records; groups named with ``p`` and their offsets; ACLs; heartbeats of its flow."""
-    out = {}
-    for side in ("source", "destination"):
-        cluster = clusters.cluster(side)
-        infos = cluster.describe_topics(t for t in cluster.list_topic_names() if p in t)
-        partitions = [(t, q) for t, info in infos.items() for q in range(info.partitions)]
-        try:
-            acls = [str(a) for a in describe_acls(cluster)]
-        except KafkaClusterError as exc:
-            acls = [f"error {exc.code}"]  # the plain test bed has no authorizer: SECURITY_DISABLED both times
-        out[side] = {
-            "topics": {t: (i.partitions, i.replication_factor, dict(i.configs)) for t, i in infos.items()},
-            "start": cluster.list_offsets(partitions, "earliest", read_committed=False),
-            "end": cluster.list_offsets(partitions, "latest", read_committed=False),
-            "records": {f"{t}-{q}": [(r.offset, r.key, r.value, r.headers) for r in
-                                     read_partition(clusters, side, t, q)] for t, q in partitions},
-            "groups": {g: cluster.group_offsets(g) for g in cluster.list_group_ids() if p in g},
-            "acls": acls,
-        }
-    destination = clusters.cluster("destination")
-    beats = destination.partitions_of([HEARTBEATS_TOPIC])
-    out["heartbeats"] = sorted(
-        (h.source_alias, h.target_alias, h.timestamp) for h in
-        (Heartbeat.from_record(m.key(), m.value()) for m in read_whole_partitions(destination, beats) if m.value())
-        if p in h.source_alias or p in h.target_alias)
-    return out
 
 
 def foreign_topic(clusters, name: str, records: int) -> None:

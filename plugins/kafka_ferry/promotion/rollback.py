@@ -20,7 +20,8 @@
 - ``reconcile``: per partition the copied-back records on the source against the destination's post-cutover ones
   (count and order-sensitive digest of key, value, user headers, timestamp).
 - ``mark_rolled_back``: the promotion's records are cleared (copy runs may go on, a later ``promote`` runs every
-  step again) and the rollback recorded. A second rollback finds it and changes nothing.
+  step again), and so are those of groups and topics a staged cutover promoted before it (they went back too), and
+  the rollback recorded. A second rollback finds it and changes nothing.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from kafka_ferry.promotion.rollback_schema_ids import SchemaIdsBack, VersionsOfI
 from kafka_ferry.provision.fences import put_fences
 from kafka_ferry.state import rollback as rb
 from kafka_ferry.state.progress import migrated_groups, read_progress
+from kafka_ferry.state.staged_cutover import reset_staged_promotions
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.storage.workdir import as_path, write_text
 from kafka_ferry.translation.translate import copied_back, default_work_dir, load_partition_copies
@@ -406,7 +408,11 @@ class RollbackRunner:
         topics, groups = status.get("topics", []), status.get("groups", [])
         rb.mark_rolled_back(self.store, self.promoted_at_ms, int(time.time() * 1000), topics, groups)
         cleared = reset_promotion(self.store)  # after the mark: a crash between leaves both, the rerun clears
-        return {"promotion_records_cleared": len(cleared)}
+        # a staged cutover before the whole promotion went back with it: its groups and topics are migrated,
+        # unpromoted units again (catch-up copies the topics and commits the groups; issue 35's route matrix)
+        staged = reset_staged_promotions(self.store)
+        return {"promotion_records_cleared": len(cleared),
+                "staged_promotions_cleared": sum(len(keys) for keys in staged.values())}
 
 
 STEP_TABLE: dict[str, Callable[[RollbackRunner], dict]] = {
