@@ -73,19 +73,9 @@ class DriverArchive:
         return start
 
     def spark_defaults(self) -> dict[str, str]:
-        """The deployment's ``spark-defaults.conf`` (``$SPARK_CONF_DIR`` or ``$SPARK_HOME/conf``), which a
-        ``--conf`` of the same key would replace: read so its driver options are kept after ours."""
-        conf_dir = self.environ.get("SPARK_CONF_DIR") or str(spark_home(self.environ) / "conf")
-        try:
-            lines = (Path(conf_dir) / "spark-defaults.conf").read_text().splitlines()
-        except OSError:
-            return {}
-        settings = {}
-        for line in map(str.strip, lines):  # Spark reads it as Java properties: "key value", "key=value", '#'
-            pair = None if line.startswith(("#", "!")) else PROPERTY.match(line)
-            if pair:
-                settings[pair["key"]] = pair["value"].strip()
-        return settings
+        """The deployment's ``spark-defaults.conf``, which a ``--conf`` of the same key would replace: read so its
+        driver options are kept after ours."""
+        return spark_defaults(self.environ)
 
     def settle(self, start: DriverStart | None, succeeded: bool) -> None:
         """After the job: a written archive of a succeeded job goes into place; any other is removed."""
@@ -98,6 +88,22 @@ class DriverArchive:
                      start.archive)
         else:
             written.unlink(missing_ok=True)
+
+
+def spark_defaults(environ: Mapping[str, str]) -> dict[str, str]:
+    """The settings of the ``spark-defaults.conf`` spark-submit reads in ``environ`` (``$SPARK_CONF_DIR`` or
+    ``$SPARK_HOME/conf``); empty when there is none."""
+    conf_dir = environ.get("SPARK_CONF_DIR") or str(spark_home(environ) / "conf")
+    try:
+        lines = (Path(conf_dir) / "spark-defaults.conf").read_text().splitlines()
+    except OSError:
+        return {}
+    settings = {}
+    for line in map(str.strip, lines):  # Spark reads it as Java properties: "key value", "key=value", '#'
+        pair = None if line.startswith(("#", "!")) else PROPERTY.match(line)
+        if pair:
+            settings[pair["key"]] = pair["value"].strip()
+    return settings
 
 
 def launch_environment(work_root: Path, master: str, deploy_mode: str | None,
