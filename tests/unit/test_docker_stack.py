@@ -336,3 +336,32 @@ def test_only_the_scheduler_mounts_the_work_dir_read_write(compose):
                 writable = not volume.endswith(":ro")
                 assert writable == (name == "airflow-scheduler"), (name, volume)
     assert "kferry-work:/opt/airflow/kafka-ferry:ro" in _services(compose)["airflow-api-server"]["volumes"]
+
+
+# --- Spark's RPC (issue 36 case 6) ---------------------------------------------------------------------------
+def test_spark_rpc_is_authenticated_and_encrypted_wherever_spark_runs_so_the_copy_task_accepts_the_master(compose,
+                                                                                                      tmp_path):
+    """The connection's master (spark://spark-master:7077) is off the loopback: the copy task refuses it unless
+    the conf spark-submit reads turns on spark.authenticate and spark.network.crypto.enabled. The same
+    spark-defaults.conf reaches the tasks, the master and the worker, with the secret from docker/.env."""
+    from kafka_ferry.copy.jvm_archive import spark_defaults
+    from kafka_ferry.core.spark_credentials import check_standalone_master
+
+    services = _services(compose)
+    content = compose["configs"]["spark-defaults"]["content"]
+    spark_users = [n for n, s in services.items() if _ours(s) and n != "airflow-init"]
+    assert sorted(spark_users) == ["airflow-api-server", "airflow-dag-processor", "airflow-scheduler",
+                                   "airflow-triggerer", "spark-master", "spark-worker"]
+    for name in spark_users:
+        env, configs = services[name]["environment"], services[name]["configs"]
+        conf_dir = Path(env["SPARK_CONF_DIR"])
+        assert {"source": "spark-defaults", "target": str(conf_dir / "spark-defaults.conf")} in configs, name
+        assert re.fullmatch(r"\$\{SPARK_AUTH_SECRET:\?[^}]+\}", env["_SPARK_AUTH_SECRET"]), name
+    (tmp_path / "spark-defaults.conf").write_text(content)
+    conf = spark_defaults({"SPARK_CONF_DIR": str(tmp_path)})
+    assert conf == {"spark.authenticate": "true", "spark.network.crypto.enabled": "true"}
+    spark_conn = json.loads(services["airflow-scheduler"]["environment"]["AIRFLOW_CONN_SPARK_LOCAL"])
+    master = f"{spark_conn['host']}:{spark_conn['port']}"
+    check_standalone_master(master, conf)  # accepted: what the copy task checks before submitting
+    with pytest.raises(ValueError, match="spark.authenticate and spark.network.crypto.enabled"):
+        check_standalone_master(master, {})  # and without the file it would be refused

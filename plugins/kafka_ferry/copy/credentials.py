@@ -23,6 +23,7 @@ from kafka_ferry.core.spark_credentials import (
     InsecureChannelRefused,
     SparkTarget,
     check_connect_url,
+    check_standalone_master,
     delivery_for,
     secret_values,
 )
@@ -103,5 +104,14 @@ def check_connect_server(conn_id: str, url: str) -> None:
     the connection."""
     try:
         check_connect_url(url)
+    except InsecureChannelRefused as exc:
+        raise SparkConnectionRefused(conn_id, str(exc)) from None
+
+
+def check_standalone_channel(conn_id: str, target: SparkTarget, conf: Mapping[str, str]) -> None:
+    """Refuse a ``spark://`` master off the loopback whose Spark conf leaves RPC authentication or encryption off
+    (``check_standalone_master``), naming the connection."""
+    try:
+        check_standalone_master(target.master, conf)
     except InsecureChannelRefused as exc:
         raise SparkConnectionRefused(conn_id, str(exc)) from None

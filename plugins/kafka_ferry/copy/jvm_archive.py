@@ -7,7 +7,8 @@ the archive, so it is a file on this host even when the work dir is in object st
 ``$KFERRY_JVM_ARCHIVE_DIR`` names a directory (a volume that outlives the worker's work dir, say). The batch
 that finds none writes one to a name of its own and moves it into place only after its job succeeded
 (``os.replace``: a reader sees the old file or the whole new one); two first batches at once each write their
-own and the last move wins.
+own and the last move wins. The directory and the archive must be this user's alone (``storage.private``): the JVM
+maps the archive's classes, so one someone else made or can write is refused, naming path, owner and mode.
 """
 
 from __future__ import annotations
@@ -21,11 +22,18 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from kafka_ferry.copy.spark_home import compiled_spark_home, spark_home
-from kafka_ferry.core.driver_jvm import DRIVER_OPTIONS_CONF, DriverStart, archive_name, driver_runs_here, driver_start
+from kafka_ferry.copy.spark_home import WAY_OUT, compiled_spark_home, spark_home
+from kafka_ferry.core.driver_jvm import (
+    ARCHIVE_DIR,
+    DRIVER_OPTIONS_CONF,
+    DriverStart,
+    archive_name,
+    driver_runs_here,
+    driver_start,
+)
+from kafka_ferry.storage.private import check_entry, private_directory
 
 log = logging.getLogger(__name__)
-ARCHIVE_DIR = "jvm"
 ARCHIVE_DIR_ENV = "KFERRY_JVM_ARCHIVE_DIR"
 PROPERTY = re.compile(r"(?P<key>[^\s=:]+)\s*[\s=:]\s*(?P<value>.*)")
 
@@ -66,26 +74,16 @@ class DriverArchive:
 
     def start(self, master: str, deploy_mode: str | None, deployment_options: str | None) -> DriverStart | None:
         dump_to = self.path.with_name(f"{self.path.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-        start = driver_start(master, deploy_mode, deployment_options, str(self.path), self.path.is_file(),
-                             str(dump_to))
-        if start is not None and start.dump_to:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # the JVM maps this file: ours only
-        return start
+        ready = False
+        if driver_runs_here(master, deploy_mode):  # the JVM maps this file: ours only, checked before it is used
+            private_directory(self.directory, "the driver JVM's class-data archive directory", WAY_OUT)
+            ready = check_entry(self.path, "the driver JVM's class-data archive", WAY_OUT, directory=False)
+        return driver_start(master, deploy_mode, deployment_options, str(self.path), ready, str(dump_to))
 
     def spark_defaults(self) -> dict[str, str]:
-        """The deployment's ``spark-defaults.conf`` (``$SPARK_CONF_DIR`` or ``$SPARK_HOME/conf``), which a
-        ``--conf`` of the same key would replace: read so its driver options are kept after ours."""
-        conf_dir = self.environ.get("SPARK_CONF_DIR") or str(spark_home(self.environ) / "conf")
-        try:
-            lines = (Path(conf_dir) / "spark-defaults.conf").read_text().splitlines()
-        except OSError:
-            return {}
-        settings = {}
-        for line in map(str.strip, lines):  # Spark reads it as Java properties: "key value", "key=value", '#'
-            pair = None if line.startswith(("#", "!")) else PROPERTY.match(line)
-            if pair:
-                settings[pair["key"]] = pair["value"].strip()
-        return settings
+        """The deployment's ``spark-defaults.conf``, which a ``--conf`` of the same key would replace: read so its
+        driver options are kept after ours."""
+        return spark_defaults(self.environ)
 
     def settle(self, start: DriverStart | None, succeeded: bool) -> None:
         """After the job: a written archive of a succeeded job goes into place; any other is removed."""
@@ -98,6 +96,22 @@ class DriverArchive:
                      start.archive)
         else:
             written.unlink(missing_ok=True)
+
+
+def spark_defaults(environ: Mapping[str, str]) -> dict[str, str]:
+    """The settings of the ``spark-defaults.conf`` spark-submit reads in ``environ`` (``$SPARK_CONF_DIR`` or
+    ``$SPARK_HOME/conf``); empty when there is none."""
+    conf_dir = environ.get("SPARK_CONF_DIR") or str(spark_home(environ) / "conf")
+    try:
+        lines = (Path(conf_dir) / "spark-defaults.conf").read_text().splitlines()
+    except OSError:
+        return {}
+    settings = {}
+    for line in map(str.strip, lines):  # Spark reads it as Java properties: "key value", "key=value", '#'
+        pair = None if line.startswith(("#", "!")) else PROPERTY.match(line)
+        if pair:
+            settings[pair["key"]] = pair["value"].strip()
+    return settings
 
 
 def launch_environment(work_root: Path, master: str, deploy_mode: str | None,

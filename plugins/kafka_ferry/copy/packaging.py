@@ -17,7 +17,9 @@ clusters' credentials, so a zip planted or edited there under the expected name 
 with no trusted record is checked by rebuilding it in memory (its bytes are reproducible), and replaced when
 it differs. The same private directory keeps the zip's bytes under its source digest, so a new migration's first
 batch on the host copies the zip another migration's batch built (checked against the recorded digest) instead
-of compiling the package again.
+of compiling the package again. The directory the zip and the launcher are written to (``<local dir>/packages``)
+must be this user's alone (``storage.private``), checked before either is used: a zip checked by digest could
+otherwise be swapped between the check and spark-submit's read, and the launcher is run as it is found.
 
     python -m kafka_ferry.copy.packaging OUT_DIR
 """
@@ -35,6 +37,7 @@ from importlib.util import MAGIC_NUMBER, source_hash
 from pathlib import Path
 
 import kafka_ferry
+from kafka_ferry.storage.private import private_directory
 
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # same sources -> same bytes -> same name
 CHECKED_HASH_FLAGS = (0b11).to_bytes(4, "little")  # PEP 552: hash-based, checked against the source
@@ -52,6 +55,14 @@ def package_files(root: Path | None = None) -> list[tuple[Path, str]]:
 
 
 DIGEST_DIR_ENV = "KFERRY_PACKAGE_DIGEST_DIR"
+PACKAGES_WAY_OUT = ("Have this directory removed (the next batch writes it anew, 0700), or set KFERRY_LOCAL_DIR "
+                    "(with an object-store work dir) / KFERRY_WORK_DIR to a directory of this user's")
+
+
+def packages_directory(out_dir: str | Path) -> Path:
+    """``out_dir``, this user's alone (made 0700 when missing), or ``UntrustedDirectory``."""
+    return private_directory(out_dir, "the directory of the package zip and launcher spark-submit runs",
+                             PACKAGES_WAY_OUT)
 
 
 def build_package_zip(out_dir: str | Path) -> Path:
@@ -62,7 +73,7 @@ def build_package_zip(out_dir: str | Path) -> Path:
         digest.update(b"%d:%s\0%d:" % (len(name), name.encode(), len(text)))
         digest.update(text)
     source_digest = digest.hexdigest()
-    out_dir = Path(out_dir)
+    out_dir = packages_directory(out_dir)
     target = out_dir / f"kafka_ferry-{source_digest[:16]}.zip"
     trusted = _trusted_digest(source_digest)
     if trusted is not None and _file_digest(target) == trusted:
@@ -72,7 +83,6 @@ def build_package_zip(out_dir: str | Path) -> Path:
     _record_digest(source_digest, expected, data)
     if _file_digest(target) == expected:  # built earlier (by another user of the work dir): same bytes, kept
         return target
-    out_dir.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_bytes(data)
     tmp.replace(target)  # a zip that was there under this name and differs is replaced, never run
@@ -186,8 +196,7 @@ def write_launcher(out_dir: str | Path) -> Path:
     Why not the module's own path: run as a script, a file's folder comes first on sys.path, and a
     package folder's modules would shadow same-named ones elsewhere; a launcher in its own folder cannot.
     """
-    target = Path(out_dir) / LAUNCHER
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target = packages_directory(out_dir) / LAUNCHER
     if not target.exists() or target.read_text() != LAUNCHER_SOURCE:
         tmp = target.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(LAUNCHER_SOURCE)

@@ -13,7 +13,10 @@ mirror, so jars, scripts and ``conf`` are the install's own. The mirror's name i
 of its zips' bytes and of this Python's bytecode tag: an upgraded pyspark or another Python gets another mirror,
 never one built from other files. It is built in a scratch directory and renamed into place (two first batches at
 once each build one; the first rename wins, the other is dropped). Anything in the way (no zips, a read-only
-disk) leaves the install as it is: a slower start, never a failed batch.
+disk) leaves the install as it is: a slower start, never a failed batch. What is never used is a mirror in a
+directory this user does not own alone (``storage.private``): spark-submit runs the mirror's ``bin/spark-class``
+with both clusters' credentials, so a directory or mirror another user made or can write is refused, naming its
+path, owner and mode.
 """
 
 from __future__ import annotations
@@ -29,10 +32,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kafka_ferry.copy.packaging import write_with_bytecode
+from kafka_ferry.storage.private import check_entry, private_directory
 
 log = logging.getLogger(__name__)
 PYTHON_LIB = Path("python") / "lib"
 LAYOUT = "stored-zips-1"  # how a mirror is built: a mirror built another way gets another name
+WAY_OUT = ("Set KFERRY_JVM_ARCHIVE_DIR to a directory of this user's (made 0700 when missing), or have this one "
+           "removed (a cache: the next batch rebuilds it)")
 
 
 def spark_home(environ: Mapping[str, str]) -> Path:
@@ -50,8 +56,9 @@ def compiled_spark_home(install: Path, cache_dir: Path) -> Path | None:
     if not zips:
         return None  # not a Spark install whose Python library comes as zips: nothing to gain
     try:
+        private_directory(cache_dir, "the Spark home mirrors' directory", WAY_OUT)
         target = cache_dir / f"spark-home-{_digest(install, zips)}"
-        if (target / PYTHON_LIB).is_dir():
+        if check_entry(target, "a Spark home mirror", WAY_OUT, directory=True) and (target / PYTHON_LIB).is_dir():
             return target
         return _build(install, zips, target)
     except (OSError, zipfile.BadZipFile) as exc:

@@ -27,6 +27,7 @@ FAST_START_FLAGS = ("-XX:TieredStopAtLevel=1",)
 CDS_FLAGS = ("-XX:SharedArchiveFile", "-XX:ArchiveClassesAtExit", "-Xshare")
 QUIET_DUMP = "-Xlog:cds=off,cds+dynamic=off"  # the dump's warnings list classes it skips: not the batch's news
 DRIVER_OPTIONS_CONF = "spark.driver.extraJavaOptions"
+ARCHIVE_DIR = "jvm"  # under the work root, beside the migrations' dirs: never a migration's name (core.spec)
 
 
 @dataclass(frozen=True)

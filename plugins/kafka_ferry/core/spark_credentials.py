@@ -16,11 +16,18 @@ is YARN to the hook, and must never be handed the secret as an env var.
   secret); removed after the run.
 - refused: a master the hook calls Kubernetes that is not ``k8s://`` (the hook would not pass the file's path
   to the driver), named with the reason.
+
+A standalone ``spark://`` master off the loopback (any of its hosts, for an HA list) gets the configs in the task
+closure, which Spark sends over its RPC to executors on other hosts: it is refused unless the Spark conf the job
+runs with turns on RPC authentication and encryption (``spark.authenticate=true`` and
+``spark.network.crypto.enabled=true``, ``check_standalone_master``), as a Spark Connect server off the loopback is
+refused without TLS and a token (``check_connect_url``).
 """
 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -117,6 +124,40 @@ def check_connect_url(url: str) -> None:
         raise InsecureChannelRefused(f"Spark Connect server {host!r} is off the loopback and the connection lacks "
                                      f"{' and '.join(missing)}: both clusters' configs, passwords included, "
                                      "would cross the network in clear; refused")
+
+
+STANDALONE_SECURITY = ("spark.authenticate", "spark.network.crypto.enabled")
+
+
+def standalone_hosts(master: str) -> list[str]:
+    """The hosts of a ``spark://h1:7077[,h2:7077]`` master (a standalone HA list names several), lowercased."""
+    hosts = []
+    for part in master.strip()[len("spark://"):].split(","):
+        try:
+            hosts.append((urlparse(f"spark://{part.strip()}").hostname or "").lower())
+        except ValueError:
+            hosts.append(part.strip().lower())  # not a host[:port]: never loopback
+    return hosts
+
+
+def check_standalone_master(master: str, conf: Mapping[str, str]) -> None:
+    """Refuse a ``spark://`` master with a host off the loopback unless ``conf`` (the Spark conf the job runs with:
+    spark-defaults.conf under the task's own) sets both ``spark.authenticate`` and ``spark.network.crypto.enabled``
+    to true. Why: both clusters' configs, passwords included, travel in the task closure over Spark's RPC, which is
+    neither authenticated nor encrypted unless those are on; any other master is not this check's."""
+    if not master.strip().startswith("spark://"):
+        return
+    remote = [h for h in standalone_hosts(master) if not _loopback(h)]
+    if not remote:
+        return
+    missing = [key for key in STANDALONE_SECURITY if str(conf.get(key, "")).strip().lower() != "true"]
+    if missing:
+        wanted = " and ".join(f"{key}=true" for key in STANDALONE_SECURITY)
+        raise InsecureChannelRefused(
+            f"standalone master {master.strip()!r} is off the loopback ({', '.join(remote)}) and the Spark conf lacks "
+            f"{' and '.join(missing)}: both clusters' configs, passwords included, would reach its executors in the "
+            f"task closure over unauthenticated, unencrypted RPC; set {wanted} (with spark.authenticate.secret) in "
+            "spark-defaults.conf or the task's conf, and on the master and workers; refused")
 
 
 def _loopback(host: str) -> bool:

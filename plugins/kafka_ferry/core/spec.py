@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kafka_ferry.core.batch_window import parse_window
+from kafka_ferry.core.driver_jvm import ARCHIVE_DIR
 from kafka_ferry.core.patterns import (
     CLUSTER_ALIAS,
     CONNECTION_ID,
@@ -282,6 +283,11 @@ class TimeoutSettings(_Frozen):
     copy_seconds: int = Field(default=6 * 3600, ge=60, le=7 * 24 * 3600)
 
 
+# Directories kafka-ferry keeps in the work base beside each migration's ``<work base>/<name>``: a migration of
+# that name would share (and could plant files in) them.
+RESERVED_NAMES: dict[str, str] = {ARCHIVE_DIR: "the driver JVM's class-data archive and the Spark home mirrors"}
+
+
 class MigrationSpec(_Frozen):
     name: str
     tenant: str = Field(min_length=1, max_length=100)
@@ -305,6 +311,9 @@ class MigrationSpec(_Frozen):
     def _name(cls, v: str) -> str:
         if not MIGRATION_NAME.fullmatch(v):
             raise ValueError("name must start with a lowercase letter or digit and hold only a-z, 0-9, '_', '-'")
+        if v in RESERVED_NAMES:
+            raise ValueError(f"{v!r} is reserved: kafka-ferry keeps a directory of that name beside the migrations' "
+                             f"work dirs ({RESERVED_NAMES[v]}); choose another name")
         return v
 
     @field_validator("tenant")

@@ -7,7 +7,10 @@ Connection fields:
     login / password   HTTP basic auth (optional)
     Extra     `bearer_token` (instead of basic auth), `ca_path` (a CA bundle for TLS), `timeout_s`
 
-The password and token never leave the client config: not in logs, errors, XCom or repr.
+The password and token never leave the client config: not in logs, errors, XCom or repr. A URL with a user part
+(``http://user:secret@host``), a query or a fragment is refused, naming the connection and the field, never the
+value (as object-store work dir URLs are: storage/workdir.py): errors name the URL, and credentials come from
+login/password or Extra ``bearer_token`` only.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 from airflow.sdk import BaseHook
 
 from kafka_ferry.core.failures import Permanent
-from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry
+from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry, url_problem
 
 CONN_TYPE = "schema_registry"
 
@@ -67,6 +70,10 @@ def registry_connection(conn_id: str, host: str | None, port: int | None, path: 
         url += f":{port}"
     if path and "://" not in host:
         url += "/" + path.strip("/")
+    problem = url_problem(url)
+    if problem:  # never echo the value: it may hold a secret
+        raise SchemaRegistryError(f"connection {conn_id!r}: field 'host' is refused: {problem}; credentials go in "
+                                  "'login'/'password' (or Extra 'bearer_token'), never in the URL")
     if bool(login) != bool(password):
         raise SchemaRegistryError(f"connection {conn_id!r}: basic auth needs both 'login' and 'password'")
     token = extra.get("bearer_token")

@@ -33,10 +33,11 @@ from kafka_ferry.copy.copy_failures import CopyFailed, stored_failure
 from kafka_ferry.copy.credentials import (
     SparkConnectionRefused,
     check_connect_server,
+    check_standalone_channel,
     refuse_leaks,
     submit_credentials,
 )
-from kafka_ferry.copy.jvm_archive import driver_options
+from kafka_ferry.copy.jvm_archive import driver_options, spark_defaults
 from kafka_ferry.copy.packaging import build_package_zip, write_launcher
 from kafka_ferry.copy.plan import CopyPlan, work_dir
 from kafka_ferry.copy.planning import RunWindow, plan_copy, record_accepted_gaps
@@ -181,6 +182,10 @@ class CopyBatchSparkOperator(TopicLineage, SparkSubmitOperator):
     def _spark_submit(self, spec: MigrationSpec, summary: dict, connection: Any, context: Any) -> None:
         """One spark-submit of the job; the operator's public attributes are this run's only while it runs."""
         master = (connection.host or "").strip()  # the local[*] check; delivery reads the hook's resolution
+        target = self._resolved_target()
+        # the conf the job runs with: spark-defaults.conf of spark-submit's environment, under the task's own
+        check_standalone_channel(self._conn_id, target, {**spark_defaults({**os.environ, **(self.env_vars or {})}),
+                                                         **(self.conf or {})})
         packages = local_dir(spec.name) / "packages"  # spark-submit is handed local files
         self.application = self.application or _application(packages)
         self.py_files = ",".join(filter(None, [str(build_package_zip(packages)), self.py_files]))
@@ -188,7 +193,7 @@ class CopyBatchSparkOperator(TopicLineage, SparkSubmitOperator):
         deploy_mode = self._deploy_mode or connection.extra_dejson.get("deploy-mode")
         with (self._attributes_restored(),
               staged_for_spark(spec.name, summary["plan_path"], summary["report_path"]) as (plan, report),
-              submit_credentials(self._conn_id, self._resolved_target(), spec.copy_settings,
+              submit_credentials(self._conn_id, target, spec.copy_settings,
                                  lambda: _cluster_configs(spec)) as credentials,
               driver_options(local_base(), spec.copy_settings.fast_driver_start, master, deploy_mode,
                              self.conf, self.env_vars) as (driver_conf, driver_env)):

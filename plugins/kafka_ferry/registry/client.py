@@ -9,7 +9,10 @@ Servers differ (measured): Apicurio ignores requested ids and IMPORT; AxonOps re
 error; `GET /subjects` may be `null`; a missing soft-deleted version is 40402 or 40406. This module absorbs
 those differences; callers compare returned and requested ids themselves.
 
-Credentials stay in `RegistryConnection`, whose repr hides them; errors name the registry and URL only.
+Credentials stay in `RegistryConnection`, whose repr hides them; errors name the registry and URL only. A URL
+with a user part (``http://user:secret@host``), a query or a fragment is refused when the connection is made
+(``url_problem``): errors and logs name the URL, so a secret in it would reach every one of them; credentials
+come from the Airflow connection's login/password or Extra ``bearer_token`` only.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx2
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
@@ -34,9 +37,29 @@ REFUSED_STATUSES = frozenset({401, 403})
 CONTENT_TYPE = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 
 
+class RegistryUrlRefused(Permanent, ValueError):
+    """The registry URL carries a user part, a query or a fragment; the message never echoes the URL."""
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot name a registry (never quoting it: it may hold a secret), or None.
+
+    Why refuse rather than strip: a URL is copied into every error and log line about the registry, and a
+    stripped one would still leave the secret in the connection for whoever reads it next."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "the URL does not parse"
+    if "@" in parts.netloc:
+        return "the URL has a user part (user:password@)"
+    if parts.query or parts.fragment or "?" in url or "#" in url:
+        return "the URL has a query or a fragment"
+    return None
+
+
 @dataclass(frozen=True)
 class RegistryConnection:
-    """Where a registry is and how to authenticate; secrets are excluded from repr."""
+    """Where a registry is and how to authenticate; secrets are excluded from repr, and the URL holds none."""
 
     name: str  # the Airflow connection id (or a test's label); the only name errors use
     url: str
@@ -55,6 +78,12 @@ class RegistryConnection:
         if self.ca_path:
             conf["ssl.ca.location"] = self.ca_path
         return conf
+
+    def __post_init__(self) -> None:
+        problem = url_problem(self.url)
+        if problem:
+            raise RegistryUrlRefused(f"schema registry {self.name!r}: {problem}; credentials go in the connection's "
+                                     "login/password (or Extra bearer_token), never in the URL")
 
 
 class SchemaRegistryUnavailable(RuntimeError):

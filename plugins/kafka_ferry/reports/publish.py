@@ -2,7 +2,9 @@
 
 Layout under the work base (``kafka_ferry.storage.workdir``: a local directory or an object-storage URL):
 ``<migration>/runs/<run id>.html`` (one page per DAG run, rewritten as the run progresses) and
-``<migration>/overview.json`` (the migration's row on the overview page). Files, not the state topic, so
+``<migration>/overview.json`` (the migration's row on the overview page), with ``<migration>/overview-backlog.svg``
+(the row's backlog chart, drawn when the row's backlog history is written: the overview GET only reads it, so a
+request costs file reads, never a matplotlib figure per migration). Files, not the state topic, so
 the API server that serves them needs no Kafka connection (and, with the work dir in object storage, no shared
 volume); the lag history comes from the state topic
 (kind "batch") when the page is written.
@@ -18,14 +20,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kafka_ferry.core.patterns import MIGRATION_NAME
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_STEPS
 from kafka_ferry.core.state_records import GROUP_KIND, GROUP_PROMOTION_KIND, TOPIC_KIND, TOPIC_PROMOTION_KIND
-from kafka_ferry.reports.render import batch_page, promotion_page, rollback_page, staged_page
+from kafka_ferry.reports.render import batch_page, overview_backlog_chart, promotion_page, rollback_page, staged_page
 from kafka_ferry.reports.unit_status import counts, unit_statuses, units_section
 from kafka_ferry.storage.workdir import StoragePath, as_path, read_text, write_text
 
 OVERVIEW_FILE = "overview.json"
+OVERVIEW_CHART_FILE = "overview-backlog.svg"
 
 
 # Kept as they are in a page's file name; every other character (the escape '~' included) becomes ~XX per
@@ -149,6 +153,19 @@ def overview_rows(work_base: Path | StoragePath) -> list[dict[str, Any]]:
     return rows
 
 
+def overview_chart(work_base: Path | StoragePath, row: Mapping[str, Any]) -> str | None:
+    """The backlog chart stored beside a row (``OVERVIEW_CHART_FILE``), or None when none was drawn yet (a row
+    written before charts were stored, or one without backlog history). Reads one file: no drawing."""
+    name = row.get("migration")
+    if not isinstance(name, str) or not MIGRATION_NAME.fullmatch(name):
+        return None  # the row's text names the file: only a migration name, never a path
+    try:
+        svg = read_text(as_path(work_base) / name / OVERVIEW_CHART_FILE)
+    except (OSError, ValueError):
+        return None
+    return svg if svg.startswith("<svg") else None
+
+
 def _update_overview(spec: MigrationSpec, migration_dir: Path, run_id: str, **fields: Any) -> None:
     path = as_path(migration_dir) / OVERVIEW_FILE
     try:
@@ -158,6 +175,8 @@ def _update_overview(spec: MigrationSpec, migration_dir: Path, run_id: str, **fi
     row.update({k: v for k, v in fields.items() if v is not None or k not in row})
     row.update(migration=spec.name, tenant=spec.tenant, dag_id=spec.dag_id, last_run_id=run_id,
                updated_at_ms=int(time.time() * 1000))
+    if fields.get("backlog_history"):  # drawn here, once per run that brings new history; the GET only reads it
+        _write(as_path(migration_dir) / OVERVIEW_CHART_FILE, overview_backlog_chart(spec.name, row["backlog_history"]))
     _write(path, json.dumps(row, indent=1, sort_keys=True))
 
 

@@ -292,15 +292,24 @@ def backlog_section(backlog: Mapping[str, Any]) -> str:
         backlog_chart_svg(backlog.get("history") or [])])
 
 
+def overview_backlog_chart(migration: str, history: Sequence[Mapping[str, Any]]) -> str:
+    """A migration's backlog chart on the overview, drawn when its row is written (``publish``), never per GET."""
+    return backlog_chart_svg(history, title=f"Backlog of {migration}", size=(8, 2.2))
+
+
 def overview_backlog_section(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Per migration that recorded a backlog: its ETA sentence and its backlog over its runs."""
+    """Per migration that recorded a backlog: its ETA sentence and its backlog chart as stored with its row
+    (``backlog_chart``: SVG text the row's writer drew); no chart is drawn here, so the overview's cost per
+    request does not grow with matplotlib figures (issue 36 case 4)."""
     parts = []
     for r in sorted(rows, key=lambda r: (r.get("tenant") or "", r["migration"])):
         history = r.get("backlog_history") or []
         if not history and not r.get("eta"):
             continue
+        chart = r.get("backlog_chart")
         parts += [f"<h3>{escape(str(r['migration']))}: {escape(str(r.get('eta') or 'no ETA yet'))}</h3>",
-                  backlog_chart_svg(history, title=f"Backlog of {r['migration']}", size=(8, 2.2))]
+                  chart if isinstance(chart, str) and chart.startswith("<svg") else
+                  '<p class="muted">The backlog chart is drawn when the migration\'s next run writes its row.</p>']
     return ("<h2>Backlog and ETA</h2>" + "".join(parts)) if parts else ""
 
 

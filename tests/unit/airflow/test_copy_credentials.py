@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 PASSWORD = "pw-never-on-a-command-line-7c1f"
+SECURE_RPC = {"spark.authenticate": "true", "spark.network.crypto.enabled": "true"}  # spark:// off the loopback
 DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 
 
@@ -70,6 +71,9 @@ def submitted(monkeypatch, tmp_path):
 
     def run(master: str, conf: dict | None = None, **copy_settings) -> dict:
         from kafka_ferry.operators.copy import CopyBatchSparkOperator
+
+        if master.startswith("spark://") and conf is None:
+            conf = dict(SECURE_RPC)  # what a standalone master off the loopback needs (tested on its own below)
 
         monkeypatch.setenv("AIRFLOW_CONN_KF_U_SPARK", json.dumps({"conn_type": "spark", "host": master}))
         spec_path = tmp_path / "m.yaml"
@@ -172,11 +176,12 @@ def test_a_driver_elsewhere_keeps_the_installs_spark_home(submitted, master):
 
 
 def test_the_tasks_own_driver_options_are_kept_after_ours(submitted):
-    seen = submitted("spark://m:7077", conf={DRIVER_OPTIONS: "-Xmx3g -Dwho=ops", "spark.ui.enabled": "false"})
+    theirs = {DRIVER_OPTIONS: "-Xmx3g -Dwho=ops", "spark.ui.enabled": "false", **SECURE_RPC}
+    seen = submitted("spark://m:7077", conf=theirs)
     conf = _conf(seen["command"])
     assert conf[DRIVER_OPTIONS].startswith("-XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit=")
     assert conf[DRIVER_OPTIONS].endswith(" -Xmx3g -Dwho=ops") and conf["spark.ui.enabled"] == "false"
-    assert seen["operator_after"][1] == {DRIVER_OPTIONS: "-Xmx3g -Dwho=ops", "spark.ui.enabled": "false"}
+    assert seen["operator_after"][1] == theirs
 
 
 def test_spark_defaults_driver_options_are_kept_after_ours(submitted, tmp_path, monkeypatch):
@@ -286,3 +291,50 @@ def test_a_spark_connect_server_off_the_loopback_needs_tls_and_a_token(monkeypat
     assert refused in str(raised.value) and "tok-1" not in str(raised.value)
     check_connect_url("sc://127.0.0.1:15002")  # loopback needs neither
     check_connect_url("sc://spark.corp:15002/;use_ssl=true;token=t")
+
+
+# --- a standalone master off the loopback: RPC authentication and encryption on, or refused (issue 36 case 6) ----
+@pytest.mark.parametrize(("master", "conf", "missing"), [
+    ("spark://m.corp:7077", {}, "spark.authenticate and spark.network.crypto.enabled"),
+    ("spark://m.corp:7077", {"spark.authenticate": "true"}, "spark.network.crypto.enabled"),
+    ("spark://m.corp:7077", {"spark.authenticate": "false", "spark.network.crypto.enabled": "true"},
+     "spark.authenticate"),
+    # an HA list: one host off the loopback is enough for the configs to cross the network
+    ("spark://127.0.0.1:7077,m2.corp:7077", {"spark.network.crypto.enabled": "TRUE"}, "spark.authenticate"),
+    ("spark://10.0.0.7:7077", {}, "spark.authenticate and spark.network.crypto.enabled"),
+])
+def test_a_standalone_master_off_the_loopback_needs_rpc_authentication_and_encryption(submitted, tmp_path, master,
+                                                                                     conf, missing):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    with pytest.raises(AirflowFailException) as err:
+        submitted(master, conf=conf)
+    message = str(err.value)
+    assert message.startswith(f"Spark connection 'kf_u_spark': standalone master {master!r} is off the loopback (")
+    assert f"and the Spark conf lacks {missing}: both clusters' configs" in message
+    assert "set spark.authenticate=true and spark.network.crypto.enabled=true" in message  # both, always named
+    assert PASSWORD not in message
+    assert not (tmp_path / "work").exists() and not (tmp_path / "jvm").exists()  # refused before anything is written
+
+
+def test_spark_defaults_can_turn_rpc_security_on_and_loopback_needs_none(submitted, tmp_path, monkeypatch):
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "spark-defaults.conf").write_text(
+        "spark.authenticate true\nspark.network.crypto.enabled=true\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
+    seen = submitted("spark://m.corp:7077", conf={})
+    assert json.loads(seen["env"]["KFERRY_CLUSTER_CONFIGS"])["source"]["sasl.password"] == PASSWORD
+    monkeypatch.delenv("SPARK_CONF_DIR")
+    for loopback in ("spark://127.0.0.1:7077", "spark://localhost:7077", "spark://[::1]:7077"):
+        assert "KFERRY_CLUSTER_CONFIGS" in submitted(loopback, conf={})["env"]
+
+
+def test_the_standalone_check_reads_every_host_of_the_master():
+    from kafka_ferry.core.spark_credentials import InsecureChannelRefused, check_standalone_master, standalone_hosts
+
+    assert standalone_hosts("spark://A.corp:7077, [::1]:7078,127.0.0.2") == ["a.corp", "::1", "127.0.0.2"]
+    check_standalone_master("spark://127.0.0.1:7077,localhost:7078", {})
+    check_standalone_master("local[2]", {})  # not a standalone master: not this check's
+    check_standalone_master("yarn", {})
+    with pytest.raises(InsecureChannelRefused):
+        check_standalone_master("spark://127.0.0.1.corp:7077", {"spark.authenticate": "true"})

@@ -41,3 +41,19 @@ def test_a_connection_that_describes_no_registry_is_named_with_its_field(host, l
         registry_connection("sr", host, None, None, login, password, extra)
     assert str(err.value) == message
     assert "pw" not in str(err.value)
+
+
+@pytest.mark.parametrize(("host", "path", "problem"), [
+    ("http://svc:hunter2-pw@127.0.0.1:8080/apis/ccompat/v7", None, "the URL has a user part (user:password@)"),
+    ("svc:hunter2-pw@sr.example", None, "the URL has a user part (user:password@)"),
+    ("https://:hunter2-pw@sr.example", None, "the URL has a user part (user:password@)"),
+    ("https://sr.example/ccompat?token=hunter2-pw", None, "the URL has a query or a fragment"),
+    ("sr.example", "ccompat#hunter2-pw", "the URL has a query or a fragment"),
+])
+def test_a_registry_url_with_credentials_is_refused_without_echoing_it(host, path, problem):
+    """Issue #36 case 5: user info in the URL reached every SchemaRegistryUnavailable message and log line."""
+    with pytest.raises(SchemaRegistryError) as err:
+        registry_connection("sr", host, 8081, path, None, None, {})
+    assert str(err.value) == (f"connection 'sr': field 'host' is refused: {problem}; credentials go in "
+                              "'login'/'password' (or Extra 'bearer_token'), never in the URL")
+    assert "hunter2" not in str(err.value) and "svc" not in str(err.value)

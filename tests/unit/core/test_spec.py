@@ -93,6 +93,10 @@ BAD_INPUTS = [
     ("bad name", with_change("name", "Acme Orders"),
      "field 'name' = 'Acme Orders': name must start with a lowercase letter or digit and hold only a-z, 0-9, "
      "'_', '-'"),
+    # issue 36 case 2: <work base>/jvm holds the driver JVM's archive and the Spark home mirrors of every migration
+    ("reserved name", with_change("name", "jvm"),
+     "field 'name' = 'jvm': 'jvm' is reserved: kafka-ferry keeps a directory of that name beside the migrations' "
+     "work dirs (the driver JVM's class-data archive and the Spark home mirrors); choose another name"),
     ("bad cron", with_change("schedule", "every day"),
      "field 'schedule' = 'every day': schedule must be a 5-field cron expression, an @preset, or null"),
     ("empty include", with_change("topics.include", []), "field 'topics.include' = []: needs at least 1 item(s)"),

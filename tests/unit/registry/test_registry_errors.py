@@ -13,6 +13,7 @@ import pytest
 
 from kafka_ferry.registry.client import (
     RegistryConnection,
+    RegistryUrlRefused,
     SchemaRegistry,
     SchemaRegistryRefused,
     SchemaRegistryUnavailable,
@@ -69,3 +70,23 @@ def test_an_outage_stays_retriable(answering):
     registry.close()
     assert not isinstance(err.value, SchemaRegistryRefused)
     assert "sr_dst" in str(err.value)
+
+
+def test_a_connection_with_user_info_in_its_url_cannot_be_made(answering):
+    """Whatever builds it (the hook, a test, a CLI), a registry URL never carries a secret into an error: the
+    connection is refused before any call, and the refusal does not quote the URL (issue #36 case 5)."""
+    url = answering(503).replace("http://", "http://svc:hunter2-pw@")
+    with pytest.raises(RegistryUrlRefused) as err:
+        RegistryConnection("sr_dst", url)
+    assert str(err.value) == ("schema registry 'sr_dst': the URL has a user part (user:password@); credentials go "
+                              "in the connection's login/password (or Extra bearer_token), never in the URL")
+    assert "hunter2" not in str(err.value)
+
+
+def test_an_outage_with_basic_auth_names_the_url_without_the_secret(answering, caplog):
+    registry = SchemaRegistry(RegistryConnection("sr_dst", answering(503), basic_auth=("svc", "hunter2-pw")))
+    with caplog.at_level("DEBUG"), pytest.raises(SchemaRegistryUnavailable) as err:
+        registry.subjects()
+    registry.close()
+    assert f"({registry.conn.url})" in str(err.value)
+    assert "hunter2" not in str(err.value) and "hunter2" not in caplog.text

@@ -7,7 +7,7 @@ import re
 from kafka_ferry.core.backlog_eta import RunPoint, estimate
 from kafka_ferry.core.live_progress import live_view
 from kafka_ferry.reports.publish import overview_backlog
-from kafka_ferry.reports.render import batch_page, live_batch_page, overview_page
+from kafka_ferry.reports.render import batch_page, live_batch_page, overview_backlog_chart, overview_page
 
 T0 = 1_795_000_000_000
 HISTORY = [{"batch_id": f"b{i}", "finished_at_ms": T0 + i * 3_600_000, "backlog_before": 9000 - 1000 * i,
@@ -41,8 +41,10 @@ def test_the_overview_shows_each_migrations_eta_and_backlog_chart():
     row = {"migration": "orders", "tenant": "acme", "dag_id": "kafka_ferry__orders", "last_run_id": "r",
            **overview_backlog({"backlog": backlog_section()})}
     assert row["backlog_history"] == HISTORY and row["eta"].startswith("at the measured rate")
-    html = overview_page([row, {"migration": "quiet", "tenant": "acme"}], report_href="/r/{dag_id}/{run_id}")
-    assert f"<h3>orders: {row['eta']}</h3>" in html and html.count("<svg") == 1
+    chart = overview_backlog_chart("orders", HISTORY)  # drawn when the row is written (publish), read per GET
+    html = overview_page([{**row, "backlog_chart": chart}, {"migration": "quiet", "tenant": "acme"}],
+                         report_href="/r/{dag_id}/{run_id}")
+    assert f"<h3>orders: {row['eta']}</h3>" in html and html.count("<svg") == 1 and chart in html
     assert overview_backlog({}) == {}
 
 
