@@ -60,7 +60,7 @@ def trigger_from_the_form(stack, page, token, dag_id: str, mode: str, name: str)
     choice = dialog.locator("#element_mode input").first
     choice.fill(MODE_LABELS[mode])
     choice.press("Enter")
-    dialog.get_by_text(MODE_LABELS[mode]).wait_for()
+    dialog.get_by_text(MODE_LABELS[mode], exact=True).wait_for()
     dialog.get_by_role("button", name="Promotion").click()
     dialog.locator("#element_confirm_migration").fill(name)
     dialog.get_by_role("button", name="Trigger", exact=True).click()
