@@ -29,6 +29,7 @@ from kafka_ferry.core.trigger_form import (
     DRY_RUN,
     DRY_RUN_TEMPLATE,
     GROUPS_FIELD,
+    MAX_NAME_LENGTH,
     MODES,
     PROMOTE,
     PROMOTE_GROUPS,
@@ -54,6 +55,9 @@ STAGED_ENTRY = {PROMOTE_GROUPS: "promote_groups", PROMOTE_TOPICS: "promote_topic
                 ROLLBACK_PLAN: "rollback"}
 
 
+FORM_GROUPS = 50  # ready groups the trigger form offers by name
+
+
 def _groups_param(ready: list[str], as_of_ms: int | None) -> Param:
     """The form's groups field; when a catch-up run saw groups ready to promote, it offers exactly those."""
     description = "For mode promote-groups: source consumer groups, one per line. Their consumers must have " \
@@ -62,11 +66,16 @@ def _groups_param(ready: list[str], as_of_ms: int | None) -> Param:
         return Param([], type=["null", "array"], items={"type": "string"}, title="Groups to promote",
                      section="Staged cutover", description=description)
     when = datetime.fromtimestamp(as_of_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    seen = f"Ready at the last catch-up run ({when}): {', '.join(ready)}." if ready else \
+    # bounded: the form (and the serialized DAG) carries at most FORM_GROUPS names (issue 36: every ready group
+    # made 1.5 MB per DAG at 50k groups); the rest are in the catch-up's log and its readiness file
+    offered = [g[:MAX_NAME_LENGTH] for g in ready[:FORM_GROUPS]]
+    more = f" and {len(ready) - len(offered)} more (the last catch-up's log lists every one)" \
+        if len(ready) > len(offered) else ""
+    seen = f"Ready at the last catch-up run ({when}): {', '.join(offered)}{more}." if ready else \
         f"No group was ready at the last catch-up run ({when}): their consumers still run or commit on the source."
     return Param([], type=["null", "array"], items={"type": "string"}, title="Groups to promote",
                  section="Staged cutover", description=f"{description} {seen}",
-                 **({"examples": ready} if ready else {}))
+                 **({"examples": offered} if offered else {}))
 
 
 def trigger_params(migration: str, ready_groups: list[str] = (), ready_as_of_ms: int | None = None

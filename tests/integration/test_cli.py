@@ -142,3 +142,15 @@ def test_the_package_installs_a_kafka_ferry_console_script(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     for command in ("check", "dry-run", "run", "promote", "status", "reset-promotion", "acls"):
         assert command in done.stdout
+
+
+def test_check_status_and_acls_write_no_dag_file(workspace):
+    """Issue 36 (case 8): `check` changes nothing, yet wrote a DAG stub for every YAML in the folder."""
+    p, _, path, env = workspace
+    shutil.copy(path, path.parent / "other-spec.yaml")
+    before = sorted(str(f.relative_to(path.parent.parent)) for f in path.parent.parent.rglob("*"))
+    for command in ("check", "status", "acls"):
+        done = kafka_ferry(env, command, path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert sorted(str(f.relative_to(path.parent.parent)) for f in path.parent.parent.rglob("*")) == before, \
+            command

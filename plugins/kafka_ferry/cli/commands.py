@@ -9,6 +9,7 @@ from typing import Any
 from kafka_ferry.cli.summary import print_summary
 from kafka_ferry.core.dates import iso_utc
 from kafka_ferry.core.spec import MigrationSpec, SpecError, load_spec
+from kafka_ferry.core.spec_check import dag_file_name
 from kafka_ferry.kafka.cluster import KafkaCluster
 
 
@@ -115,7 +116,7 @@ def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> int:
 
     spec = load_spec(spec_path)
     migrate_db()
-    stub = dags_folder / f"migration_{spec_path.stem.replace('-', '_')}.py"
+    stub = dags_folder / dag_file_name(spec_path.name)
     bag = DagBag(dag_folder=str(stub if stub.exists() else dags_folder))
     if bag.import_errors:
         print("DAG import errors:", json.dumps(bag.import_errors, indent=2))
