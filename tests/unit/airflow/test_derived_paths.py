@@ -10,11 +10,12 @@ from __future__ import annotations
 import pytest
 from test_copy_credentials import BATCH_ID, submitted  # noqa: F401 - the fixture runs the real copy task
 
-from kafka_ferry.copy.plan import BatchFileRefused, batch_files, planned_files
 from kafka_ferry.storage.workdir import WorkDirError, as_path
 
 
 def test_the_files_are_derived_from_the_migration_and_the_batch_id(tmp_path, monkeypatch):
+    from kafka_ferry.copy.plan import batch_files, planned_files
+
     monkeypatch.setenv("KFERRY_WORK_DIR", str(tmp_path / "work"))
     plan, report = batch_files("orders", BATCH_ID)
     assert (plan, report) == (tmp_path / "work" / "orders" / f"plan-{BATCH_ID}.json",
@@ -31,6 +32,8 @@ def test_the_files_are_derived_from_the_migration_and_the_batch_id(tmp_path, mon
     ({"batch_id": None}, "batch id"),
 ])
 def test_a_path_or_batch_id_that_is_not_the_derived_one_is_refused(tmp_path, monkeypatch, summary, named):
+    from kafka_ferry.copy.plan import BatchFileRefused, planned_files
+
     monkeypatch.setenv("KFERRY_WORK_DIR", str(tmp_path / "work"))
     with pytest.raises(BatchFileRefused, match=named):
         planned_files("orders", summary)
@@ -41,10 +44,18 @@ def test_the_copy_task_deletes_nothing_at_a_path_from_xcom(submitted, tmp_path):
 
     victim = tmp_path / "victim.json"
     victim.write_text("{}")
-    with pytest.raises(AirflowFailException, match="report_path") as raised:
-        submitted("local[2]", summary={"empty": False, "batch_id": BATCH_ID, "report_path": str(victim)})
-    assert isinstance(raised.value.__cause__, BatchFileRefused)  # permanent: no retry
-    assert victim.read_text() == "{}"
+    refused = None
+    try:
+        submitted("local[2]", summary={"empty": False, "batch_id": BATCH_ID, "report_path": str(victim),
+                                       "plan_path": str(tmp_path / "work" / "m" / f"plan-{BATCH_ID}.json")})
+    except AirflowFailException as exc:
+        refused = exc
+    assert victim.exists() and victim.read_text() == "{}"  # before: deleted as the "stale report"
+    assert refused is not None and "report_path" in str(refused)
+
+    from kafka_ferry.copy.plan import BatchFileRefused
+
+    assert isinstance(refused.__cause__, BatchFileRefused)  # permanent: no retry
 
 
 def test_a_stored_path_never_picks_the_connection(monkeypatch):
