@@ -93,3 +93,17 @@ def test_the_trigger_form_offers_a_bounded_number_of_ready_groups():
     assert size < 10_000, size
     assert groups["schema"]["examples"] == ready[:FORM_GROUPS]
     assert f"and {50_000 - FORM_GROUPS} more" in groups["description"]
+
+
+@pytest.mark.parametrize("field", ["groups", "topics", "waive_groups"])
+def test_the_forms_schema_bounds_each_name_list(field):
+    """A REST trigger with a longer list is refused by Airflow's own Param check, before the run exists."""
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    from kafka_ferry.dag_promotion import trigger_params
+
+    param = trigger_params("orders")[field]
+    assert param.serialize()["schema"]["maxItems"] == MAX_NAMES
+    assert param.resolve([f"n{i}" for i in range(MAX_NAMES)]) is not None
+    with pytest.raises(ParamValidationError):
+        param.resolve([f"n{i}" for i in range(MAX_NAMES + 1)])
