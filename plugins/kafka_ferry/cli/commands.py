@@ -37,6 +37,18 @@ def cluster(conn_id: str) -> KafkaCluster:
     return hook.get_conn
 
 
+def check_bindings(spec: MigrationSpec, spec_path: Path) -> None:
+    """What the DAG processor refuses beyond the spec's fields (``core.spec_check.check_at_parse``): another spec
+    file of the folder with this name and, with the platform's tenants file, what binds the spec to its tenant."""
+    from airflow.sdk import conf
+
+    from kafka_ferry.core.spec_check import check_at_parse
+    from kafka_ferry.core.tenants import AIRFLOW_CONFIG, load_tenants, tenants_file_path
+
+    tenants_path = tenants_file_path(configured=conf.get(*AIRFLOW_CONFIG, fallback=None))
+    check_at_parse(spec, spec_path, load_tenants(tenants_path) if tenants_path else None, tenants_path)
+
+
 def check(spec_path: Path) -> int:
     """The spec, its connections, both clusters reachable, and a selection that selects something."""
     from airflow.sdk.exceptions import AirflowNotFoundException
@@ -49,6 +61,7 @@ def check(spec_path: Path) -> int:
 
     try:
         spec = load_spec(spec_path)
+        check_bindings(spec, spec_path)
     except SpecError as exc:
         print(exc)
         return 1
