@@ -125,7 +125,7 @@ class TenantsFile(BaseModel):
     def root(self, tenants_path: str | Path) -> Path:
         """Where relative ``spec_paths`` start: ``spec_root``, else the tenants file's own folder."""
         base = Path(tenants_path).resolve().parent
-        return base / self.spec_root if self.spec_root else base
+        return (base / self.spec_root).resolve() if self.spec_root else base  # resolved like the spec paths
 
     def owners(self, spec_path: str | Path, tenants_path: str | Path) -> list[str]:
         """The tenants whose ``spec_paths`` match the spec file (resolved: a symlink or '..' reaches no one else's)."""
@@ -144,7 +144,7 @@ class TenantsFile(BaseModel):
         deployment that moves the whole folder and its ``spec_root`` keeps its owners), else absolute."""
         path = Path(spec_path).resolve()
         try:
-            return path.relative_to(self.root(tenants_path).resolve()).as_posix()
+            return path.relative_to(self.root(tenants_path)).as_posix()
         except ValueError:
             return path.as_posix()
 
