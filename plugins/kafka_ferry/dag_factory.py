@@ -1,8 +1,8 @@
 """Builds one migration DAG from one YAML spec.
 
-Each tenant has a two-line DAG file (`dags/migration_<name>.py`) calling `dag_from_yaml`: Airflow records
-import errors per file, so a broken spec fails only its own DAG, never another tenant's. `make dags`
-writes the missing stubs.
+Each tenant has a two-line DAG file (`dags/migration_<name>.py`, named by `core.spec_check.dag_file_name`)
+calling `dag_from_yaml`: Airflow records import errors per file, so a broken spec fails only its own DAG,
+never another tenant's. `make dags` writes the missing stubs.
 """
 
 from __future__ import annotations
@@ -13,12 +13,19 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, conf
 
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.patterns import SPEC_FILE_NAME
 from kafka_ferry.core.spec import MigrationSpec, load_spec
-from kafka_ferry.core.spec_check import SPEC_FILE_NAME_RULE
+from kafka_ferry.core.spec_check import (
+    SPEC_FILE_NAME_RULE,
+    check_at_parse,
+    dag_file_name,
+    stub_collision_message,
+    stub_name_collisions,
+)
+from kafka_ferry.core.tenants import AIRFLOW_CONFIG, load_tenants, tenants_file_path
 from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
 from kafka_ferry.dag_promotion import (
     add_mode_branch,
@@ -116,28 +123,49 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
 
 
 def dag_from_yaml(dag_file: str, relative_yaml: str) -> DAG:
-    """Load the spec next to a DAG file and build its DAG; a bad spec raises SpecError (an import error)."""
-    spec_path = (Path(dag_file).resolve().parent / relative_yaml).resolve()
-    return build_migration_dag(load_spec(spec_path), spec_path)
+    """Load the spec next to a DAG file and build its DAG; a bad spec raises SpecError (an import error).
 
-
-def write_stubs(dags_folder: Path, refused: list[str] | None = None) -> list[Path]:
-    """Create `migration_<stem>.py` for every `migrations/*.yaml` that lacks one; returns the new files.
-
-    A YAML whose name is not a safe file name gets no DAG file: its reason goes to ``refused``.
+    Refused here too, naming each: a spec whose ``name`` another spec file of the folder holds, and, with the
+    platform's tenants file, one outside its tenant's spec paths, name prefixes or grants (``check_at_parse``).
     """
+    spec_path = (Path(dag_file).resolve().parent / relative_yaml).resolve()
+    spec = load_spec(spec_path)
+    tenants_path = tenants_file_path(configured=conf.get(*AIRFLOW_CONFIG, fallback=None))
+    tenants = load_tenants(tenants_path) if tenants_path is not None else None
+    check_at_parse(spec, spec_path, tenants, tenants_path)
+    return build_migration_dag(spec, spec_path)
+
+
+def write_stubs(dags_folder: Path, refused: list[str] | None = None, only: str | None = None) -> list[Path]:
+    """Create the DAG file (``core.spec_check.dag_file_name``) of every `migrations/*.yaml` that lacks one (or of
+    the one named ``only``); returns the new files.
+
+    A YAML whose name is not a safe file name gets no DAG file, nor do two YAMLs whose names map to one DAG file
+    (``a-b.yaml`` and ``a.b.yaml``: neither, so none silently loses its DAG to the other): the reasons, naming the
+    files, go to ``refused``.
+    """
+    yaml_files = sorted((dags_folder / "migrations").glob("*.yaml"))
+    collisions = stub_name_collisions([f"migrations/{f.name}" for f in yaml_files])
+    colliding = {name for files in collisions.values() for name in files}
+    reasons = [stub_collision_message(stub, files) for stub, files in sorted(collisions.items())
+               if only is None or f"migrations/{only}" in files]
     created = []
-    for yaml_file in sorted((dags_folder / "migrations").glob("*.yaml")):
+    for yaml_file in yaml_files:
+        if only is not None and yaml_file.name != only:
+            continue
         try:
             text = stub_text(yaml_file.name)
         except UnsafeSpecFileName as exc:
-            if refused is not None:
-                refused.append(str(exc))
+            reasons.append(str(exc))
             continue
-        stub = dags_folder / f"migration_{yaml_file.stem.replace('-', '_').replace('.', '_')}.py"
+        if f"migrations/{yaml_file.name}" in colliding:
+            continue
+        stub = dags_folder / dag_file_name(yaml_file.name)
         if not stub.exists():
             stub.write_text(text)
             created.append(stub)
+    if refused is not None:
+        refused.extend(reasons)
     return created
 
 

@@ -37,6 +37,8 @@ from kafka_ferry.core.trigger_form import (
     DRY_RUN,
     DRY_RUN_TEMPLATE,
     GROUPS_FIELD,
+    MAX_NAME_LENGTH,
+    MAX_NAMES,
     MODES,
     PROMOTE,
     PROMOTE_GROUPS,
@@ -64,19 +66,30 @@ STAGED_ENTRY = {PROMOTE_GROUPS: "promote_groups", PROMOTE_TOPICS: "promote_topic
                 ROLLBACK_PLAN: ROLLBACK_ENTRY}
 
 
+FORM_GROUPS = 50  # ready groups the trigger form offers by name
+# the form's name lists, bounded in the schema too (Airflow refuses a longer list at trigger time; pre-flight
+# checks the same bounds with its own message: core.trigger_form)
+NAME_LIST = {"items": {"type": "string", "maxLength": MAX_NAME_LENGTH}, "maxItems": MAX_NAMES}
+
+
 def _groups_param(ready: list[str], as_of_ms: int | None) -> Param:
     """The form's groups field; when a catch-up run saw groups ready to promote, it offers exactly those."""
     description = "For mode promote-groups: source consumer groups, one per line. Their consumers must have " \
                   "stopped on the source. For mode rollback (or rollback-plan): only these promoted groups go back."
     if as_of_ms is None:
-        return Param([], type=["null", "array"], items={"type": "string"}, title="Groups to promote",
+        return Param([], type=["null", "array"], **NAME_LIST, title="Groups to promote",
                      section="Staged cutover", description=description)
     when = datetime.fromtimestamp(as_of_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    seen = f"Ready at the last catch-up run ({when}): {', '.join(ready)}." if ready else \
+    # bounded: the form (and the serialized DAG) carries at most FORM_GROUPS names (issue 36: every ready group
+    # made 1.5 MB per DAG at 50k groups); the rest are in the catch-up's log and its readiness file
+    offered = [g[:MAX_NAME_LENGTH] for g in ready[:FORM_GROUPS]]
+    more = f" and {len(ready) - len(offered)} more (the last catch-up's log lists every one)" \
+        if len(ready) > len(offered) else ""
+    seen = f"Ready at the last catch-up run ({when}): {', '.join(offered)}{more}." if ready else \
         f"No group was ready at the last catch-up run ({when}): their consumers still run or commit on the source."
-    return Param([], type=["null", "array"], items={"type": "string"}, title="Groups to promote",
+    return Param([], type=["null", "array"], **NAME_LIST, title="Groups to promote",
                  section="Staged cutover", description=f"{description} {seen}",
-                 **({"examples": ready} if ready else {}))
+                 **({"examples": offered} if offered else {}))
 
 
 def trigger_params(migration: str, ready_groups: list[str] = (), ready_as_of_ms: int | None = None
@@ -114,12 +127,12 @@ def trigger_params(migration: str, ready_groups: list[str] = (), ready_as_of_ms:
                               description="For mode promote only: the promotion may move a destination group's "
                                           "offsets backwards. Ignored by catch-up and dry-run."),
         GROUPS_FIELD: _groups_param(sorted(ready_groups), ready_as_of_ms),
-        TOPICS_FIELD: Param([], type=["null", "array"], items={"type": "string"}, title="Topics to promote",
+        TOPICS_FIELD: Param([], type=["null", "array"], **NAME_LIST, title="Topics to promote",
                             section="Staged cutover", description="For mode promote-topics: source topics, one per "
                             "line. Their producers must have stopped on the source. For mode rollback (or "
                             "rollback-plan): only these promoted topics go back, with the groups reading them; "
                             "their producers and consumers must have stopped on the destination."),
-        WAIVE_FIELD: Param([], type=["null", "array"], items={"type": "string"}, title="Waive groups",
+        WAIVE_FIELD: Param([], type=["null", "array"], **NAME_LIST, title="Waive groups",
                            section="Staged cutover", description="For mode promote-topics: reading groups that may "
                            "stay unpromoted (their destination offsets are left as they are)."),
     }

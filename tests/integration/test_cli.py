@@ -168,3 +168,24 @@ def test_the_package_installs_a_kafka_ferry_console_script(tmp_path):
     for command in ("check", "dry-run", "run", "promote", "promote-groups", "promote-topics", "rollback",
                     "rollback-plan", "status", "reset-promotion", "acls"):
         assert command in done.stdout
+
+
+def test_check_status_and_acls_write_no_dag_file(workspace):
+    """Issue 36 (case 8): `check` changes nothing, yet wrote a DAG stub for every YAML in the folder."""
+    p, _, path, env = workspace
+    other = yaml.safe_load(path.read_text())
+    (path.parent / "other-spec.yaml").write_text(yaml.safe_dump({**other, "name": f"{p}-other"}))
+
+    def listing():
+        return sorted(str(f.relative_to(path.parent.parent)) for f in path.parent.parent.rglob("*"))
+
+    before = listing()
+    for command in ("check", "status", "acls"):
+        done = kafka_ferry(env, command, path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert listing() == before, command
+    # a second file with this name: check refuses it as the DAG processor would, naming it (issue 36, case 1)
+    shutil.copy(path, path.parent / "twin.yaml")
+    twin = kafka_ferry(env, "check", path)
+    assert twin.returncode == 1
+    assert f"{path.parent / 'twin.yaml'} has this name too" in twin.stdout, twin.stdout

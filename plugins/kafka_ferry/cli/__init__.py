@@ -8,8 +8,8 @@ recorded in the metadata DB), with the run conf the trigger form sends. `check`,
 (``AIRFLOW_CONN_<ID>``) or the metadata DB (``airflow connections add``).
 
 The spec must sit in ``<dags folder>/migrations/<name>.yaml`` (the layout the DAG processor reads);
-the command writes the missing DAG stub beside it (``migration_<name>.py``) and points Airflow's
-``dags_folder`` at that folder for its own run.
+the commands that run the DAG write its missing DAG stub beside it (``migration_<name>.py``; `check`,
+`status` and `acls` write nothing) and point Airflow's ``dags_folder`` at that folder for their own run.
 """
 
 from __future__ import annotations
@@ -108,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return commands.reset(spec_path, give_up_rollback=args.give_up_rollback)
         confirmed = (confirm(spec.name, args.yes_i_mean, CONFIRMED[args.command])
                      if args.command in CONFIRMED else None)
+        write_own_stub(spec_path, dags_folder)
         return commands.run_dag(spec_path, dags_folder, run_conf(args, confirmed))
     except UsageError as exc:
         print(f"kafka-ferry: {exc}", file=sys.stderr)
@@ -115,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def prepare_environment(spec_path: Path) -> Path:
-    """Point this process's Airflow at the spec's DAGs folder (before Airflow is imported) and write its stub."""
+    """Point this process's Airflow at the spec's DAGs folder (before Airflow is imported); writes nothing."""
     if not spec_path.is_file():
         raise UsageError(f"{spec_path}: no such file")
     if spec_path.parent.name != "migrations":
@@ -126,10 +127,18 @@ def prepare_environment(spec_path: Path) -> Path:
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
     # Airflow's own INFO lines of every task would bury the summary; KFERRY_LOG_LEVEL=INFO shows them
     os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", os.environ.get("KFERRY_LOG_LEVEL", "WARNING"))
+    return dags_folder
+
+
+def write_own_stub(spec_path: Path, dags_folder: Path) -> None:
+    """The DAG file of this spec only, for the commands that run its DAG (`check`, `status`, `acls` write
+    nothing); a name that is unsafe or shares its DAG file with another spec's stops here, naming both."""
     from kafka_ferry.dag_factory import write_stubs
 
-    write_stubs(dags_folder)
-    return dags_folder
+    refused: list[str] = []
+    write_stubs(dags_folder, refused, only=spec_path.name)
+    if refused:
+        raise UsageError("; ".join(refused))
 
 
 def confirm(name: str, given: str | None, action: str) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from kafka_ferry.cli.summary import print_summary
 from kafka_ferry.core.dates import iso_utc
 from kafka_ferry.core.spec import MigrationSpec, SpecError, load_spec
+from kafka_ferry.core.spec_check import dag_file_name
 from kafka_ferry.kafka.cluster import KafkaCluster
 
 
@@ -36,6 +37,18 @@ def cluster(conn_id: str) -> KafkaCluster:
     return hook.get_conn
 
 
+def check_bindings(spec: MigrationSpec, spec_path: Path) -> None:
+    """What the DAG processor refuses beyond the spec's fields (``core.spec_check.check_at_parse``): another spec
+    file of the folder with this name and, with the platform's tenants file, what binds the spec to its tenant."""
+    from airflow.sdk import conf
+
+    from kafka_ferry.core.spec_check import check_at_parse
+    from kafka_ferry.core.tenants import AIRFLOW_CONFIG, load_tenants, tenants_file_path
+
+    tenants_path = tenants_file_path(configured=conf.get(*AIRFLOW_CONFIG, fallback=None))
+    check_at_parse(spec, spec_path, load_tenants(tenants_path) if tenants_path else None, tenants_path)
+
+
 def check(spec_path: Path) -> int:
     """The spec, its connections, both clusters reachable, and a selection that selects something."""
     from airflow.sdk.exceptions import AirflowNotFoundException
@@ -48,6 +61,7 @@ def check(spec_path: Path) -> int:
 
     try:
         spec = load_spec(spec_path)
+        check_bindings(spec, spec_path)
     except SpecError as exc:
         print(exc)
         return 1
@@ -115,7 +129,7 @@ def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> int:
 
     spec = load_spec(spec_path)
     migrate_db()
-    stub = dags_folder / f"migration_{spec_path.stem.replace('-', '_')}.py"
+    stub = dags_folder / dag_file_name(spec_path.name)
     bag = DagBag(dag_folder=str(stub if stub.exists() else dags_folder))
     if bag.import_errors:
         print("DAG import errors:", json.dumps(bag.import_errors, indent=2))

@@ -18,9 +18,9 @@ def task_results(run) -> dict[str, object]:
 
 
 def print_summary(run, migration: str) -> None:
-    from kafka_ferry.copy.plan import work_dir
+    from kafka_ferry.copy.plan import planned_files, work_dir
     from kafka_ferry.copy.report import report_lines
-    from kafka_ferry.storage.workdir import as_path, read_text
+    from kafka_ferry.storage.workdir import read_text
 
     results = task_results(run)
     states = {ti.task_id: str(ti.state).rsplit(".", 1)[-1].lower() for ti in run.get_task_instances()}
@@ -36,7 +36,8 @@ def print_summary(run, migration: str) -> None:
         print(f"  schemas ({schemas['mode']}): {len(schemas['subjects'])} subject(s), {schemas['registered']} "
               f"version(s) registered; ids " + ", ".join(f"{s} -> {d}" for s, d in schemas["id_map"].items()))
     plan = results.get("plan_copy") or {}
-    report_path = as_path(plan["report_path"]) if plan.get("report_path") else None
+    # derived from the migration and the batch id, never a path from XCom (copy.plan.planned_files)
+    report_path = planned_files(migration, plan)[1] if plan.get("report_path") else None
     if report_path and report_path.exists():
         for line in report_lines(json.loads(read_text(report_path))):
             print(f"  copy: {line}")

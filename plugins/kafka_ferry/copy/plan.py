@@ -8,17 +8,54 @@ job's driver and each of its Python workers import this module.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kafka_ferry.core.batch_planning import PartitionRange, RetentionGap
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.rate_limit import RateLimit
 from kafka_ferry.core.state_records import partition_key
 from kafka_ferry.storage.workdir import WORK_DIR_ENV, StoragePath, as_path, read_text, write_text
 from kafka_ferry.storage.workdir import work_dir as work_dir
 
-__all__ = ["WORK_DIR_ENV", "CopyPlan", "PartitionTask", "work_dir"]  # work_dir: kafka_ferry.storage.workdir's
+__all__ = ["WORK_DIR_ENV", "BatchFileRefused", "CopyPlan", "PartitionTask", "batch_files", "planned_files",
+           "work_dir"]  # work_dir: kafka_ferry.storage.workdir's
+
+# core.batch_planning.compute_batch_id: "batch-" and 20 hex digits; nothing else names a batch's files
+BATCH_ID = re.compile(r"batch-[0-9a-f]{20}")
+
+
+class BatchFileRefused(Permanent, ValueError):
+    """A batch id or file path handed between tasks (XCom) that is not the one the spec and the run derive."""
+
+
+def batch_files(migration: str, batch_id: str) -> tuple[StoragePath, StoragePath]:
+    """The plan and report files of one batch: ``<work dir of the migration>/plan-<batch id>.json`` and
+    ``report-<batch id>.json``, derived from the spec's name, the configured work dir (and its connection) and
+    the batch id, never taken from XCom (issue 36: whoever could edit a task's XCom could make the copy delete and
+    write files anywhere, or open another tenant's object-store connection)."""
+    if not isinstance(batch_id, str) or not BATCH_ID.fullmatch(batch_id):
+        raise BatchFileRefused(f"batch id {str(batch_id)[:80]!r} of migration {migration!r} is not one the planner "
+                               "makes ('batch-' and 20 hex digits): refused, no file is read, written or deleted")
+    directory = work_dir(migration)
+    return directory / f"plan-{batch_id}.json", directory / f"report-{batch_id}.json"
+
+
+def planned_files(migration: str, summary: Mapping[str, Any]) -> tuple[StoragePath, StoragePath]:
+    """The batch files of a planning task's summary (its XCom), derived by ``batch_files``; a summary that names
+    other paths (``plan_path``, ``report_path``: kept for people reading XCom) is refused, naming them."""
+    plan, report = batch_files(migration, summary.get("batch_id"))
+    for key, derived in (("plan_path", plan), ("report_path", report)):
+        given = summary.get(key)
+        if given is not None and str(given) != str(derived):
+            raise BatchFileRefused(f"the planning summary's {key} {str(given)[:300]!r} is not batch "
+                                   f"{summary.get('batch_id')}'s file {derived} (derived from the spec and the "
+                                   "work dir): refused, no file is read, written or deleted; the summary was "
+                                   "changed after planning (XCom): clear the run's plan_copy task to plan again")
+    return plan, report
 
 
 @dataclass(frozen=True)
@@ -121,6 +158,12 @@ class CopyPlan:
     def write(self, directory: str | Path | StoragePath) -> StoragePath:
         """Write ``plan-<batch_id>.json`` whole (a reader never sees half a plan), locally or in object storage."""
         return write_text(as_path(directory) / f"plan-{self.batch_id}.json", self.to_json())
+
+    def write_for(self, migration: str) -> tuple[StoragePath, StoragePath]:
+        """Write the plan where ``batch_files`` derives it; returns (plan file, report file)."""
+        plan, report = batch_files(migration, self.batch_id)
+        write_text(plan, self.to_json())
+        return plan, report
 
     @classmethod
     def read(cls, path: str | Path | StoragePath) -> CopyPlan:

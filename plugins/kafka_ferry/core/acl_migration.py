@@ -64,16 +64,72 @@ def effectively_allowed(acls: Iterable[AclEntry], principal: str, resource_type:
     """Kafka's decision for one principal (any host): some ALLOW covers the operation and no DENY does."""
     relevant = [e for e in acls if e.covers(resource_type, name) and _matches_principal(e, principal)
                 and e.host == "*"]
+    return _decision(relevant, operation)
+
+
+def _decision(relevant: Iterable[AclEntry], operation: str) -> bool:
+    """``effectively_allowed`` over entries already known to cover the resource for the principal (any host)."""
+    relevant = list(relevant)
     denied = any(e.permission == "DENY" and e.operation in (operation, "ALL") for e in relevant)
     allowing = (operation, "ALL", *IMPLIED_BY.get(operation, ()))
     allowed = any(e.permission == "ALLOW" and e.operation in allowing for e in relevant)
     return allowed and not denied
 
 
+class AclIndex:
+    """The source's ACLs by resource, so what covers a resource is found without reading every ACL.
+
+    Why: a plan asks, per migrated resource and covering ALLOW, whether each other source principal mapped to the
+    same destination principal is allowed too; scanning every ACL for each question grew as topics x ACLs x
+    principals x ACLs (20 topics, 20k ACLs, 50 principals did not finish in 100 s). LITERAL entries are found
+    by (type, name) and the `*` name, PREFIXED ones by each prefix of the name (at most 249 lookups).
+    """
+
+    def __init__(self, acls: Iterable[AclEntry]):
+        self.literal: dict[tuple[str, str], list[AclEntry]] = {}
+        self.prefixed: dict[tuple[str, str], list[AclEntry]] = {}
+        for entry in acls:
+            table = self.prefixed if entry.pattern_type == "PREFIXED" else self.literal
+            table.setdefault((entry.resource_type, entry.resource_name), []).append(entry)
+
+    def covering(self, resource_type: str, name: str) -> list[AclEntry]:
+        """Every entry whose pattern matches the resource, in the order ``AclEntry`` sorts."""
+        found = list(self.literal.get((resource_type, name), ()))
+        if name != "*":
+            found += self.literal.get((resource_type, "*"), ())
+        for end in range(len(name) + 1):
+            found += self.prefixed.get((resource_type, name[:end]), ())
+        return sorted(e for e in found if e.covers(resource_type, name))
+
+
+class _ResourceDecisions:
+    """Kafka's decision per (principal, operation) on one resource, from the entries covering it (any host)."""
+
+    def __init__(self, covering: Iterable[AclEntry]):
+        self.by_principal: dict[str, list[AclEntry]] = {}
+        for entry in covering:
+            if entry.host == "*":
+                self.by_principal.setdefault(entry.principal, []).append(entry)
+        self.decided: dict[tuple[str, str], bool] = {}
+
+    def allowed(self, principal: str, operation: str) -> bool:
+        key = (principal, operation)
+        if key not in self.decided:
+            entries = self.by_principal.get(principal, [])
+            if principal != WILDCARD_PRINCIPAL:  # the authorizer matches User:* too (``_matches_principal``)
+                entries = entries + self.by_principal.get(WILDCARD_PRINCIPAL, [])
+            self.decided[key] = _decision(entries, operation)
+        return self.decided[key]
+
+
 def plan_acl_migration(source_acls: Iterable[AclEntry], migrated_topics: Iterable[str], groups: Iterable[str],
                        rename: Callable[[str], str], principal_map: Mapping[str, str],
                        destination_acls: Iterable[AclEntry]) -> AclMigrationPlan:
-    """The destination ACLs for the migrated topics (renamed by ``rename``) and groups; see invariants A-D."""
+    """The destination ACLs for the migrated topics (renamed by ``rename``) and groups; see invariants A-D.
+
+    Work: per resource, the entries covering it (``AclIndex``) grouped by principal once; each question "is this
+    other principal allowed?" then reads only that principal's (and `User:*`'s) covering entries.
+    """
     source_acls = sorted(set(source_acls))
     existing = set(destination_acls)
     resources = [("TOPIC", t, rename(t)) for t in sorted(set(migrated_topics))]
@@ -83,11 +139,12 @@ def plan_acl_migration(source_acls: Iterable[AclEntry], migrated_topics: Iterabl
     sources_of: dict[str, set[str]] = {}  # destination principal -> every source principal it stands for
     for principal in [e.principal for e in source_acls] + list(principal_map):
         sources_of.setdefault(principal_map.get(principal, principal), set()).add(principal)
+    index = AclIndex(source_acls)
     wanted: dict[AclEntry, str | None] = {}
     for resource_type, name, target_name in resources:
-        for entry in source_acls:
-            if not entry.covers(resource_type, name):
-                continue
+        covering = index.covering(resource_type, name)
+        decisions = _ResourceDecisions(covering)
+        for entry in covering:
             target = principal_map.get(entry.principal, entry.principal)
             mapped = AclEntry(target, resource_type, target_name, entry.operation, entry.permission, "LITERAL",
                               entry.host)
@@ -96,7 +153,7 @@ def plan_acl_migration(source_acls: Iterable[AclEntry], migrated_topics: Iterabl
                 # The entry's own principal keeps its source DENYs (C); others merged into the same target
                 # would gain the entry's access.
                 lacking = sorted(p for p in sources_of[target] if p != entry.principal
-                                 and not effectively_allowed(source_acls, p, resource_type, name, entry.operation))
+                                 and not decisions.allowed(p, entry.operation))
                 if lacking:
                     reason = (f"{', '.join(lacking)} (also mapped to {target}) may not {entry.operation} "
                               f"{resource_type} '{name}' on the source")

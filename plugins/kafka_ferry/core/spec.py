@@ -240,9 +240,12 @@ class PromotionSettings(_Frozen):
     """Thresholds the sensors gate promotion on."""
 
     max_lag_records: int = Field(default=0, ge=0)
-    quiesce_window_seconds: int = Field(default=30, ge=1)
-    sensor_timeout_seconds: int = Field(default=3600, ge=1)
-    poke_interval_seconds: int = Field(default=10, ge=1)
+    # Bounded like timeouts.task_seconds (issue 36: 3e9 s was accepted, a sensor waiting 34,722 days): a sensor
+    # holds its worker slot (or a triggerer's) for as long as its timeout, and a quiesce window longer than a day
+    # is no gate anyone waits for.
+    quiesce_window_seconds: int = Field(default=30, ge=1, le=24 * 3600)
+    sensor_timeout_seconds: int = Field(default=3600, ge=1, le=7 * 24 * 3600)
+    poke_interval_seconds: int = Field(default=10, ge=1, le=3600)
 
 
 def _principal(value: str) -> str:

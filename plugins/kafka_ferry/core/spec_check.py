@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from kafka_ferry.core.patterns import SPEC_FILE_NAME
@@ -25,6 +25,31 @@ def file_name_problems(path: str | Path) -> list[SpecProblem]:
     if SPEC_FILE_NAME.fullmatch(name):
         return []
     return [SpecProblem(None, None, f"file name {name!r} refused: {SPEC_FILE_NAME_RULE}")]
+
+
+def dag_file_name(spec_file: str | Path) -> str:
+    """The DAG file (``migration_<stem>.py``) `make dags` and `kafka-ferry` write for a spec file: the one place
+    that turns a spec's file name into its DAG file's. '-' and '.' become '_' (a module name), so two spec files
+    can map to one DAG file: ``stub_name_collisions`` finds them."""
+    stem = Path(spec_file).name
+    for suffix in (".yaml", ".yml"):
+        if stem.endswith(suffix):
+            stem = stem[:-len(suffix)]
+            break
+    return f"migration_{stem.replace('-', '_').replace('.', '_')}.py"
+
+
+def stub_name_collisions(spec_files: Sequence[str | Path]) -> dict[str, list[str]]:
+    """Spec files whose DAG files would be one file, by that file's name (each list sorted, two or more)."""
+    by_stub: dict[str, list[str]] = {}
+    for spec_file in spec_files:
+        by_stub.setdefault(dag_file_name(spec_file), []).append(str(spec_file))
+    return {stub: sorted(files) for stub, files in by_stub.items() if len(files) > 1}
+
+
+def stub_collision_message(stub: str, files: Sequence[str]) -> str:
+    return (f"{' and '.join(files)} would both be DAG file {stub} (a '-' or '.' in a file name becomes '_'): "
+            "rename one; neither gets a DAG file until then")
 
 
 def connection_refs(spec: MigrationSpec) -> list[tuple[Location, str, tuple[str, ...] | None]]:
@@ -76,26 +101,103 @@ def check_tenant(spec: MigrationSpec, path: str | Path, tenants: TenantsFile, te
         _, positions = read_yaml(Path(path))
     except SpecError:
         positions = {}
-    problems = tenant_problems(spec, tenants, tenants_path, connection_refs(spec), destination_topics, positions)
+    problems = tenant_problems(spec, tenants, tenants_path, connection_refs(spec), destination_topics, positions,
+                               spec_path=path)
+    if problems:
+        raise SpecError(path, problems)
+
+
+def same_name_files(name: str, spec_path: str | Path) -> list[str]:
+    """The other spec files in the spec's folder (the DAGs folder's ``migrations/``: every spec the DAG processor
+    reads) whose ``name`` is ``name``, sorted.
+
+    Why the folder and not the files one call is given: two specs with one name share a DAG id, work dir, state
+    topic, lease and reader groups, whoever checked them. Cheap enough for every DAG parse: a file is parsed
+    only when its text holds the name (a name spelled with YAML escapes is missed here, never matched wrongly;
+    the state topic's owner record refuses such a twin at run time).
+    """
+    own = Path(spec_path).resolve()
+    found = []
+    for other in sorted([*own.parent.glob("*.yaml"), *own.parent.glob("*.yml")]):
+        if other.resolve() == own:
+            continue
+        try:
+            if name not in other.read_text(errors="replace"):
+                continue
+            data, _ = read_yaml(other)
+        except (OSError, SpecError):
+            continue  # unreadable or not YAML: its own DAG fails on it, naming it
+        if isinstance(data, dict) and data.get("name") == name:
+            found.append(str(other))
+    return found
+
+
+def name_twins(name: str, spec_path: str | Path, given: Iterable[str] = (), tenants: TenantsFile | None = None,
+               tenants_path: str | Path | None = None) -> list[str]:
+    """The other spec files holding ``name``: among ``given`` and the spec's folder (``same_name_files``).
+
+    With a tenants file, only the files of the tenant whose prefixes cover the name count: another tenant's file
+    cannot hold it (its own check refuses it), so it cannot take the name's DAG away from its owner either.
+    """
+    own = str(Path(spec_path).resolve())
+    twins = sorted(({str(Path(f).resolve()) for f in given} | set(same_name_files(name, spec_path))) - {own})
+    if tenants is not None and tenants_path is not None:
+        holder = tenants.name_holder(name)
+        twins = [t for t in twins if holder is not None and holder in tenants.owners(t, tenants_path)]
+    return twins
+
+
+def duplicate_name_problem(name: str, others: Sequence[str],
+                           positions: Mapping[Location, tuple[int, int]] | None = None) -> SpecProblem:
+    return located(("name",), name, f"{' and '.join(others)} {'has' if len(others) == 1 else 'have'} this name too; "
+                                    "each migration needs its own (it is the DAG id, work dir and state topic): "
+                                    "none of them gets a DAG until all but one are renamed", positions or {})
+
+
+def check_at_parse(spec: MigrationSpec, path: str | Path, tenants: TenantsFile | None = None,
+                   tenants_path: str | Path | None = None) -> None:
+    """What the DAG processor refuses beyond the spec's own fields (SpecError, an import error of this DAG only):
+    another spec file of the folder with this name and, with the tenants file, anything the spec's tenant is not
+    given (the destination names of an identity rename are checked at pre-flight: they need the source)."""
+    try:
+        _, positions = read_yaml(Path(path))
+    except SpecError:
+        positions = {}
+    twins = name_twins(spec.name, path, (), tenants, tenants_path)
+    problems = [duplicate_name_problem(spec.name, twins, positions)] if twins else []
+    if tenants is not None and tenants_path is not None:
+        problems += tenant_problems(spec, tenants, tenants_path, connection_refs(spec), (), positions,
+                                    spec_path=path)
     if problems:
         raise SpecError(path, problems)
 
 
 def check_files(paths: Sequence[str | Path], tenants_path: str | Path | None = None
                 ) -> tuple[list[str], list[SpecError]]:
-    """Validate spec files as the DAG processor would, plus what only a set of files shows (two with one name),
-    and, given a tenants file, what each spec's tenant may use."""
+    """Validate spec files as the DAG processor would, plus what only a set of files shows (two with one name,
+    among the files given and the other specs of each one's folder: every one of them is refused, naming the
+    others), and, given a tenants file, what each spec's tenant may use."""
     valid: list[str] = []
     errors: list[SpecError] = []
-    first_by_name: dict[str, str] = {}
+    files_by_name: dict[str, set[str]] = {}  # the files given, by name; the spec folders' others are read too
+    for path in paths:
+        try:
+            data, _ = read_yaml(Path(path))
+        except SpecError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            files_by_name.setdefault(data["name"], set()).add(str(Path(path).resolve()))
     tenants = None
     if tenants_path is not None:
         try:
             tenants = load_tenants(tenants_path)
         except SpecError as exc:
             return [], [exc]
+    collisions = stub_name_collisions(paths)
     for path in paths:
         named = file_name_problems(path)
+        named += [SpecProblem(None, None, stub_collision_message(stub, files))
+                  for stub, files in collisions.items() if str(path) in files]
         try:
             data, positions = read_yaml(Path(path))
             spec = parse_spec(data, path, positions)
@@ -105,12 +207,10 @@ def check_files(paths: Sequence[str | Path], tenants_path: str | Path | None = N
         if named:
             errors.append(SpecError(path, named))
             continue
-        if spec.name in first_by_name:
-            errors.append(SpecError(path, [located(("name",), spec.name, f"{first_by_name[spec.name]} has this "
-                                                    "name too; each migration needs its own (it is the DAG id)",
-                                                    positions)]))
+        twins = name_twins(spec.name, path, files_by_name.get(spec.name, ()), tenants, tenants_path)
+        if twins:
+            errors.append(SpecError(path, [duplicate_name_problem(spec.name, twins, positions)]))
             continue
-        first_by_name[spec.name] = str(path)
         if tenants is not None:
             try:
                 check_tenant(spec, path, tenants, tenants_path)

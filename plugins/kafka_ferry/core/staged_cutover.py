@@ -110,13 +110,23 @@ def start_or_resume(kind: StateKind, name: str, stored: UnitPromotion | None, ru
 def validate_selection(what: str, requested: Iterable[str], migrated: Iterable[str]) -> list[str]:
     """The requested groups/topics, de-duplicated and sorted; an unknown or empty selection is an error naming it."""
     wanted = sorted({r.strip() for r in requested if r and r.strip()})
+    known = set(migrated)  # once: a set per name made the check quadratic (issue 36)
     if not wanted:
-        raise StagedCutoverError(f"no {what} chosen: pick at least one of {sorted(set(migrated))}")
-    unknown = [w for w in wanted if w not in set(migrated)]
+        raise StagedCutoverError(f"no {what} chosen: pick at least one of {sorted(known)[:SHOWN]}"
+                                 f"{_more(len(known))}")
+    unknown = [w for w in wanted if w not in known]
     if unknown:
-        raise StagedCutoverError(f"{what} {unknown} are not part of this migration; migrated {what}: "
-                                 f"{sorted(set(migrated))}")
+        # bounded: a few of each, and how many more (4,000 names made a 65 KB message)
+        raise StagedCutoverError(f"{what} {unknown[:SHOWN]}{_more(len(unknown))} are not part of this migration; "
+                                 f"migrated {what}: {sorted(known)[:SHOWN]}{_more(len(known))}")
     return wanted
+
+
+SHOWN = 5  # names a refusal lists before "and N more"
+
+
+def _more(count: int) -> str:
+    return f" and {count - SHOWN} more" if count > SHOWN else ""
 
 
 @dataclass(frozen=True)

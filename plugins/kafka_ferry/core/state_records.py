@@ -185,8 +185,14 @@ ROLLBACK_KIND = StateKind(
     "| topic/<topic>", (),
     "the rollback runner (promotion.rollback), a staged group's or topic's rollback (promotion.group_rollback, "
     "promotion.topic_rollback; keys and fields: state.rollback)")
+OWNER_KIND = StateKind(
+    "owner", "spec", ("spec_path", "tenant", "name"),
+    "with the platform's tenants file, the first provisioning: the spec file (relative to the tenants file's "
+    "spec_root) and tenant that own the state topic; a run from another spec file or tenant is refused before any "
+    "change (core.tenants.owner_problem)")
 
 KINDS: dict[str, StateKind] = {k.name: k for k in (
+    OWNER_KIND,
     PROGRESS_KIND, GAP_KIND, BATCH_KIND, TOPIC_KIND, OWNED_TOPIC_KIND, GROUP_KIND, TIMESTAMPS_KIND, PROMOTION_KIND,
     GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, FENCE_KIND, DECODE_CHECK_KIND,
     LEASE_KIND, SERIALIZED_FIELDS_KIND, BACKLOG_KIND, ROLLBACK_KIND)}

@@ -54,27 +54,49 @@ def trigger_problems(migration: str, params: Mapping[str, Any], conf_keys: Itera
         needed = {PROMOTE_GROUPS: GROUPS_FIELD, PROMOTE_TOPICS: TOPICS_FIELD}.get(mode)
         if needed and not names(params.get(needed)):
             problems.append(f"{mode} needs at least one name in {needed!r}; it is empty")
-    if mode in (ROLLBACK, ROLLBACK_PLAN):
-        problems += _name_problems(params)
+    problems += _name_problems(params)  # every mode: the fields are input whatever mode reads them
     return problems
 
 
-MAX_NAMES = 1000  # more groups or topics than one run should take back; a bound on the work a form can ask for
+# More groups or topics than one run should take (promote or take back): a bound on the work a form can ask for
+# and on every check and message that lists them (issue 36: 4,000 names passed pre-flight, a 65 KB error).
+MAX_NAMES = 1000
+MAX_NAME_LENGTH = 1000  # a consumer group id has no length limit in Kafka; longer than this is no one's group
+MAX_FIELD_CHARS = 2 * MAX_NAMES * MAX_NAME_LENGTH  # a text field is split only up to here (a bounded split)
+SHOWN_NAMES = 5  # names a message shows before "and N more"
 TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")  # what Kafka accepts as a topic name
 
 
+def shown(items: Iterable[str], limit: int = SHOWN_NAMES) -> str:
+    """The first ``limit`` names (each cut to 60 characters) and how many more: a message stays bounded."""
+    items = list(items)
+    text = ", ".join(repr(str(i)[:60]) for i in items[:limit])
+    return text + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
 def _name_problems(params: Mapping[str, Any]) -> list[str]:
-    """The rollback's chosen names, checked as input before anything runs: a bounded count, topic names Kafka could
+    """The chosen names, checked as input before anything runs: a bounded count and length, topic names Kafka could
     hold (whether each is one of the migration's is checked against its state when the task runs)."""
     problems = []
-    for field in (GROUPS_FIELD, TOPICS_FIELD):
-        chosen = names(params.get(field))
+    for field in (GROUPS_FIELD, TOPICS_FIELD, WAIVE_FIELD):
+        value = params.get(field)
+        if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
+            problems.append(f"{field!r} is {len(value)} characters long; at most {MAX_FIELD_CHARS}")
+            continue
+        if isinstance(value, (list, tuple)) and len(value) > 2 * MAX_NAMES:
+            problems.append(f"{field!r} names {len(value)} units; at most {MAX_NAMES} per run")
+            continue
+        chosen = names(value)
         if len(chosen) > MAX_NAMES:
             problems.append(f"{field!r} names {len(chosen)} units; at most {MAX_NAMES} per run")
-    bad = [t for t in names(params.get(TOPICS_FIELD)) if not TOPIC_NAME.fullmatch(t)]
-    if bad:
-        shown = ", ".join(repr(b[:60]) for b in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        problems.append(f"{TOPICS_FIELD!r}: not a Kafka topic name (letters, digits, '.', '_', '-', 1 to 249): {shown}")
+        long = [n for n in chosen if len(n) > MAX_NAME_LENGTH]
+        if long:
+            problems.append(f"{field!r}: {len(long)} name(s) longer than {MAX_NAME_LENGTH} characters: {shown(long)}")
+        if field == TOPICS_FIELD:
+            bad = [t for t in chosen if not TOPIC_NAME.fullmatch(t)]
+            if bad:
+                problems.append(f"{TOPICS_FIELD!r}: not a Kafka topic name (letters, digits, '.', '_', '-', 1 to "
+                                f"249): {shown(bad)}")
     return problems
 
 

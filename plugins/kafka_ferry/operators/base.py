@@ -10,7 +10,17 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec_check import check_connections, check_tenant, connection_refs
-from kafka_ferry.core.tenants import AIRFLOW_CONFIG, load_tenants, tenants_file_path
+from kafka_ferry.core.state_records import OWNER_KIND
+from kafka_ferry.core.tenants import (
+    AIRFLOW_CONFIG,
+    OWNER_KEY,
+    OwnerRefused,
+    TenantsFile,
+    load_tenants,
+    owner_problem,
+    owner_record,
+    tenants_file_path,
+)
 from kafka_ferry.task_support import MigrationContext
 
 
@@ -42,7 +52,8 @@ class MigrationOperator(MigrationContext, BaseOperator):
         check_connections(self.spec, self.spec_path, found)
 
     def check_tenant(self) -> None:
-        """With the platform's tenants file configured, refuse what the spec's tenant is not granted (by name).
+        """With the platform's tenants file configured, refuse what the spec's tenant is not granted (by name),
+        a spec file outside its tenant's spec paths, and a state topic another spec file owns; reads only.
 
         Identity rename: the destination names are the selected source topics, known only from the cluster.
         """
@@ -52,6 +63,27 @@ class MigrationOperator(MigrationContext, BaseOperator):
         tenants = load_tenants(path)
         destination_topics = select_topics(self.spec, self.source_cluster.list_topic_names())
         check_tenant(self.spec, self.spec_path, tenants, path, destination_topics)
+        self._recorded_owner(tenants, path)
+
+    def record_owner(self) -> None:
+        """With the tenants file: the first writing task records this spec file and tenant as the state topic's
+        owner (after refusing, again, another owner: two first runs may race to here). Call once the state topic
+        exists and before the task's first change."""
+        path = tenants_file_path(configured=conf.get(*AIRFLOW_CONFIG, fallback=None))
+        if path is None:
+            return
+        tenants = load_tenants(path)
+        if self._recorded_owner(tenants, path) is None:
+            self.state_store.put(OWNER_KIND, OWNER_KEY,
+                                 owner_record(self.spec, tenants.owner_path(self.spec_path, path)))
+
+    def _recorded_owner(self, tenants: TenantsFile, path) -> dict | None:
+        recorded = self.state_store.read_kind(OWNER_KIND).get(OWNER_KEY)
+        problem = owner_problem(recorded, self.spec, tenants.owner_path(self.spec_path, path),
+                                self.spec.state_topic_name)
+        if problem:
+            raise OwnerRefused(problem)
+        return recorded
 
 
 class DryRunOperator(MigrationOperator):

@@ -27,7 +27,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from kafka_ferry.airflow_native.announce import TopicLineage, announce_batch, batch_measured
 from kafka_ferry.airflow_native.assets import copy_outlets
 from kafka_ferry.copy.backlog import estimate_before_copy, estimate_lines, record_backlog
-from kafka_ferry.copy.batch import finish_batch, report_path_for
+from kafka_ferry.copy.batch import finish_batch
 from kafka_ferry.copy.batch_runner import clear_outputs, run_batch, staged_for_spark
 from kafka_ferry.copy.copy_failures import CopyFailed, stored_failure
 from kafka_ferry.copy.credentials import (
@@ -39,7 +39,7 @@ from kafka_ferry.copy.credentials import (
 )
 from kafka_ferry.copy.jvm_archive import driver_options, spark_defaults
 from kafka_ferry.copy.packaging import build_package_zip, write_launcher
-from kafka_ferry.copy.plan import CopyPlan, work_dir
+from kafka_ferry.copy.plan import CopyPlan, planned_files, work_dir
 from kafka_ferry.copy.planning import RunWindow, plan_copy, record_accepted_gaps
 from kafka_ferry.copy.report import report_lines, write_report
 from kafka_ferry.core.dates import iso_utc
@@ -81,9 +81,9 @@ class PlanCopyBatchOperator(DryRunOperator):
                          window=_run_window(self.spec, context, self.dag if self.has_dag() else None))
         if plan.gaps and not dry_run:
             record_accepted_gaps(plan, self.state_store, self.spec.topics.rename.destination_topic)
-        path = plan.write(work_dir(self.spec.name))
-        summary = {**plan.summary(), "dry_run": dry_run, "plan_path": str(path),
-                   "report_path": str(report_path_for(path, plan))}
+        path, report_path = plan.write_for(self.spec.name)
+        # the paths are for people reading XCom: every task derives them again (copy.plan.planned_files)
+        summary = {**plan.summary(), "dry_run": dry_run, "plan_path": str(path), "report_path": str(report_path)}
         if dry_run:  # the batch a real run would copy, range by range
             summary["ranges"] = [f"{t.source_topic}-{t.partition} [{t.start_offset}, {t.end_offset}) -> "
                                  f"{t.destination_topic}" for t in plan.tasks]
@@ -141,8 +141,8 @@ class CopyBatchSparkOperator(TopicLineage, SparkSubmitOperator):
 
     @fail_fast
     def execute(self, context: Any) -> None:
-        summary = _planned_batch(context["ti"].xcom_pull(task_ids=self.plan_task_id))
         spec = load_spec(self.spec_path)
+        summary = _derived_paths(spec.name, _planned_batch(context["ti"].xcom_pull(task_ids=self.plan_task_id)))
         connection = BaseHook.get_connection(self._conn_id)
         try:
             # the run's page shows the batch's progress while it runs (copy.live_progress)
@@ -272,6 +272,13 @@ def _planned_batch(summary: dict | None) -> dict:
     return summary
 
 
+def _derived_paths(migration: str, summary: dict) -> dict:
+    """The summary with its plan and report paths as ``copy.plan.planned_files`` derives them from the spec and the
+    batch id (``BatchFileRefused``, Permanent, when XCom named others): the only paths the tasks below use."""
+    plan, report = planned_files(migration, summary)
+    return {**summary, "plan_path": str(plan), "report_path": str(report)}
+
+
 def _cluster_configs(spec: MigrationSpec) -> dict[str, dict]:
     return {"source": kafka_cluster(spec.source.connection_id).client_config,
             "destination": kafka_cluster(spec.destination.connection_id).client_config}
@@ -321,6 +328,7 @@ class CopyReportOperator(MigrationOperator):
             self.log.info("dry run: batch %s would copy up to %d offsets of %d partitions; nothing recorded",
                           summary["batch_id"], summary["offsets"], summary["partitions"])
             return summary
+        summary = _derived_paths(self.spec.name, summary)
         # The backlog record is this task's first write: its producer asks for its id now, while the report is read
         # (librdkafka asks on a fixed timer after a producer is made: ``KafkaCluster.start_durable_producer``).
         self.state_store.cluster.start_durable_producer()

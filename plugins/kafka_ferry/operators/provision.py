@@ -157,6 +157,7 @@ class ProvisionMirrorTopicsOperator(DryRunOperator):
             self.log.info("dry run: would apply %s", plan.as_dict()["changes"])
             return {"dry_run": True, **plan.as_dict()}
         created_internal = ensure_internal_topics(self.spec, self.destination_cluster)
+        self.record_owner()  # with a tenants file: this spec file owns the state topic from now on
         # a promoted mirror keeps the timestamp configs promotion set
         assert_not_promoted(self.state_store, self.spec_path)
         record_ownership(self.spec, plan, self.state_store)  # before creating or adopting: a crash keeps it owned

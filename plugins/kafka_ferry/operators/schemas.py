@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from kafka_ferry.airflow_native.announce import decode_measured
-from kafka_ferry.copy.plan import work_dir
+from kafka_ferry.copy.plan import planned_files, work_dir
 from kafka_ferry.copy.report import write_report
 from kafka_ferry.core.decode_faults import DecodeCheckFailed, MigrationFaultsFound
 from kafka_ferry.core.provisioning_plan import select_topics
@@ -31,7 +31,6 @@ from kafka_ferry.schemas.serialized_fields import decide_from_registry
 from kafka_ferry.state.promotion import promotion_status
 from kafka_ferry.state.schema_ids import id_map_storer, stored_id_map
 from kafka_ferry.state.serialized_fields import fields_by_destination, store_decisions
-from kafka_ferry.storage.workdir import as_path
 
 
 class MigrateSchemasOperator(DryRunOperator):
@@ -62,6 +61,7 @@ class MigrateSchemasOperator(DryRunOperator):
         dry_run = self.is_dry_run
         if not dry_run:
             self.state_store.ensure_topic()  # the id map's home; the first run of a migration may come here first
+            self.record_owner()  # with a tenants file: this spec file owns the state topic from now on
             # after promotion the destination registry belongs to the tenant
             assert_not_promoted(self.state_store, self.spec_path)
         source, destination = self.registries()
@@ -131,7 +131,8 @@ class DecodeCheckOperator(DryRunOperator):
             source.close()
         result = report.as_dict()
         decode_measured(self.spec.name, result)  # before a failure below: a dashboard sees the failures too
-        report_path = as_path(plan["report_path"]) if plan.get("report_path") else None
+        # derived from the spec and the batch id, never a path from XCom (copy.plan.planned_files)
+        report_path = planned_files(self.spec.name, plan)[1] if plan.get("report_path") else None
         if report_path is not None and report_path.exists():  # the page translate_offsets writes shows it
             write_report({**json.loads(report_path.read_text()), "decode_check": result}, report_path)
         if report.migration_faults:  # whatever decode_check says: the migration damaged them

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_ferry.airflow_native.announce import translation_measured
-from kafka_ferry.copy.plan import work_dir
+from kafka_ferry.copy.plan import planned_files, work_dir
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.operators.base import DryRunOperator
 from kafka_ferry.operators.failures import fail_fast
@@ -23,7 +23,6 @@ from kafka_ferry.reports.publish import publish_batch_run
 from kafka_ferry.state.batches import batch_history
 from kafka_ferry.state.promotion import promotion_status
 from kafka_ferry.state.staged_cutover import without_promoted_groups
-from kafka_ferry.storage.workdir import as_path
 from kafka_ferry.translation.translate import checkpoint_translations, export_offset_map, translate_migration
 
 
@@ -98,7 +97,9 @@ class TranslateOffsetsOperator(DryRunOperator):
         """The run's HTML page (batch, translated groups, lag chart) when this run copied or reported a batch."""
         ti = context.get("ti")
         plan = ti.xcom_pull(task_ids=self.plan_task_id) if ti is not None else None
-        report_path = as_path(plan["report_path"]) if isinstance(plan, dict) and plan.get("report_path") else None
+        # derived from the spec and the batch id, never a path from XCom (copy.plan.planned_files)
+        report_path = planned_files(self.spec.name, plan)[1] if isinstance(plan, dict) and plan.get("report_path") \
+            else None
         if report_path is None or not report_path.exists():
             return None  # a dry run, or a DAG without the copy tasks
         report = json.loads(report_path.read_text())

@@ -122,7 +122,14 @@ def as_path(path: str | os.PathLike | StoragePath) -> StoragePath:
     conn_id, _, _ = netloc.rpartition("@")
     if conn_id:
         text = f"{match['scheme']}://{match['rest'][len(conn_id) + 1:]}"
-    return object_path(text, conn_id or None, origin="a stored path")
+    configured = setting()[1]
+    if (conn_id or None) != configured:
+        # the connection comes from the configuration only: a path handed between tasks or typed in (XCom, conf)
+        # never picks which store's credentials a task uses (issue 36)
+        raise WorkDirError(f"a stored path names connection {conn_id or None!r}, not the work dir's "
+                           f"({configured!r}, from {CONN_ID_ENV} / [{SECTION}] work_dir_conn_id): refused; the work "
+                           "dir's connection is never taken from a path")
+    return object_path(text, configured, origin="a stored path")
 
 
 def object_path(url: str, conn_id: str | None, origin: str) -> ObjectStoragePath:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+BATCH_ID = "batch-" + "0" * 20  # the shape the planner gives (copy.plan.BATCH_ID)
 PASSWORD = "pw-never-on-a-command-line-7c1f"
 SECURE_RPC = {"spark.authenticate": "true", "spark.network.crypto.enabled": "true"}  # spark:// off the loopback
 DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
@@ -69,7 +70,7 @@ def submitted(monkeypatch, tmp_path):
 
     monkeypatch.setattr(SparkSubmitHook, "submit", fake_submit)
 
-    def run(master: str, conf: dict | None = None, **copy_settings) -> dict:
+    def run(master: str, conf: dict | None = None, summary: dict | None = None, **copy_settings) -> dict:
         from kafka_ferry.operators.copy import CopyBatchSparkOperator
 
         if master.startswith("spark://") and conf is None:
@@ -81,8 +82,7 @@ def submitted(monkeypatch, tmp_path):
             "name": "m", "tenant": "t", "source": {"connection_id": "kf_u_source", "alias": "a"},
             "destination": {"connection_id": "kf_u_destination", "alias": "b"}, "topics": {"include": ["x"]},
             "copy": {"spark_connection_id": "kf_u_spark", **copy_settings}}))
-        summary = {"empty": False, "batch_id": "b1", "plan_path": str(tmp_path / "plan.json"),
-                   "report_path": str(tmp_path / "report.json")}
+        summary = summary or {"empty": False, "batch_id": BATCH_ID}  # files derived from the spec and the batch id
         op = CopyBatchSparkOperator(task_id="copy_batch", spec_path=str(spec_path), conn_id="kf_u_spark", conf=conf)
         op.execute({"ti": _TI(summary)})
         seen["operator_after"] = (op.env_vars, op.conf, op.files)
@@ -284,8 +284,7 @@ def test_a_spark_connect_server_off_the_loopback_needs_tls_and_a_token(monkeypat
         "destination": {"connection_id": "kf_u_nowhere_destination", "alias": "b"}, "topics": {"include": ["x"]},
         "copy": {"spark_connection_id": "kf_u_connect"}}))
     op = CopyBatchSparkOperator(task_id="copy_batch", spec_path=str(spec_path), conn_id="kf_u_connect")
-    summary = {"empty": False, "batch_id": "b1", "plan_path": str(tmp_path / "plan.json"),
-               "report_path": str(tmp_path / "report.json")}
+    summary = {"empty": False, "batch_id": BATCH_ID}
     with pytest.raises(AirflowFailException, match="off the loopback") as raised:
         op.execute({"ti": _TI(summary)})  # refused before the plan is read or a connection looked up
     assert refused in str(raised.value) and "tok-1" not in str(raised.value)

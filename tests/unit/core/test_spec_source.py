@@ -131,7 +131,10 @@ def test_check_command_prints_every_problem_of_every_file_and_fails(tmp_path):
 
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == f"ok: {good} (DAG kafka_ferry__demo-tenant)"
+    # two files with one name: both refused, each naming the other (issue 36: the first one passed)
+    twin_line = ("field 'name' = 'demo-tenant': {} has this name too; each migration needs its own (it is the DAG "
+                 "id, work dir and state topic): none of them gets a DAG until all but one are renamed")
+    assert lines[0] == f"{good}:3: " + twin_line.format(twin)
     assert lines[1] == f"{bad}: 5 problems in this migration spec"
     assert [line.split(": field ")[0] for line in lines[2:7]] == [f"{bad}:{n}" for n in (1, 10, 12, 13, 14)]
     assert lines[7:10] == [
@@ -140,9 +143,8 @@ def test_check_command_prints_every_problem_of_every_file_and_fails(tmp_path):
         "     |         ^",
     ]
     assert lines[10:] == [
-        f"{twin}:3: field 'name' = 'demo-tenant': {good} has this name too; each migration needs its own (it is the "
-        "DAG id)",
-        "4 spec(s) checked: 1 valid, 3 with 7 problem(s)",
+        f"{twin}:3: " + twin_line.format(good),
+        "4 spec(s) checked: 0 valid, 4 with 8 problem(s)",
     ]
 
 
