@@ -13,6 +13,11 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=24"
 	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
+	# The editable install leaves plugins/kafka_ferry.egg-info beside the package, and puts plugins/ on sys.path:
+	# Python then sees the distribution twice, Airflow loads its `airflow.plugins` entry point twice and shows
+	# "Plugin 'kafka_ferry' already registered" as a red import error on every page. The installed metadata is in
+	# the venv's site-packages; the copy in the source tree is only in the way.
+	rm -rf plugins/*.egg-info
 	$(PY) -c "import pyspark, airflow, confluent_kafka, kafka_ferry"  # pyspark/pyspark-client mismatch shows here
 	rm -f $(VENV)/.installed-* && touch $@
 
