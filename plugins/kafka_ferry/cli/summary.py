@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,19 @@ def task_results(run) -> dict[str, object]:
     with create_session() as session:
         rows = session.scalars(XComModel.get_many(run_id=run.run_id, dag_ids=run.dag_id, key="return_value")).all()
         return {row.task_id: XComModel.deserialize_value(row) for row in rows}
+
+
+def shown_path(path: str | Path) -> str:
+    """A local path as a person types it: relative to the current directory when below it, quoted for a shell
+    when it needs quoting; a URL (a work dir on an object store) as it is."""
+    text = str(path)
+    if "://" in text:
+        return text
+    try:
+        text = str(Path(text).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        pass
+    return shlex.quote(text)
 
 
 def print_summary(run, migration: str) -> None:
@@ -50,6 +64,10 @@ def print_summary(run, migration: str) -> None:
         print(f"  decode check: FAILED: {check['failures'][:3]}")
     translation = results.get("translate_offsets") or {}
     for key, value in translation.items():
+        if key == "offset_map" and isinstance(value, dict):
+            value = ", ".join(f"{form} {shown_path(path)}" for form, path in value.items())
+        elif key == "run_report" and value:
+            value = shown_path(value)
         if key not in ("decisions", "commits"):
             print(f"  translation: {key} = {value}")
     if "promote_reconcile_mark" in results:
