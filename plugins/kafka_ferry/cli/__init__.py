@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 MODES = {"dry-run": "dry-run", "run": "catch-up", "promote": "promote"}
+JSON_COMMANDS = ("check", "status", "dry-run")  # the commands with `--json`
 
 
 class UsageError(Exception):
@@ -42,6 +43,9 @@ def parser() -> argparse.ArgumentParser:
     for name, text in helps.items():
         command = commands.add_parser(name, help=text, description=text)
         command.add_argument("spec", help="the migration's YAML file, in <dags folder>/migrations/")
+        if name in JSON_COMMANDS:
+            command.add_argument("--json", action="store_true",
+                                 help="one JSON document on stdout instead of the lines (kafka_ferry/cli/as_json.py)")
         if name in ("promote", "reset-promotion"):
             command.add_argument("--yes-i-mean", metavar="NAME",
                                  help="confirm without a prompt (scripts): the migration's name")
@@ -55,6 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         dags_folder = prepare_environment(spec_path)
         from kafka_ferry.cli import commands
 
+        if getattr(args, "json", False):
+            from kafka_ferry.cli.as_json import run_json
+
+            return run_json(args.command, spec_path, dags_folder)
         if args.command == "check":
             return commands.check(spec_path)
         if args.command == "status":

@@ -8,7 +8,7 @@ from typing import Any
 
 from kafka_ferry.cli.summary import print_summary
 from kafka_ferry.core.dates import iso_utc
-from kafka_ferry.core.spec import MigrationSpec, SpecError, load_spec
+from kafka_ferry.core.spec import MigrationSpec, load_spec
 from kafka_ferry.kafka.cluster import KafkaCluster
 
 
@@ -37,43 +37,11 @@ def cluster(conn_id: str) -> KafkaCluster:
 
 
 def check(spec_path: Path) -> int:
-    """The spec, its connections, both clusters reachable, and a selection that selects something."""
-    from airflow.sdk.exceptions import AirflowNotFoundException
+    """The spec, every connection it names (each reached: clusters, registries, Spark), and a selection that
+    selects something (``cli.checks``)."""
+    from kafka_ferry.cli.checks import check as check_spec
 
-    from kafka_ferry.cli import migrate_db
-    from kafka_ferry.core.provisioning_plan import select_topics
-    from kafka_ferry.core.selection_check import EmptySelection, check_selections
-    from kafka_ferry.core.spec_check import check_connections, connection_refs
-    from kafka_ferry.kafka.errors import KafkaClusterError
-
-    try:
-        spec = load_spec(spec_path)
-    except SpecError as exc:
-        print(exc)
-        return 1
-    migrate_db()
-    found: dict[str, str | None] = {}
-    for _, conn_id, _ in connection_refs(spec):
-        try:
-            found[conn_id] = connection(conn_id).conn_type
-        except AirflowNotFoundException:
-            continue
-    try:
-        check_connections(spec, spec_path, found)
-        source, destination = cluster(spec.source.connection_id), cluster(spec.destination.connection_id)
-        for side in (source, destination):
-            side.check_reachable()
-            info = side.describe_cluster()
-            print(f"ok: connection {side.name!r}: cluster {info.cluster_id}, {info.broker_count} broker(s)")
-        topics, groups = source.list_topic_names(), source.list_group_ids()
-        check_selections(spec, topics, groups)
-    except (SpecError, EmptySelection, KafkaClusterError) as exc:
-        print(exc)
-        return 1
-    selected = select_topics(spec, topics)
-    print(f"ok: {spec_path} (DAG {spec.dag_id}): {len(selected)} source topic(s) selected: "
-          f"{_some(selected)}; groups selected by name: {_some([g for g in groups if spec.groups.matches(g)])}")
-    return 0
+    return check_spec(spec_path)
 
 
 def acls(spec_path: Path) -> int:

@@ -31,6 +31,34 @@ def shown_path(path: str | Path) -> str:
     return shlex.quote(text)
 
 
+def schema_ids(schemas: dict[str, Any]) -> str:
+    """``; ids 1 -> 2, ...`` of a migration that mapped ids; a dry run or a run with nothing new maps none."""
+    id_map = schemas.get("id_map") or {}
+    if id_map:
+        return "; ids " + ", ".join(f"{s} -> {d}" for s, d in id_map.items())
+    if schemas.get("dry_run"):
+        diff = schemas.get("diff") or []
+        return f"; dry run: {len(diff)} change(s) planned, no id assigned yet" + "".join(
+            f"\n    {line}" for line in diff[:20]) + (f"\n    ... and {len(diff) - 20} more" if len(diff) > 20 else "")
+    return "; no ids mapped"
+
+
+def dry_run_lines(plan: dict[str, Any]) -> list[str]:
+    """A dry run's first batch, range by range, and the backlog's estimate (plan_copy's XCom), as
+    docs/first-migration.md promises; nothing for a real run (its copy report says what it copied)."""
+    if not plan.get("dry_run"):
+        return []
+    from kafka_ferry.copy.backlog import estimate_lines
+
+    ranges = plan.get("ranges") or []
+    lines = [f"first batch (dry run, nothing copied): {plan.get('partitions', len(ranges))} partition(s), up to "
+             f"{plan.get('offsets', 0)} offset(s)" + ("" if ranges else "; nothing to copy")]
+    lines += [f"  {r}" for r in ranges]
+    if plan.get("estimate"):
+        lines += [f"estimate: {line}" for line in estimate_lines(plan["estimate"])]
+    return lines
+
+
 def print_summary(run, migration: str) -> None:
     from kafka_ferry.copy.plan import work_dir
     from kafka_ferry.copy.report import report_lines
@@ -48,8 +76,10 @@ def print_summary(run, migration: str) -> None:
     schemas = results.get("migrate_schemas") or {}
     if schemas:
         print(f"  schemas ({schemas['mode']}): {len(schemas['subjects'])} subject(s), {schemas['registered']} "
-              f"version(s) registered; ids " + ", ".join(f"{s} -> {d}" for s, d in schemas["id_map"].items()))
+              f"version(s) registered" + schema_ids(schemas))
     plan = results.get("plan_copy") or {}
+    for line in dry_run_lines(plan):
+        print(f"  {line}")
     report_path = as_path(plan["report_path"]) if plan.get("report_path") else None
     if report_path and report_path.exists():
         for line in report_lines(json.loads(read_text(report_path))):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -126,4 +127,4 @@ def test_the_demo_prints_no_warning_and_ends_with_what_runs_how_to_stop_it_and_w
     assert last[2].startswith("next:          make demo-promote"), last
     # The run's page as a person types it in the demo's directory (relative when below it): a file that is there
     page = next(line for line in done.stdout.splitlines() if line.startswith("  translation: run_report = "))
-    assert (REPO / page.split(" = ", 1)[1]).is_file(), page
+    assert (REPO / shlex.split(page.split(" = ", 1)[1])[0]).is_file(), page
