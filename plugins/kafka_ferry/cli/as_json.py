@@ -45,7 +45,7 @@ def status_json(spec_path: Path) -> int:
         migrate_db()
     source, destination = cluster(spec.source.connection_id), cluster(spec.destination.connection_id)
     doc: dict[str, Any] = {"command": "status", "migration": spec.name, "dag_id": spec.dag_id, "tenant": spec.tenant,
-                           "ran": spec.state_topic_name in destination.list_topic_names()}
+                           "ran": spec.state_topic_name in destination.list_topic_names(), "promoted": False}
     if not doc["ran"]:
         emit(doc)
         return 0
