@@ -63,8 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from kafka_ferry.cli.as_json import run_json
 
             return run_json(args.command, spec_path, dags_folder)
-        if args.command == "check":
-            return commands.check(spec_path)
+        if args.command == "check":  # every connection the spec names, one verdict each (cli.checks)
+            from kafka_ferry.cli.checks import check
+
+            return check(spec_path)
         if args.command == "status":
             return commands.status(spec_path)
         if args.command == "acls":

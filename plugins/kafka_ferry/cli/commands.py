@@ -36,14 +36,6 @@ def cluster(conn_id: str) -> KafkaCluster:
     return hook.get_conn
 
 
-def check(spec_path: Path) -> int:
-    """The spec, every connection it names (each reached: clusters, registries, Spark), and a selection that
-    selects something (``cli.checks``)."""
-    from kafka_ferry.cli.checks import check as check_spec
-
-    return check_spec(spec_path)
-
-
 def acls(spec_path: Path) -> int:
     """The least-privilege ACLs for the topics and groups the spec selects now, per cluster, for the connections'
     principals: those a catch-up and a promotion need (keep them), and those only a rollback needs (grant them
