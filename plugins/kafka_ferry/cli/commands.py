@@ -61,12 +61,6 @@ def acls(spec_path: Path) -> int:
     return 0
 
 
-def _some(names: list[str], limit: int = 8) -> str:
-    if not names:
-        return "none"
-    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
 def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> int:
     """One run of the spec's DAG in this process (``dag.test``), then what it did."""
     from airflow.dag_processing.dagbag import DagBag
