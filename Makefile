@@ -1,27 +1,36 @@
-# kafka-ferry: the two commands a newcomer needs are `make demo` and `make test`.
+# kafka-ferry: the two commands a newcomer needs are `make demo` and `make test`; `make help` lists every target.
 PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: install demo demo-secure demo-promote e2e test test-long test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference routes-table docs lock clean
+.PHONY: help install demo demo-secure demo-promote e2e test test-long test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference routes-table docs lock clean
 
+## Create ./.venv from the pinned constraints.txt (every target that needs Python runs it first).
 install: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=24"
 	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
+	# The editable install leaves plugins/kafka_ferry.egg-info beside the package, and puts plugins/ on sys.path:
+	# Python then sees the distribution twice, Airflow loads its `airflow.plugins` entry point twice and shows
+	# "Plugin 'kafka_ferry' already registered" as a red import error on every page. The installed metadata is in
+	# the venv's site-packages; the copy in the source tree is only in the way.
+	rm -rf plugins/*.egg-info
 	$(PY) -c "import pyspark, airflow, confluent_kafka, kafka_ferry"  # pyspark/pyspark-client mismatch shows here
 	rm -f $(VENV)/.installed-* && touch $@
 
+## Start the two local Kafka clusters (source 127.0.0.1:19092, destination :29092; ports: docs/testbed.md).
 testbed-up:
 	$(PYTHON) testbed/kafka_testbed.py up
 
+## Stop the test bed's clusters (the demo's registries stop with the demo; data stays in .testbed/).
 testbed-down:
 	$(PYTHON) testbed/kafka_testbed.py down
 
+## Whether the test bed's clusters run, and where.
 testbed-status:
 	$(PYTHON) testbed/kafka_testbed.py status
 
@@ -41,24 +50,28 @@ demo-secure: install testbed-up
 e2e: install testbed-up
 	$(PY) -m pytest -q $(PYTEST_ARGS) tests/e2e
 
-## Every test but the fault matrix, the long suites and the end-to-end stack: pure units, then integration against the
-## real two-cluster test bed.
+## Every test but the fault matrix, the long suites and the end-to-end stack.
+## Pure units, then integration against the real two-cluster test bed.
 test: install
 	$(PY) -m pytest -q --durations=20 -m "not long" $(PYTEST_ARGS) --ignore=tests/integration/faults --ignore=tests/e2e
 
-## The long integration suites (marker `long`: rollback, the first-migration walk-through, Airflow-native events, the
-## work dir on S3), minutes each; CI runs them in its second lane, after the fault matrix and the end-to-end stack.
+## The long integration suites (marker `long`), minutes each.
+## Rollback, the first-migration walk-through, Airflow-native events, the work dir on S3; CI runs them in its second
+## lane, after the fault matrix and the end-to-end stack.
 test-long: install
 	$(PY) -m pytest -q --durations=10 -m long $(PYTEST_ARGS) tests/integration --ignore=tests/integration/faults
 
-## The fault matrix: broker kills, job kills, refusals, load, on a private cluster pair (ports 21092/22092, or
-## KFERRY_PRIVATE_SOURCE_PORT / KFERRY_PRIVATE_DESTINATION_PORT; CI moves them to run beside `make test`).
+## The fault matrix: broker kills, job kills, refusals, load, on a private cluster pair.
+## Ports 21092/22092, or KFERRY_PRIVATE_SOURCE_PORT / KFERRY_PRIVATE_DESTINATION_PORT; CI moves them to run beside
+## `make test`.
 test-faults: install
 	$(PY) -m pytest -q -s $(PYTEST_ARGS) tests/integration/faults
 
+## The pure unit tests only (no test bed, about a thousand, minutes).
 test-unit: install
 	$(PY) -m pytest -q tests/unit
 
+## ruff over every Python folder.
 lint: install
 	$(VENV)/bin/ruff check plugins dags spark_jobs tests testbed bench
 
@@ -94,6 +107,13 @@ lock:
 	( sed -n '1,2p' constraints.txt; $(PY) -m pip freeze --exclude-editable | grep -v '^-e' ) > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 
+## Wipe the test bed's data (its clusters must be stopped) and the build and test caches.
 clean:
 	$(PYTHON) testbed/kafka_testbed.py wipe
 	rm -rf .pytest_cache .hypothesis build *.egg-info
+
+## This list: each target and the first line of what it does.
+help:
+	@awk '/^## /{ if (doc == "") doc = substr($$0, 4); next } \
+	     /^[a-z][a-z-]*:/{ if (doc != "") { split($$0, t, ":"); printf "  make %-15s %s\n", t[1], doc }; doc = ""; next } \
+	     /^[A-Z_]+ *[?:]?=/{ next } { doc = "" }' $(MAKEFILE_LIST)

@@ -5,10 +5,19 @@ and Spark local[*], plus the tenant's two schema registries (`demo_schemas`: sta
 Seeds the demo tenant's Avro topics and consumer groups on the source (once), runs the DAG and prints what
 it did, through the `kafka-ferry` command (kafka_ferry/cli). Credentials reach the tasks only as Airflow
 Connections (env vars here).
+
+Modes (`make demo` runs catch-up; `make demo-promote` runs promote): catch-up (or run) provisions and copies one
+batch, dry-run plans and changes nothing, promote runs the sensor-gated cutover and then lifts it again so the demo
+can run once more. `--secure` runs over the SASL_SSL listeners as two least-privilege principals.
+
+Ports: the test bed's (KFERRY_SOURCE_PORT, KFERRY_DESTINATION_PORT), the demo's registries
+(KFERRY_DEMO_SR_SOURCE_PORT / _DESTINATION_PORT, 18181/18182), Airflow's home (KFERRY_DEMO_AIRFLOW_HOME):
+docs/testbed.md. The test bed keeps running afterwards (`make testbed-down` stops it).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -19,9 +28,6 @@ sys.path.insert(0, str(REPO / "testbed"))
 import kafka_testbed as tb  # noqa: E402
 
 AIRFLOW_HOME = Path(os.environ.get("KFERRY_DEMO_AIRFLOW_HOME", REPO / ".testbed" / "airflow_home"))
-# `demo.py --secure` (make demo-secure): the same run over the SASL_SSL listeners as least-privilege principals.
-SECURE = "--secure" in sys.argv[1:]
-ARGS = [a for a in sys.argv[1:] if a != "--secure"]
 ENV = {
     "AIRFLOW_HOME": str(AIRFLOW_HOME),
     "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
@@ -72,29 +78,65 @@ def seed_source(schema_ids: dict[str, int]) -> None:
     print(f"seeded {', '.join(DEMO_TOPICS)} and groups {', '.join(DEMO_GROUPS)} on the source")
 
 
-def main() -> int:
-    with demo_schemas.registries():
-        return run_demo(demo_schemas.register())
-
-
 SPEC = REPO / "dags" / "migrations" / "demo-tenant.yaml"
 # `make demo` [mode]: the demo's modes, as the `kafka-ferry` command names them
 COMMANDS = {"catch-up": "run", "run": "run", "dry-run": "dry-run", "promote": "promote"}
+# What to try after each mode, as a person types it from the checkout
+NEXT = {"run": "make demo-promote   (the sensor-gated cutover of the demo tenant; then `make demo` runs again)",
+        "dry-run": "make demo           (provision and copy one batch for real)",
+        "promote": "make demo           (catch-up again: the demo lifted the promotion)"}
 
 
-def run_demo(schema_ids: dict[str, int]) -> int:
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="testbed/demo.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", nargs="?", default="catch-up", choices=list(COMMANDS),
+                        help="what the demo's DAG runs (default catch-up)")
+    parser.add_argument("--secure", action="store_true",
+                        help="over the SASL_SSL listeners, as two principals with exactly the minimum ACLs")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    command = COMMANDS[args.mode]
+    try:
+        with demo_schemas.registries():
+            return run_demo(demo_schemas.register(), command, args.secure)
+    finally:
+        print_what_runs(command)
+
+
+def shown(path: Path) -> str:
+    """A path as a person types it: relative to the checkout when inside it (the demo is run from there)."""
+    try:
+        return str(Path(path).resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def print_what_runs(command: str) -> None:
+    """The demo's last lines: what it left running, how to stop that, and what to try next."""
+    print()
+    print(f"still running: the test bed's Kafka clusters, source {tb.SOURCE.bootstrap} and destination "
+          f"{tb.DESTINATION.bootstrap} (the demo's registries stopped with it; Airflow's home, on SQLite: "
+          f"{shown(AIRFLOW_HOME)})")
+    print("stop it:       make testbed-down")
+    print(f"next:          {NEXT[command]}")
+
+
+def run_demo(schema_ids: dict[str, int], command: str = "run", secure: bool = False) -> int:
     """Seed, then the `kafka-ferry` command over the demo tenant's spec, as a user would run it."""
     from kafka_ferry.cli import main as kafka_ferry
 
     print("schemas on the source registry: " + ", ".join(f"{s} id {i}" for s, i in schema_ids.items()))
     seed_source(schema_ids)
-    if SECURE:
+    if secure:
         import demo_secure
 
         granted = demo_secure.grant_least_privilege(SPEC, list(DEMO_TOPICS), list(DEMO_GROUPS))
         print(f"connections over SASL_SSL, least privilege: {demo_secure.describe(granted)}")
     AIRFLOW_HOME.mkdir(parents=True, exist_ok=True)
-    command = COMMANDS[ARGS[0] if ARGS else "catch-up"]
     print("running the demo tenant's DAG (pre-flight, provisioning, then catch-up copy on Spark + translation, "
           "or the sensor-gated promotion) ...")
     print(f"$ kafka-ferry {command} {SPEC.relative_to(REPO)}", flush=True)

@@ -56,7 +56,7 @@ def registries() -> Iterator[None]:
         for spec in (SOURCE, DESTINATION):
             srtb.wait_ready(spec)
         for conn_id, spec in CONNECTIONS.items():
-            os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps({"conn_type": "schema_registry",
+            os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps({"conn_type": "schemaregistry",
                                                                          "host": spec.url})
         yield
     finally:

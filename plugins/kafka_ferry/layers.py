@@ -31,6 +31,8 @@ FLOORS: tuple[Floor, ...] = (
         ("dag_factory.py", "one DAG per spec: preflight, schemas, provisioning, copy batches, translation"),
         ("dag_promotion.py", "the promotion run: sensors, final copy, translate, commit, reconcile, mark"),
         ("plugin.py", "the Airflow plugin: report pages"),
+        ("provider_info.py", "what Airflow's providers manager reads: the schemaregistry connection type, its form "
+                             "fields, the hooks"),
         ("task_support.py", "what every task shares: spec, clients, state store, the deterministic-failure policy"),
         ("hooks/", "a Connection -> a client, nothing more: KafkaClusterHook.get_conn is a KafkaCluster, "
                    "SchemaRegistryHook a registry client"),
@@ -81,9 +83,10 @@ FLOORS: tuple[Floor, ...] = (
                      "ObjectStoragePath URL through an Airflow connection; what must stay local"),
     )),
     Floor("core", (
-        ("core/", "no Airflow, Kafka or Spark: spec (+ spec_check), state_records.py (every state record kind "
-                  "declared once), MM2 wire codecs, sync policy, offset translation and decisions, batch ranges, "
-                  "provisioning, ACL, schema and time-fidelity plans, copy lease, staged-cutover rules, schema forms"),
+        ("core/", "no Airflow, Kafka or Spark: spec (+ spec_check, connection_types), state_records.py (every "
+                  "state record kind declared once), MM2 wire codecs, sync policy, offset translation and "
+                  "decisions, batch ranges, provisioning, ACL, schema and time-fidelity plans, copy lease, "
+                  "staged-cutover rules, schema forms"),
         ("layers.py", "this table"),
     )),
 )

@@ -295,7 +295,7 @@ def remap_migration(clusters, tmp_path, monkeypatch, axon_pair, names=("accounts
     conns = {"source": f"kf_rbsr_src_{p}", "destination": f"kf_rbsr_dst_{p}"}
     for side, spec in (("source", source_reg), ("destination", destination_reg)):
         monkeypatch.setenv(f"AIRFLOW_CONN_{conns[side].upper()}",
-                           json.dumps({"conn_type": "schema_registry", "host": spec.url}))
+                           json.dumps({"conn_type": "schemaregistry", "host": spec.url}))
     spec_path = Path(write_spec(tmp_path, clusters, p, promotion={"quiesce_window_seconds": 1}))
     spec_path.write_text(spec_path.read_text() + yaml.safe_dump({"schema_registry": {
         "source_connection_id": conns["source"], "destination_connection_id": conns["destination"],

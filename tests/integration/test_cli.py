@@ -3,9 +3,11 @@ message through a real run, confirmation, reset-promotion."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +40,12 @@ def workspace(tmp_path, clusters):
     return p, topic, path, env
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def kafka_ferry(env, *args, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kafka_ferry.cli", *map(str, args)], env=env, capture_output=True,
                           text=True, timeout=600, input=stdin)
@@ -47,7 +55,9 @@ def test_check_names_what_the_spec_selects_and_refuses_a_typo(workspace, cluster
     p, topic, path, env = workspace
     ok = kafka_ferry(env, "check", path)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert f"ok: connection '{clusters.SOURCE_CONN}': cluster " in ok.stdout
+    assert f"ok: connection '{clusters.SOURCE_CONN}' (kafka, source.connection_id): cluster " in ok.stdout
+    assert f"ok: connection '{clusters.SPARK_CONN}' (spark, copy.spark_connection_id): Spark master local[2]" \
+        in ok.stdout
     assert f"1 source topic(s) selected: {topic};" in ok.stdout
 
     spec = yaml.safe_load(path.read_text())
@@ -56,6 +66,65 @@ def test_check_names_what_the_spec_selects_and_refuses_a_typo(workspace, cluster
     assert typo.returncode == 1
     assert re.search(rf"topics\.include \['{re.escape(p)}\\\\\.tt'\] matched 0 of \d+ source topics; closest: "
                      rf"{re.escape(topic)}", typo.stdout), typo.stdout
+
+
+def test_check_reaches_every_connection_names_each_and_suggests_a_close_id(workspace, clusters):
+    import schema_registries as srtb
+
+    p, topic, path, env = workspace
+    dead = f"127.0.0.1:{_free_port()}"
+    env = {**env, "AIRFLOW_CONN_KF_CLI_SR_OLD": json.dumps({"conn_type": "schemaregistry", "host": srtb.SOURCE.url}),
+           "AIRFLOW_CONN_KF_CLI_SR_NEW": json.dumps({"conn_type": "schema_registry", "host": f"http://{dead}"})}
+    spec = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**spec, "schema_registry": {
+        "source_connection_id": "kf_cli_sr_old", "destination_connection_id": "kf_cli_sr_new", "mode": "remap"}}))
+    done = kafka_ferry(env, "check", path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith(f"ok: connection 'kf_cli_sr_old' (schemaregistry, schema_registry.source_connection_"
+                               f"id): registry {srtb.SOURCE.url} answers: ") for line in lines), done.stdout
+    assert any(line.startswith("FAILED: connection 'kf_cli_sr_new' (schema_registry, schema_registry.destination_"
+                               f"connection_id): schema registry 'kf_cli_sr_new' (http://{dead}): ")
+               for line in lines), done.stdout
+    assert f"ok: connection '{clusters.DESTINATION_CONN}' (kafka, destination.connection_id)" in done.stdout
+
+    as_json = kafka_ferry(env, "check", path, "--json")
+    report = json.loads(as_json.stdout)
+    assert as_json.returncode == 1 and report["ok"] is False
+    assert {(v["connection_id"], v["ok"]) for v in report["connections"]} == {
+        (clusters.SOURCE_CONN, True), (clusters.DESTINATION_CONN, True), (clusters.SPARK_CONN, True),
+        ("kf_cli_sr_old", True), ("kf_cli_sr_new", False)}
+
+    typo = {**spec, "destination": {**spec["destination"], "connection_id": clusters.DESTINATION_CONN[:-1]}}
+    path.write_text(yaml.safe_dump(typo))
+    done = kafka_ferry(env, "check", path)
+    assert done.returncode == 1
+    assert (f"'{clusters.DESTINATION_CONN[:-1]}': no Airflow connection with this id (did you mean "
+            f"'{clusters.DESTINATION_CONN}'?)") in done.stdout, done.stdout
+
+
+def test_a_dry_run_prints_the_first_batch_and_the_estimate_and_json_says_the_same(workspace, clusters):
+    p, topic, path, env = workspace
+    producer = clusters.producer("source")
+    for _ in range(5):
+        producer.produce(topic, key=b"k", value=b"v", partition=0)
+    producer.flush(30)
+    done = kafka_ferry(env, "dry-run", path)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert "  first batch (dry run, nothing copied): 1 partition(s), up to 5 offset(s)" in done.stdout, done.stdout
+    assert f"    {topic}-0 [0, 5) -> {topic}" in done.stdout
+    assert "  estimate: backlog: 5 offsets in 2 partition(s)" in done.stdout, done.stdout
+    assert "ids \n" not in done.stdout and not done.stdout.rstrip().endswith("ids")
+
+    as_json = kafka_ferry(env, "dry-run", path, "--json")
+    doc = json.loads(as_json.stdout)
+    assert as_json.returncode == 0 and doc["ok"] and doc["state"] == "success"
+    assert f"{topic}-0 [0, 5) -> {topic}" in doc["first_batch"]["ranges"], doc["first_batch"]
+    assert doc["first_batch"]["estimate"]["backlog_records"] == 5
+
+    status = json.loads(kafka_ferry(env, "status", path, "--json").stdout)
+    assert status["migration"] == p and status["promoted"] is False
+    assert isinstance(status["ran"], bool) and ("lag_now" in status) == status["ran"]
 
 
 def test_a_promoted_migration_refuses_a_run_with_the_date_and_the_command_until_reset(workspace, clusters):

@@ -44,7 +44,7 @@ def test_a_dry_run_with_schemas_writes_to_no_registry_and_no_cluster(registries,
     tenant = seed_tenant(srtb.SOURCE.url, clusters, clusters.unique("drysr"))
     p = tenant.prefix
     for conn_id, url in (("kf_sr_dry_src", srtb.SOURCE.url), ("kf_sr_dry_dst", srtb.REMAP.url)):
-        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "schema_registry",
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "schemaregistry",
                                                                           "host": url}))
     monkeypatch.setenv("KFERRY_WORK_DIR", str(tmp_path / "work"))
     spec_path = Path(write_spec(tmp_path, clusters, p, source={"connection_id": clusters.SOURCE_CONN,

@@ -42,7 +42,7 @@ def schema_spec(tmp_path, clusters, tenant, name: str, destination_url: str, mod
     """The tenant's migration with schemas, opting out of soft-deleted versions; connections in the env."""
     src, dst = f"kf_sr_{name}_src", f"kf_sr_{name}_dst"
     for conn_id, url in ((src, srtb.SOURCE.url), (dst, destination_url)):
-        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "schema_registry",
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "schemaregistry",
                                                                           "host": url}))
     path = Path(write_spec(tmp_path, clusters, tenant.prefix))
     doc = yaml.safe_load(path.read_text())

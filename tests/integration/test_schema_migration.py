@@ -216,10 +216,13 @@ def test_registry_down_mid_run_fails_clearly_and_a_rerun_completes(tenant):
 
 def test_the_dag_tasks_migrate_schemas_then_copy_records_with_destination_ids_and_reconcile(
         tenant, clusters, tmp_path, monkeypatch):
-    """`migrate_schemas` as the DAG runs it: registries from `schema_registry` connections, topics from the spec."""
-    for conn_id, url in (("kf_sr_op_src", srtb.SOURCE.url), ("kf_sr_op_dst", srtb.REMAP.url)):
-        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}",
-                           json.dumps({"conn_type": "schema_registry", "host": url}))
+    """`migrate_schemas` as the DAG runs it: registries from registry connections, topics from the spec.
+
+    The source's connection has the type's first name `schema_registry`, the destination's the registered name
+    `schemaregistry`: a connection made before the rename keeps working (core.connection_types)."""
+    for conn_id, url, conn_type in (("kf_sr_op_src", srtb.SOURCE.url, "schema_registry"),
+                                    ("kf_sr_op_dst", srtb.REMAP.url, "schemaregistry")):
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": conn_type, "host": url}))
     spec_path = Path(write_spec(tmp_path, clusters, tenant.prefix))
     spec_path.write_text(spec_path.read_text() + yaml.safe_dump({"schema_registry": {
         "source_connection_id": "kf_sr_op_src", "destination_connection_id": "kf_sr_op_dst", "mode": "remap",

@@ -81,7 +81,7 @@ def test_remap_rewrites_avro_values_and_leaves_long_keys_and_overridden_fields_b
     assert producer.flush(30) == 0
 
     for conn_id, url in (("kf_sf_src", srtb.SOURCE.url), ("kf_sf_dst", srtb.REMAP.url)):
-        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "schema_registry",
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "schemaregistry",
                                                                           "host": url}))
     spec_path = Path(write_spec(tmp_path, clusters, prefix))
     spec_path.write_text(spec_path.read_text() + yaml.safe_dump({"schema_registry": {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from pathlib import Path
@@ -153,7 +154,7 @@ def test_kafka_checkpoint_formatter_decodes_our_checkpoints(clusters, migrated):
         assert expected in lines, (expected, out.stderr[-2000:])
 
 
-def test_offsets_beyond_the_copy_are_clamped_and_flagged(clusters, tmp_path):
+def test_offsets_beyond_the_copy_are_clamped_and_flagged(clusters, tmp_path, caplog):
     p, topic, spec_path, spec = one_group_migration(clusters, tmp_path, "ahead", 1, 10, {0: 4})
     source, destination = clusters.cluster("source"), clusters.cluster("destination")
     store = MigrationStateStore(destination, spec.state_topic_name)
@@ -161,10 +162,21 @@ def test_offsets_beyond_the_copy_are_clamped_and_flagged(clusters, tmp_path):
     seed_plain(clusters, topic, 1, 5)  # produced after the copy: offsets 10..14
     commit_source_group(clusters, f"{p}-g", {(topic, 0): 13})
 
-    [decision] = translate_migration(spec, source, destination, store).decisions
-
+    with caplog.at_level(logging.INFO, logger="kafka_ferry.translation.translate"):
+        [decision] = translate_migration(spec, source, destination, store).decisions
     assert decision.method == AHEAD_OF_COPY and decision.flagged
     assert decision.downstream_offset == 10 and decision.upstream_lag == -3
+    # outside a catch-up (the promotion's translation) a clamp is a finding: a warning of its own
+    assert [r.levelname for r in caplog.records if "[ahead-of-copy]" in r.getMessage()] == ["WARNING"]
+
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="kafka_ferry.translation.translate"):
+        [again] = translate_migration(spec, source, destination, store, catch_up=True).decisions
+    assert again.method == AHEAD_OF_COPY and again.flagged  # still in the summary's flagged list
+    # after a catch-up batch it is expected: one INFO line for the batch, no warning
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if "ahead-of-copy" in r.getMessage()]
+    assert len(said) == 1 and said[0][0] == "INFO", said
+    assert said[0][1].startswith("translate: 1 group partition(s) committed beyond what the copy has reached so far")
 
 
 def test_commit_refuses_active_groups_and_never_rewinds(clusters, tmp_path):

@@ -8,7 +8,7 @@ from typing import Any
 
 from kafka_ferry.cli.summary import print_summary
 from kafka_ferry.core.dates import iso_utc
-from kafka_ferry.core.spec import MigrationSpec, SpecError, load_spec
+from kafka_ferry.core.spec import MigrationSpec, load_spec
 from kafka_ferry.core.spec_check import dag_file_name
 from kafka_ferry.kafka.cluster import KafkaCluster
 
@@ -49,47 +49,6 @@ def check_bindings(spec: MigrationSpec, spec_path: Path) -> None:
     check_at_parse(spec, spec_path, load_tenants(tenants_path) if tenants_path else None, tenants_path)
 
 
-def check(spec_path: Path) -> int:
-    """The spec, its connections, both clusters reachable, and a selection that selects something."""
-    from airflow.sdk.exceptions import AirflowNotFoundException
-
-    from kafka_ferry.cli import migrate_db
-    from kafka_ferry.core.provisioning_plan import select_topics
-    from kafka_ferry.core.selection_check import EmptySelection, check_selections
-    from kafka_ferry.core.spec_check import check_connections, connection_refs
-    from kafka_ferry.kafka.errors import KafkaClusterError
-
-    try:
-        spec = load_spec(spec_path)
-        check_bindings(spec, spec_path)
-    except SpecError as exc:
-        print(exc)
-        return 1
-    migrate_db()
-    found: dict[str, str | None] = {}
-    for _, conn_id, _ in connection_refs(spec):
-        try:
-            found[conn_id] = connection(conn_id).conn_type
-        except AirflowNotFoundException:
-            continue
-    try:
-        check_connections(spec, spec_path, found)
-        source, destination = cluster(spec.source.connection_id), cluster(spec.destination.connection_id)
-        for side in (source, destination):
-            side.check_reachable()
-            info = side.describe_cluster()
-            print(f"ok: connection {side.name!r}: cluster {info.cluster_id}, {info.broker_count} broker(s)")
-        topics, groups = source.list_topic_names(), source.list_group_ids()
-        check_selections(spec, topics, groups)
-    except (SpecError, EmptySelection, KafkaClusterError) as exc:
-        print(exc)
-        return 1
-    selected = select_topics(spec, topics)
-    print(f"ok: {spec_path} (DAG {spec.dag_id}): {len(selected)} source topic(s) selected: "
-          f"{_some(selected)}; groups selected by name: {_some([g for g in groups if spec.groups.matches(g)])}")
-    return 0
-
-
 def acls(spec_path: Path) -> int:
     """The least-privilege ACLs for the topics and groups the spec selects now, per cluster, for the connections'
     principals: those a catch-up and a promotion need (keep them), and those only a rollback needs (grant them
@@ -113,12 +72,6 @@ def acls(spec_path: Path) -> int:
     for line in rollback_acls(spec, who["source"], topics, groups).lines():
         print(f"  {line}")
     return 0
-
-
-def _some(names: list[str], limit: int = 8) -> str:
-    if not names:
-        return "none"
-    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> int:

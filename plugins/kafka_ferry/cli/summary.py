@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,47 @@ def task_results(run) -> dict[str, object]:
     with create_session() as session:
         rows = session.scalars(XComModel.get_many(run_id=run.run_id, dag_ids=run.dag_id, key="return_value")).all()
         return {row.task_id: XComModel.deserialize_value(row) for row in rows}
+
+
+def shown_path(path: str | Path) -> str:
+    """A local path as a person types it: relative to the current directory when below it, quoted for a shell
+    when it needs quoting; a URL (a work dir on an object store) as it is."""
+    text = str(path)
+    if "://" in text:
+        return text
+    try:
+        text = str(Path(text).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        pass
+    return shlex.quote(text)
+
+
+def schema_ids(schemas: dict[str, Any]) -> str:
+    """``; ids 1 -> 2, ...`` of a migration that mapped ids; a dry run or a run with nothing new maps none."""
+    id_map = schemas.get("id_map") or {}
+    if id_map:
+        return "; ids " + ", ".join(f"{s} -> {d}" for s, d in id_map.items())
+    if schemas.get("dry_run"):
+        diff = schemas.get("diff") or []
+        return f"; dry run: {len(diff)} change(s) planned, no id assigned yet" + "".join(
+            f"\n    {line}" for line in diff[:20]) + (f"\n    ... and {len(diff) - 20} more" if len(diff) > 20 else "")
+    return "; no ids mapped"
+
+
+def dry_run_lines(plan: dict[str, Any]) -> list[str]:
+    """A dry run's first batch, range by range, and the backlog's estimate (plan_copy's XCom), as
+    docs/first-migration.md promises; nothing for a real run (its copy report says what it copied)."""
+    if not plan.get("dry_run"):
+        return []
+    from kafka_ferry.copy.backlog import estimate_lines
+
+    ranges = plan.get("ranges") or []
+    lines = [f"first batch (dry run, nothing copied): {plan.get('partitions', len(ranges))} partition(s), up to "
+             f"{plan.get('offsets', 0)} offset(s)" + ("" if ranges else "; nothing to copy")]
+    lines += [f"  {r}" for r in ranges]
+    if plan.get("estimate"):
+        lines += [f"estimate: {line}" for line in estimate_lines(plan["estimate"])]
+    return lines
 
 
 def print_summary(run, migration: str) -> None:
@@ -34,8 +76,10 @@ def print_summary(run, migration: str) -> None:
     schemas = results.get("migrate_schemas") or {}
     if schemas:
         print(f"  schemas ({schemas['mode']}): {len(schemas['subjects'])} subject(s), {schemas['registered']} "
-              f"version(s) registered; ids " + ", ".join(f"{s} -> {d}" for s, d in schemas["id_map"].items()))
+              f"version(s) registered" + schema_ids(schemas))
     plan = results.get("plan_copy") or {}
+    for line in dry_run_lines(plan):
+        print(f"  {line}")
     # derived from the migration and the batch id, never a path from XCom (copy.plan.planned_files)
     report_path = planned_files(migration, plan)[1] if plan.get("report_path") else None
     if report_path and report_path.exists():
@@ -51,6 +95,10 @@ def print_summary(run, migration: str) -> None:
         print(f"  decode check: FAILED: {check['failures'][:3]}")
     translation = results.get("translate_offsets") or {}
     for key, value in translation.items():
+        if key == "offset_map" and isinstance(value, dict):
+            value = ", ".join(f"{form} {shown_path(path)}" for form, path in value.items())
+        elif key == "run_report" and value:
+            value = shown_path(value)
         if key not in ("decisions", "commits"):
             print(f"  translation: {key} = {value}")
     if "promote_reconcile_mark" in results:

@@ -10,6 +10,8 @@ the backlog is the next batch's plan (source end minus stored or log-start offse
 the bytes per record the history's or, with none yet, the mean size of a bounded sample of the newest source
 records (confluent-kafka's AdminClient has no DescribeLogDirs, so log dir sizes are not available).
 
+The ETA counted in batches (first of the ETAs) takes each partition's lag, the spec's
+``copy.max_records_per_partition`` and the batches' measured fixed cost (``core.backlog_eta.batch_eta``).
 The rate limit and the window come from the spec's ``copy`` section (``copy.max_bytes_per_second``,
 ``copy.max_records_per_second``, ``copy.window``); a spec without them gives the ETA at the measured rate only.
 The window's length is ``core.batch_window.window_length_s`` over the window the spec's validator parsed
@@ -77,7 +79,9 @@ def record_backlog(spec: MigrationSpec, report: Mapping[str, Any], store: Migrat
     points = [*run_points(history), this]
     limits = spec_limits(spec)
     until_next = None if limits["cycle_s"] is None else max(0.0, limits["cycle_s"] - this.duration_s)
-    result = estimate(this.backlog_after, points, until_next_window_s=until_next, **limits)
+    result = estimate(this.backlog_after, points, until_next_window_s=until_next,
+                      partition_lags=[int(p.get("lag_after") or 0) for p in report.get("partitions", ())],
+                      cap_per_partition=spec.copy_settings.max_records_per_partition, **limits)
     per_record = result.bytes_per_record
     record = {
         "batch_id": this.batch_id, "finished_at_ms": this.finished_at_ms, "duration_s": this.duration_s,
@@ -137,7 +141,8 @@ def estimate_before_copy(spec: MigrationSpec, source: KafkaCluster, destination:
         partitions = [parse_partition_key(k) for k in plan.lag_before]
         ends = source.list_offsets(partitions, "latest", read_committed=True) if partitions else {}
         sampled, sample_size = sample_bytes_per_record(source, plan.lag_before, ends)
-    result = estimate(backlog, points, sampled_bytes_per_record=sampled, **spec_limits(spec))
+    result = estimate(backlog, points, sampled_bytes_per_record=sampled, partition_lags=list(plan.lag_before.values()),
+                      cap_per_partition=spec.copy_settings.max_records_per_partition, **spec_limits(spec))
     return {**result.as_dict(), "partitions": len(plan.lag_before), "batches_measured": len(points),
             "bytes_per_record_from": ("the batches copied so far" if any(p.records_copied for p in points) else
                                       f"a sample of {sample_size} source records" if sample_size else "nothing")}

@@ -79,6 +79,7 @@ class Eta:
     window_s: float | None
     reason: str
     cycle_s: float | None = None  # one window per this many seconds (a daily schedule's 24 h); None: not known
+    batches: int | None = None  # counted batches until lag 0 (``batch_eta``); None: not counted
 
     @property
     def sentence(self) -> str:
@@ -88,6 +89,8 @@ class Eta:
         if self.seconds == 0:
             return f"{self.label}: lag is 0 ({self.reason})"
         text = f"{self.label}: lag 0 in {format_duration(self.seconds)}"
+        if self.batches is not None:
+            text += f", after {self.batches} batch{'es' if self.batches != 1 else ''}"
         if self.windows is not None and self.window_s:
             text += f", i.e. in {self.windows} window{'s' if self.windows != 1 else ''} of " \
                     f"{format_duration(self.window_s)}"
@@ -275,19 +278,26 @@ class BacklogEstimate:
 def estimate(backlog_records: int, points: Sequence[RunPoint], *, max_bytes_per_s: float | None = None,
              max_records_per_s: float | None = None, window_s: float | None = None, cycle_s: float | None = None,
              sampled_bytes_per_record: float | None = None,
-             until_next_window_s: float | None = None) -> BacklogEstimate:
+             until_next_window_s: float | None = None, partition_lags: Sequence[int] | None = None,
+             cap_per_partition: int | None = None) -> BacklogEstimate:
     """The backlog now and when it reaches 0, at the measured rate and at the configured limit; ``cycle_s``: one
     window per this many seconds, ``until_next_window_s``: the wait for the next one when a window just ended
     (``eta``).
 
     ``points``: the migration's finished batches (oldest first), the current one included when there is one;
-    ``sampled_bytes_per_record``: before any batch, the mean size of a bounded sample of source records."""
+    ``sampled_bytes_per_record``: before any batch, the mean size of a bounded sample of source records.
+    ``partition_lags`` (each partition's backlog) and ``cap_per_partition`` (``copy.max_records_per_partition``):
+    the ETA counted in batches comes first (``counted_eta``), the rate-only ones after it."""
     per_record = bytes_per_record(points, sampled_bytes_per_record)
     measured = measured_rate(asdict(p) for p in points)
     inflow = inflow_rate(points)
     etas = [eta(backlog_records, "at the measured rate"
                 + (f" {format_records_rate(measured.records_per_second)}" if measured else ""),
                 measured.records_per_second if measured else None, inflow, window_s, cycle_s, until_next_window_s)]
+    if partition_lags is not None:
+        counted = counted_eta(partition_lags, points, cap_per_partition, inflow, window_s, cycle_s)
+        if counted is not None:
+            etas.insert(0, counted)
     limit_rate, label, limit_reason = limited_rate(max_bytes_per_s, max_records_per_s, per_record, measured)
     if limit_rate is not None:
         at_limit = eta(backlog_records, label, limit_rate, inflow, window_s, cycle_s, until_next_window_s)
@@ -303,3 +313,116 @@ def estimate(backlog_records: int, points: Sequence[RunPoint], *, max_bytes_per_
         inflow_records_per_s=None if inflow is None else round(inflow, 1),
         rate_reason=measured.reason if measured else NOT_MEASURED,
         etas=tuple(etas))
+
+
+# --- counting batches ------------------------------------------------------------------------------------------
+# Why: a rate alone says "lag 0 in 1 s" when each batch may copy at most `copy.max_records_per_partition` records of
+# a partition and every batch pays a fixed cost (engine start, planning, the tail read and the report: 65-90 s in
+# the field) before and after it copies anything. The lag reaches 0 only after enough batches, each capped and
+# each paying its fixed cost; producers keep writing meanwhile. So the batch ETA simulates the batches.
+MAX_BATCHES = 10_000  # beyond this many batches the lag never reaches 0 worth planning with
+
+
+@dataclass(frozen=True)
+class BatchCost:
+    """A batch's time as ``fixed_s + records / records_per_s``: what every batch pays, and the steady copy rate."""
+
+    fixed_s: float
+    records_per_s: float
+    reason: str
+
+
+def batch_cost(points: Sequence[RunPoint], last: int = 2 * RATE_HISTORY) -> BatchCost | None:
+    """The fixed cost per batch and the steady rate, fitted (least squares: ``duration = fixed + records / rate``)
+    over the newest batches that copied something; None before any such batch.
+
+    Batches all of one size (every one capped the same) cannot separate the two: then a batch of that size is
+    taken to last what they lasted on average, all of it counted as fixed (the one size is the one that
+    matters: a capped batch). A fit that gives a negative fixed cost or rate (noise) does the same."""
+    used = [p for p in sorted(points, key=lambda p: p.finished_at_ms) if p.records_copied > 0 and p.duration_s > 0]
+    used = used[-last:]
+    if not used:
+        return None
+    n = len(used)
+    mean_x = sum(p.records_copied for p in used) / n
+    mean_y = sum(p.duration_s for p in used) / n
+    sxx = sum((p.records_copied - mean_x) ** 2 for p in used)
+    if sxx > 0:
+        slope = sum((p.records_copied - mean_x) * (p.duration_s - mean_y) for p in used) / sxx
+        fixed = mean_y - slope * mean_x
+        if slope > 0 and fixed >= 0:
+            return BatchCost(fixed, 1 / slope, f"fitted over {n} batches: {format_duration(fixed)} fixed per batch, "
+                                               f"then {format_records_rate(1 / slope)}")
+    return BatchCost(mean_y, math.inf, f"{format_duration(mean_y)} per batch, the mean of {n} batch"
+                                       f"{'es' if n != 1 else ''} of about {mean_x:,.0f} records")
+
+
+@dataclass(frozen=True)
+class BatchEta:
+    batches: int | None  # None: never (reason says why)
+    seconds: float | None  # from the next batch's start to the end of the batch that reaches lag 0
+    reason: str
+
+
+def batch_eta(partition_lags: Sequence[int], records_per_s: float, fixed_s: float, *,
+              cap_per_partition: int | None = None, inflow_per_s: float = 0.0, window_s: float | None = None,
+              interval_s: float | None = None) -> BatchEta:
+    """Batches, and time, until every partition's lag is 0: until the first batch that copies all each partition
+    holds when it starts (no cap and no window stops it); what producers add while it runs is the lag it leaves,
+    as small as one batch's inflow, the promotion's sensors wait for that.
+
+    Each batch copies, per partition, at most ``cap_per_partition`` records and at most what the partition holds
+    when the batch starts; with a window, at most what ``window_s - fixed_s`` of copying moves (shared by the
+    partitions in proportion to what each would copy). It lasts ``fixed_s`` plus its records at
+    ``records_per_s``. A batch starts when the previous one ends, or ``interval_s`` after the previous one
+    started when that is later (a schedule). Producers add ``inflow_per_s``, spread evenly over the partitions,
+    all the time."""
+    lags = [max(0.0, float(x)) for x in partition_lags]
+    if not lags or sum(lags) <= 0:
+        return BatchEta(0, 0.0, "caught up")
+    if records_per_s <= 0:
+        return BatchEta(None, None, "the rate is 0")
+    if fixed_s <= 0 and not cap_per_partition and not window_s and math.isinf(records_per_s):
+        return BatchEta(None, None, "neither a batch's cost nor a cap is known")
+    per_partition_inflow = max(0.0, inflow_per_s) / len(lags)
+    budget = None if not window_s else max(0.0, (window_s - fixed_s) * records_per_s)
+    if budget is not None and budget <= 0:
+        return BatchEta(None, None, f"the window ({format_duration(window_s)}) is no longer than a batch's fixed "
+                                    f"cost ({format_duration(fixed_s)}): no batch copies anything")
+    elapsed = 0.0
+    for batch in range(1, MAX_BATCHES + 1):
+        wants = [min(lag, cap_per_partition) if cap_per_partition else lag for lag in lags]
+        total = sum(wants)
+        if budget is not None and total > budget:
+            wants = [w * budget / total for w in wants]
+            total = budget
+        duration = fixed_s + total / records_per_s
+        whole = all(w >= lag - 1e-9 for lag, w in zip(lags, wants, strict=True))
+        lags = [lag - w + per_partition_inflow * duration for lag, w in zip(lags, wants, strict=True)]
+        if whole:  # this batch copies all its partitions held when it started: what is left came in meanwhile
+            return BatchEta(batch, elapsed + duration, f"{batch} batch{'es' if batch != 1 else ''} of "
+                                                       f"{format_duration(fixed_s)} fixed cost each")
+        cycle = max(duration, interval_s or 0.0)
+        lags = [lag + per_partition_inflow * (cycle - duration) for lag in lags]
+        elapsed += cycle
+        if elapsed > MAX_ETA_S:
+            break
+    return BatchEta(None, None, "the batches never catch up with the producers at these caps and costs: raise "
+                                "copy.max_records_per_partition, widen the window, or run batches more often")
+
+
+def counted_eta(partition_lags: Sequence[int], points: Sequence[RunPoint], cap_per_partition: int | None,
+                inflow_per_s: float | None, window_s: float | None, cycle_s: float | None) -> Eta | None:
+    """The ETA counted in batches (``batch_eta``) as an ``Eta``; None before any batch copied something (no
+    batch's cost is known: the rate-only ETAs say "not measured yet")."""
+    cost = batch_cost(points)
+    if cost is None:
+        return None
+    counted = batch_eta(partition_lags, cost.records_per_s, cost.fixed_s, cap_per_partition=cap_per_partition,
+                        inflow_per_s=inflow_per_s or 0.0, window_s=window_s, interval_s=cycle_s)
+    cap = f"at most {cap_per_partition:,} records per partition each, " if cap_per_partition else ""
+    label = f"counting batches ({cap}{cost.reason})"
+    reason = counted.reason + ("" if inflow_per_s is not None else
+                               ", producers' rate not measured yet (needs two batches)")
+    rate = None if math.isinf(cost.records_per_s) else cost.records_per_s
+    return Eta(label, counted.seconds, rate, None, None, reason, None, counted.batches)

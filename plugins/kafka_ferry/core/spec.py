@@ -97,7 +97,7 @@ class SerializedFieldsRule(_Frozen):
 
 
 class SchemaRegistryRef(_Frozen):
-    """Schema migration between two registries (connections of type `schema_registry`).
+    """Schema migration between two registries (connections of type `schemaregistry`).
 
     `mode`: `preserve` keeps ids and versions (the destination must honour IMPORT mode), `remap` lets the
     destination assign ids and the copy rewrites them in records. Subjects follow the migrated topics

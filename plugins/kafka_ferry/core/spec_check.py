@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from difflib import get_close_matches
 from pathlib import Path
 
+from kafka_ferry.core.connection_types import KAFKA_TYPES, LEGACY_SCHEMA_REGISTRY, SCHEMA_REGISTRY_TYPES, SPARK_TYPES
 from kafka_ferry.core.patterns import SPEC_FILE_NAME
 from kafka_ferry.core.spec import MigrationSpec, parse_spec
 from kafka_ferry.core.spec_source import Location, SpecError, SpecProblem, located, read_yaml
@@ -55,28 +57,32 @@ def stub_collision_message(stub: str, files: Sequence[str]) -> str:
 def connection_refs(spec: MigrationSpec) -> list[tuple[Location, str, tuple[str, ...] | None]]:
     """(spec field, connection id, accepted connection types) of every Airflow connection the spec names.
 
-    The registries' connections are of type ``schema_registry`` (`hooks.schema_registry`). The Spark
-    connection's type picks the copy engine: ``spark`` (spark-submit) or ``spark_connect`` (a Connect server).
+    The registries' connections are of type ``schemaregistry`` (or its first name ``schema_registry``:
+    `core.connection_types`). The Spark connection's type picks the copy engine: ``spark`` (spark-submit) or
+    ``spark_connect`` (a Connect server).
     """
     refs: list[tuple[Location, str, tuple[str, ...] | None]] = [
-        (("source", "connection_id"), spec.source.connection_id, ("kafka",)),
-        (("destination", "connection_id"), spec.destination.connection_id, ("kafka",)),
-        (("copy", "spark_connection_id"), spec.copy_settings.spark_connection_id, ("spark", "spark_connect")),
+        (("source", "connection_id"), spec.source.connection_id, KAFKA_TYPES),
+        (("destination", "connection_id"), spec.destination.connection_id, KAFKA_TYPES),
+        (("copy", "spark_connection_id"), spec.copy_settings.spark_connection_id, SPARK_TYPES),
     ]
     if spec.schema_registry:
         refs += [
             (("schema_registry", "source_connection_id"), spec.schema_registry.source_connection_id,
-             ("schema_registry",)),
+             SCHEMA_REGISTRY_TYPES),
             (("schema_registry", "destination_connection_id"), spec.schema_registry.destination_connection_id,
-             ("schema_registry",)),
+             SCHEMA_REGISTRY_TYPES),
         ]
     return refs
 
 
-def check_connections(spec: MigrationSpec, path: str | Path, found: Mapping[str, str | None]) -> None:
+def check_connections(spec: MigrationSpec, path: str | Path, found: Mapping[str, str | None],
+                      known_ids: Sequence[str] = ()) -> None:
     """Fail before anything changes, naming every connection the spec names that is missing or of the wrong type.
 
-    `found` maps each existing connection id to its connection type.
+    `found` maps each existing connection id to its connection type. `known_ids`, the connection ids the caller
+    may show (the `kafka-ferry` command: the user's own; a task passes none, a tenant sees only its own names),
+    turn a missing id into "did you mean" the closest of them.
     """
     try:
         _, positions = read_yaml(Path(path))
@@ -85,13 +91,20 @@ def check_connections(spec: MigrationSpec, path: str | Path, found: Mapping[str,
     problems = []
     for location, conn_id, conn_types in connection_refs(spec):
         if conn_id not in found:
-            problems.append(located(location, conn_id, "no Airflow connection with this id", positions))
+            problems.append(located(location, conn_id, "no Airflow connection with this id"
+                                    + did_you_mean(conn_id, known_ids), positions))
         elif conn_types and found[conn_id] not in conn_types:
-            wanted = " or ".join(repr(t) for t in conn_types)
+            wanted = " or ".join(repr(t) for t in conn_types if t != LEGACY_SCHEMA_REGISTRY)
             problems.append(located(location, conn_id, f"the connection is of type {found[conn_id]!r}; this field "
                                                         f"needs a connection of type {wanted}", positions))
     if problems:
         raise SpecError(path, problems)
+
+
+def did_you_mean(name: str, candidates: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest candidate (difflib), or nothing when none is close."""
+    close = get_close_matches(name, sorted(set(candidates) - {name}), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def check_tenant(spec: MigrationSpec, path: str | Path, tenants: TenantsFile, tenants_path: str | Path,

@@ -64,8 +64,8 @@ MEANINGS: dict[str, str] = {
     "destination.connection_id": "Airflow connection of type `kafka` for the destination.",
     "destination.alias": "The destination's name in MM2 topic names: `mm2-offset-syncs.<alias>.internal`. Must differ "
                          "from `source.alias`.",
-    "schema_registry.source_connection_id": "Airflow connection of type `schema_registry` (host = the registry URL).",
-    "schema_registry.destination_connection_id": "Airflow connection of type `schema_registry` for the destination.",
+    "schema_registry.source_connection_id": "Airflow connection of type `schemaregistry` (host = the registry URL).",
+    "schema_registry.destination_connection_id": "Airflow connection of type `schemaregistry` for the destination.",
     "schema_registry.mode": "`preserve` keeps schema ids and versions (the destination registry must accept IMPORT "
                             "mode); `remap` lets it assign ids and the copy rewrites the id in every record.",
     "schema_registry.subjects_include": "Extra subjects to migrate besides `<topic>-key`/`-value` "

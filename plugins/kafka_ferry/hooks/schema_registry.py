@@ -1,5 +1,7 @@
-"""A Schema Registry reached through an Airflow connection of type `schema_registry`; the hook only builds
-the client (`registry.client.SchemaRegistry`) from the connection and does nothing else.
+"""A Schema Registry reached through an Airflow connection of type `schemaregistry` (the first name,
+`schema_registry`, still works: `core.connection_types`); the hook only builds the client
+(`registry.client.SchemaRegistry`) from the connection and does nothing else. The connection form's fields are
+declared in `provider_info`.
 
 Connection fields:
     host      the registry's base URL, e.g. `https://sr.example:8081` or `http://127.0.0.1:8080/apis/ccompat/v7`
@@ -19,10 +21,11 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
+from kafka_ferry.core.connection_types import SCHEMA_REGISTRY
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry, url_problem
 
-CONN_TYPE = "schema_registry"
+CONN_TYPE = SCHEMA_REGISTRY
 
 
 class SchemaRegistryError(Permanent, ValueError):
@@ -32,7 +35,7 @@ class SchemaRegistryError(Permanent, ValueError):
 class SchemaRegistryHook(BaseHook):
     """One registry per Airflow connection.
 
-    :param schema_registry_conn_id: the Airflow connection (type ``schema_registry``): host is the registry URL,
+    :param schema_registry_conn_id: the Airflow connection (type ``schemaregistry``): host is the registry URL,
         login/password or Extra ``bearer_token`` the credentials.
     """
 
@@ -44,12 +47,6 @@ class SchemaRegistryHook(BaseHook):
     def __init__(self, schema_registry_conn_id: str = default_conn_name) -> None:
         super().__init__()
         self.schema_registry_conn_id = schema_registry_conn_id
-
-    @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        return {"hidden_fields": [], "relabeling": {"host": "Registry URL", "schema": "Path"},
-                "placeholders": {"host": "https://schema-registry:8081",
-                                 "extra": '{"bearer_token": "...", "ca_path": "/etc/ssl/ca.pem"}'}}
 
     def registry_connection(self) -> RegistryConnection:
         conn = self.get_connection(self.schema_registry_conn_id)

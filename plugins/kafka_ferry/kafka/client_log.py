@@ -49,9 +49,31 @@ class RepeatFilter(logging.Filter):
         return True
 
 
+# librdkafka warnings about a step it retries by itself until it succeeds, which a user cannot act on: the
+# idempotent producer's "Failed to acquire idempotence PID ... retrying" while a new destination's coordinator
+# loads. A lasting failure still surfaces as the produce call's own error.
+_SELF_RETRIED = re.compile(r"^GETPID\b.*\bretrying\b", re.DOTALL)
+
+
+class SelfRetriedFilter(logging.Filter):
+    """Logs librdkafka's warnings of a step it retries itself (``_SELF_RETRIED``) at INFO, not WARNING."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        super().__init__()
+        self._logger = logger
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING and _SELF_RETRIED.search(record.getMessage()):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            return self._logger.isEnabledFor(logging.INFO)
+        return True
+
+
 def librdkafka_logger() -> logging.Logger:
     """The logger every kafka-ferry client hands to confluent-kafka (config key ``logger``)."""
     logger = logging.getLogger(LOGGER_NAME)
+    if not any(isinstance(f, SelfRetriedFilter) for f in logger.filters):
+        logger.addFilter(SelfRetriedFilter(logger))
     if not any(isinstance(f, RepeatFilter) for f in logger.filters):
         logger.addFilter(RepeatFilter())
     return logger

@@ -37,9 +37,9 @@ from confluent_kafka.admin import (
 
 from kafka_ferry.core.acl_plan import principal_of
 from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
-from kafka_ferry.kafka.bootstrap import PROBE_TIMEOUT_S, unreachable
+from kafka_ferry.kafka.bootstrap import PROBE_TIMEOUT_S, listener_speaks, parse_addresses, unreachable
 from kafka_ferry.kafka.client_log import librdkafka_logger
-from kafka_ferry.kafka.errors import ClusterUnreachableError, KafkaClusterError
+from kafka_ferry.kafka.errors import ClusterUnreachableError, KafkaClusterError, ListenerProtocolError
 from kafka_ferry.kafka.waiting import AdminWaits
 
 TIMEOUT_S = 30.0
@@ -128,6 +128,12 @@ class KafkaCluster(AdminWaits):
         reasons = unreachable(self.bootstrap_servers, timeout_s)
         if reasons:
             raise ClusterUnreachableError(self.name, reasons)
+        if str(self._config.get("security.protocol", "PLAINTEXT")).upper() == "PLAINTEXT":
+            # A TLS or SASL listener behind a PLAINTEXT config: named now, not after the client's 30 s timeouts
+            for host, port in parse_addresses(self.bootstrap_servers)[:1]:
+                speaks = listener_speaks((host, port), timeout_s)
+                if speaks:
+                    raise ListenerProtocolError(self.name, f"{host}:{port}", speaks)
 
     # --- cluster and topics --------------------------------------------------------------------
     def describe_cluster(self) -> ClusterInfo:

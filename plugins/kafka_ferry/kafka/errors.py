@@ -98,3 +98,26 @@ class ClusterUnreachableError(KafkaClusterError):
             "reachable from this worker; nothing was changed"))
         self.code = KafkaError._TRANSPORT
         self.permanent = True
+
+
+class ListenerProtocolError(KafkaClusterError):
+    """A connection set for PLAINTEXT reaches a listener that speaks TLS or wants SASL (the pre-flight's probe).
+
+    Deterministic (``permanent``): the listener's protocol will not change between retries. Without this the
+    client reconnects until its request times out and says only "timed out". Names the connection, the address
+    and the setting to change, never the rest of the config.
+    """
+
+    ADVICE = {"TLS": "it answers with TLS: set security.protocol to SSL (or SASL_SSL with the SASL settings) in the "
+                     "connection's Extra, or use the brokers' PLAINTEXT port",
+              "SASL": "it wants SASL authentication: set security.protocol to SASL_PLAINTEXT with sasl.mechanism, "
+                      "sasl.username and sasl.password in the connection's Extra, or use the brokers' PLAINTEXT "
+                      "port"}
+
+    def __init__(self, connection_id: str, address: str, speaks: str):
+        RuntimeError.__init__(self, (
+            f"Kafka connection '{connection_id}' (bootstrap servers {address}): the connection uses PLAINTEXT, but "
+            f"the listener at {address} is not a PLAINTEXT listener: {self.ADVICE[speaks]}; nothing was changed"))
+        self.code = KafkaError._TRANSPORT
+        self.permanent = True
+        self.speaks = speaks

@@ -2,7 +2,8 @@
 
 Why not commit by default: like MM2's ``sync.group.offsets.enabled`` (off by default), committing to
 destination groups during catch-up is opt-in; promotion always commits. Decisions are logged with their
-reasons; flagged ones (clamped beyond the copy, not translated) are warnings and in the returned summary.
+reasons; flagged ones (clamped beyond the copy, not translated) are in the returned summary, and warnings except
+the clamps a capped catch-up batch expects (one INFO line per batch: ``translate_migration(catch_up=True)``).
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ class TranslateOffsetsOperator(DryRunOperator):
         if status and status.get("status") == "promoted":
             self.log.info("migration %s is promoted: catch-up translation skipped", self.spec.name)
             return {"skipped": "promoted"}
-        result = translate_migration(self.spec, self.source_cluster, self.destination_cluster, self.state_store)
+        result = translate_migration(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
+                                     catch_up=True)
         summary = result.summary()
         if self.is_dry_run:  # the translations as they stand; no checkpoint, commit, file or state
             summary["dry_run"] = True

@@ -235,7 +235,7 @@ def staged_page(migration: str, groups: Mapping[str, Mapping[str, Any]], topics:
 
 
 OVERVIEW_COLUMNS = (("migration", "migration"), ("tenant", "tenant"), ("last_batch", "last batch"),
-                    ("last_batch_at", "finished"), ("lag", "current lag"), ("promoted", "promoted"),
+                    ("last_batch_at", "finished"), ("lag", "lag after the last batch"), ("promoted", "promoted"),
                     ("staged", "staged cutover"),
                     ("reconciliation", "last reconciliation"), ("report", "last run"))
 
@@ -252,7 +252,10 @@ def overview_page(rows: Sequence[Mapping[str, Any]], report_href: str = "") -> s
             f'<td class="l">{_cell(r["migration"])}</td>', f'<td class="l">{_cell(r.get("tenant"))}</td>',
             f'<td class="l">{_cell(r.get("last_batch"))}</td>',
             f'<td class="l">{_time(r.get("last_batch_at_ms"))}</td>',
-            f"<td>{_cell(r.get('lag'))}</td>",
+            # the lag the last batch left, not the lag now (producers kept writing): said with its time
+            f"<td>{_cell(r.get('lag'))}"
+            + (f' <span class="muted">at {_time(r.get("last_batch_at_ms"))}</span>' if r.get("last_batch_at_ms")
+               and r.get("lag") is not None else "") + "</td>",
             f'<td class="l {"ok" if r.get("promoted") else ""}">'
             f'{"yes" if r.get("promoted") else "rolled back" if r.get("rolled_back") else "no"}</td>',
             f'<td class="l">{_cell(r.get("staged"))}</td>',

@@ -17,6 +17,7 @@ from pathlib import Path
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.mm2_wire import Checkpoint, offset_syncs_topic
 from kafka_ferry.core.offset_decisions import OffsetDecision, PartitionCopy, partition_copy, translate_groups
+from kafka_ferry.core.offset_translation import AHEAD_OF_COPY
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.rollback_plan import across_rollback
 from kafka_ferry.core.spec import MigrationSpec
@@ -108,8 +109,14 @@ class TranslationResult:
 
 
 def translate_migration(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
-                        store: MigrationStateStore, groups: Iterable[str] | None = None) -> TranslationResult:
-    """Read everything and decide, logging each decision with its reason; changes nothing."""
+                        store: MigrationStateStore, groups: Iterable[str] | None = None, *,
+                        catch_up: bool = False) -> TranslationResult:
+    """Read everything and decide, logging each decision with its reason; changes nothing.
+
+    ``catch_up``: the translation after a catch-up batch, whose copy may stop short of the groups' commits (a
+    per-partition cap, a window): a group committed beyond the copy is then expected, clamped to the copied end
+    and translated again after the next batch, so those clamps are one INFO line per batch, not a WARNING each.
+    Everywhere else (the promotion, after its final copy) a clamp is a finding and stays a warning."""
     state = store.read_all()
     copies = load_partition_copies(spec, source, destination, read_progress(store, state))
     wanted = migrated_groups(store, state)
@@ -131,8 +138,18 @@ def translate_migration(spec: MigrationSpec, source: KafkaCluster, destination: 
     if back:  # a rollback copied records back: groups among them resume by both sync logs
         decisions = [across_rollback(d, copies.get((d.source_topic, d.partition)),
                                      back.get((d.destination_topic, d.partition))) for d in decisions]
+    expected = [d for d in decisions if catch_up and d.method == AHEAD_OF_COPY]
+    quiet = {id(d) for d in expected}
     for d in decisions:
-        (log.warning if d.flagged else log.info)("translate: %s", d.describe())
+        if id(d) in quiet:
+            log.debug("translate: %s", d.describe())
+        else:
+            (log.warning if d.flagged else log.info)("translate: %s", d.describe())
+    if expected:
+        log.info("translate: %d group partition(s) committed beyond what the copy has reached so far (this batch "
+                 "stopped at its cap or window): clamped to the copied end, translated again after the next batch: "
+                 "%s", len(expected), "; ".join(d.describe() for d in expected[:3])
+                 + (f"; and {len(expected) - 3} more" if len(expected) > 3 else ""))
     return TranslationResult(decisions, copies)
 
 

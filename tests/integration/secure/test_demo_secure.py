@@ -1,9 +1,12 @@
 """`make demo-secure`: the whole demo migration (testbed/demo.py) over the SASL_SSL listeners, as principals that
-hold exactly the minimum ACLs. Run here on the private cluster pair, from a clean slate, so the copy is whole."""
+hold exactly the minimum ACLs; and `make demo`'s output as a new user reads it (no warning, then what still runs,
+how to stop it, what to try next). Run here on the private cluster pair, from a clean slate, so the copy is whole."""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 import sys
 import time
@@ -91,3 +94,37 @@ def test_the_demo_migration_over_sasl_ssl_with_exactly_the_minimum_acls(private,
         copied += sum(len(p) for p in pairs.values())
     assert copied == sum(n for n, _ in demo.DEMO_TOPICS.values()) * demo.RECORDS_PER_PARTITION
     print(f"demo over SASL_SSL: {copied} records copied exactly once; {summary.strip()}")
+
+
+# A line at warning level or above, in any of the forms that reach the demo's terminal: Airflow's structlog
+# ("[warning  ]"), the standard library's ("WARNING", "ERROR:"), librdkafka's own ("%4|...|FAC|"), Python's
+# warnings ("...Warning:") and a traceback.
+LOUD = re.compile(r"\[(warning|error|critical|exception)\s*\]|\b(WARNING|ERROR|CRITICAL)\b|%[0-4]\|\d|"
+                  r"\w+Warning: |^Traceback ", re.MULTILINE)
+
+
+def test_the_demo_prints_no_warning_and_ends_with_what_runs_how_to_stop_it_and_what_next(private, tmp_path):
+    spec = load_spec(SPEC)
+    _wipe_demo(private, spec)
+    source, destination = private.specs["source"], private.specs["destination"]
+    env = {**os.environ, "KFERRY_TESTBED_RUN_DIR": str(source.run_dir), "KFERRY_SOURCE_PORT": str(source.broker_port),
+           "KFERRY_DESTINATION_PORT": str(destination.broker_port), "KFERRY_DEMO_AIRFLOW_HOME": str(tmp_path / "af")}
+    env = {k: v for k, v in env.items() if not (k.startswith(("AIRFLOW_CONN_", "AIRFLOW__")) or k in (
+        "KFERRY_DEMO_LOG_LEVEL", "KFERRY_LOG_LEVEL"))}
+    done = subprocess.run([sys.executable, str(REPO / "testbed" / "demo.py")], env=env, capture_output=True,
+                          text=True, timeout=900, cwd=REPO)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-6000:]
+    summary = next(line for line in done.stdout.splitlines() if line.startswith("  tasks: "))
+    assert "failed" not in summary and "copy_batch=success" in summary, summary
+    loud = [line for line in output.splitlines() if LOUD.search(line)]
+    assert not loud, "\n".join(loud)
+
+    last = [line for line in done.stdout.splitlines() if line.strip()][-3:]
+    assert last[0].startswith(f"still running: the test bed's Kafka clusters, source {source.bootstrap} and "
+                              f"destination {destination.bootstrap}"), last
+    assert last[1] == "stop it:       make testbed-down", last
+    assert last[2].startswith("next:          make demo-promote"), last
+    # The run's page as a person types it in the demo's directory (relative when below it): a file that is there
+    page = next(line for line in done.stdout.splitlines() if line.startswith("  translation: run_report = "))
+    assert (REPO / shlex.split(page.split(" = ", 1)[1])[0]).is_file(), page

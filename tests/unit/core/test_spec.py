@@ -171,6 +171,30 @@ def test_the_spark_field_takes_a_spark_or_a_spark_connect_connection_and_names_b
         "needs a connection of type 'spark' or 'spark_connect'")
 
 
+def test_a_registry_connection_of_the_new_or_the_first_type_name_is_taken_and_a_wrong_one_names_the_new():
+    spec = parse_spec({**VALID, "schema_registry": {"source_connection_id": "sr_old",
+                                                    "destination_connection_id": "sr_new", "mode": "remap"}})
+    kafka = {"kafka_src": "kafka", "kafka_dst": "kafka", "spark_default": "spark"}
+    check_connections(spec, "acme.yaml", {**kafka, "sr_old": "schema_registry", "sr_new": "schemaregistry"})
+    with pytest.raises(SpecError) as raised:
+        check_connections(spec, "acme.yaml", {**kafka, "sr_old": "http", "sr_new": "schemaregistry"})
+    assert str(raised.value) == (
+        "acme.yaml: field 'schema_registry.source_connection_id' = 'sr_old': the connection is of type 'http'; "
+        "this field needs a connection of type 'schemaregistry'")
+
+
+def test_a_missing_connection_id_says_which_known_id_was_meant_and_only_a_close_one():
+    spec = parse_spec(VALID)
+    found = {"kafka_src": "kafka", "spark_default": "spark"}
+    with pytest.raises(SpecError) as raised:
+        check_connections(spec, "acme.yaml", found, known_ids=["kafka_src", "kafka_dest", "spark_default", "x"])
+    assert str(raised.value) == ("acme.yaml: field 'destination.connection_id' = 'kafka_dst': no Airflow connection "
+                                 "with this id (did you mean 'kafka_dest'?)")
+    with pytest.raises(SpecError) as raised:
+        check_connections(spec, "acme.yaml", found, known_ids=["postgres_default", "spark_local"])
+    assert str(raised.value).endswith("'kafka_dst': no Airflow connection with this id")
+
+
 def test_load_spec_reports_a_non_mapping_an_empty_and_a_missing_file(tmp_path):
     path = tmp_path / "list.yaml"
     path.write_text("- a\n- b\n")

@@ -92,3 +92,31 @@ def test_a_real_client_on_a_dead_port_logs_through_python_logging_a_few_lines(ca
     lines = [r.getMessage() for r in caplog.records if r.name == "kafka_ferry.librdkafka"]
     assert lines and any("Connection refused" in line for line in lines)
     assert len(lines) <= 3, lines
+
+
+def test_what_a_plaintext_client_saw_names_the_listener():
+    from kafka_ferry.kafka.bootstrap import SASL, TLS, classify_listener
+
+    tls_alert = bytes.fromhex("15030300020250")
+    assert classify_listener(tls_alert, None) == TLS
+    assert classify_listener(bytes.fromhex("160303007a02"), None) == TLS  # a server hello
+    api_versions = bytes.fromhex("0000017800000001000000")
+    assert classify_listener(api_versions, True) is None  # plain Kafka: it answered Metadata too
+    assert classify_listener(api_versions, False) == SASL  # answered ApiVersions, closed on Metadata
+    assert classify_listener(None, None) is None and classify_listener(b"", None) is None  # closed: cannot tell
+
+
+def test_a_warning_of_a_step_librdkafka_retries_itself_is_info_and_other_warnings_stay(caplog):
+    from kafka_ferry.kafka.client_log import librdkafka_logger
+
+    logger = librdkafka_logger()
+    getpid = ("GETPID", "rdkafka#producer-3", "[thrd:main]: Failed to acquire idempotence PID from broker "
+              "127.0.0.1:29092/1: Broker: Coordinator load in progress: retrying")
+    with caplog.at_level(logging.WARNING, logger=logger.name):
+        logger.warning("%s [%s] %s", *getpid)
+        logger.warning("%s [%s] %s", "FAIL", "rdkafka#producer-3", "[thrd:main]: Connect failed: Connection refused")
+    assert [(r.levelname, r.getMessage().split(" ")[0]) for r in caplog.records] == [("WARNING", "FAIL")]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger=logger.name):
+        logger.warning("%s [%s] %s", *getpid[:2], getpid[2].replace("PID", "PID again"))
+    assert [(r.levelname, r.getMessage().split(" ")[0]) for r in caplog.records] == [("INFO", "GETPID")]

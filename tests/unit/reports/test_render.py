@@ -99,6 +99,9 @@ def test_the_overview_lists_each_migration_with_a_link_to_its_last_run():
     assert html.index("billing") < html.index("orders")  # by tenant, then name
     assert '<a href="/kafka-ferry/runs/kafka_ferry__orders/manual__a%2Bb">manual__a+b</a>' in html
     assert '<td class="l ok">yes</td>' in html and '<td class="l ">no</td>' in html
+    # the lag the last batch left, said as such and with its time: not the lag now
+    assert "<th class=\"l\">lag after the last batch</th>" in html and "current lag" not in html
+    assert '<td>0 <span class="muted">at 2026-11-18 11:06:40 UTC</span></td>' in html
     assert "no migration has reported yet" in overview_page([])
 
 

@@ -1,0 +1,93 @@
+"""The ETA counted in batches (`core.backlog_eta.batch_eta`, `batch_cost`, `counted_eta`): per-partition caps,
+the window, the fixed cost per batch and the producers, which a rate alone ignores ("lag 0 in 1 s" while each
+batch of 400 records per partition took 65-90 s)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafka_ferry.core.backlog_eta import RunPoint, batch_cost, batch_eta, estimate
+
+
+def test_the_issue_case_counts_capped_batches_and_their_fixed_cost():
+    # 19 partitions, 5,519 records left (about 290 each), 400 per partition per batch, 70 s per batch mostly fixed
+    lags = [290] * 18 + [299]
+    counted = batch_eta(lags, records_per_s=2_000.0, fixed_s=65.0, cap_per_partition=400)
+    assert counted.batches == 1 and counted.seconds == pytest.approx(65.0 + sum(lags) / 2_000.0)
+    # 1,000 in one partition: three batches of at most 400, each paying its 65 s
+    counted = batch_eta([1_000, 10], records_per_s=2_000.0, fixed_s=65.0, cap_per_partition=400)
+    assert counted.batches == 3
+    assert counted.seconds == pytest.approx(3 * 65.0 + (410 + 400 + 200) / 2_000.0)
+
+
+def test_producers_between_batches_add_batches_and_a_schedule_spaces_them():
+    no_inflow = batch_eta([1_000], records_per_s=1_000.0, fixed_s=10.0, cap_per_partition=400)
+    with_inflow = batch_eta([1_000], records_per_s=1_000.0, fixed_s=10.0, cap_per_partition=400, inflow_per_s=5.0)
+    assert no_inflow.batches == 3 and with_inflow.batches == 3
+    assert with_inflow.seconds > no_inflow.seconds
+    scheduled = batch_eta([1_000], records_per_s=1_000.0, fixed_s=10.0, cap_per_partition=400, interval_s=300.0)
+    assert scheduled.seconds == pytest.approx(2 * 300.0 + 10.0 + 200 / 1_000.0)  # two cycles, then the last batch
+    never = batch_eta([1_000], records_per_s=1_000.0, fixed_s=10.0, cap_per_partition=400, inflow_per_s=41.0)
+    assert never.batches is None and "never catch up" in never.reason  # 41/s x ~10.4 s > 400 a batch
+    # the batch that copies all a partition holds at its start ends the count: what came in meanwhile is its lag
+    assert batch_eta([100], records_per_s=1_000.0, fixed_s=10.0, cap_per_partition=400, inflow_per_s=30.0).batches == 1
+
+
+def test_a_window_bounds_what_a_batch_copies_after_its_fixed_cost():
+    # 100 s window, 40 s fixed: 60 s of copying at 10 records/s = 600 records a batch, shared by the partitions
+    counted = batch_eta([900, 900], records_per_s=10.0, fixed_s=40.0, window_s=100.0)
+    assert counted.batches == 3
+    closed = batch_eta([900], records_per_s=10.0, fixed_s=40.0, window_s=30.0)
+    assert closed.batches is None and "no batch copies anything" in closed.reason
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 5_000), min_size=1, max_size=8), st.floats(1.0, 5_000.0), st.floats(0.0, 120.0),
+       st.integers(1, 2_000))
+def test_batches_are_at_least_the_largest_lag_over_the_cap_and_a_larger_cap_never_needs_more(
+        lags, rate, fixed, cap):
+    counted = batch_eta(lags, rate, fixed, cap_per_partition=cap)
+    if sum(lags) == 0:
+        assert counted.batches == 0 and counted.seconds == 0
+        return
+    assert counted.batches == max(math.ceil(lag / cap) for lag in lags)  # no producers: exactly this many
+    assert counted.seconds == pytest.approx(counted.batches * fixed + sum(lags) / rate)
+    assert batch_eta(lags, rate, fixed, cap_per_partition=cap * 2).batches <= counted.batches
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 5_000), min_size=1, max_size=8), st.floats(1.0, 1_000.0), st.floats(0.0, 60.0),
+       st.integers(1, 2_000), st.floats(0.0, 5.0))
+def test_producers_never_shorten_the_eta(lags, rate, fixed, cap, inflow):
+    alone = batch_eta(lags, rate, fixed, cap_per_partition=cap)
+    busy = batch_eta(lags, rate, fixed, cap_per_partition=cap, inflow_per_s=inflow)
+    if busy.seconds is not None:
+        assert busy.seconds >= alone.seconds - 1e-6 and busy.batches >= alone.batches
+
+
+def _point(i, records, duration, stop="caught_up"):
+    return RunPoint(f"b{i}", i * 100_000, duration, records, records * 100, records, 0, stop)
+
+
+def test_the_fixed_cost_is_fitted_from_batches_of_different_sizes_and_taken_whole_from_batches_of_one():
+    cost = batch_cost([_point(1, 1_000, 70.0), _point(2, 3_000, 90.0), _point(3, 5_000, 110.0)])
+    assert cost.fixed_s == pytest.approx(60.0) and cost.records_per_s == pytest.approx(100.0)
+    same = batch_cost([_point(1, 7_600, 65.0), _point(2, 7_600, 90.0)])
+    assert same.fixed_s == pytest.approx(77.5) and math.isinf(same.records_per_s)
+    assert batch_cost([]) is None and batch_cost([_point(1, 0, 5.0)]) is None
+
+
+def test_the_estimate_puts_the_counted_eta_first_and_says_batches():
+    points = [_point(1, 7_600, 65.0, "limit"), _point(2, 7_600, 90.0, "limit")]
+    est = estimate(5_519, points, partition_lags=[290] * 18 + [299], cap_per_partition=400)
+    first = est.etas[0]
+    assert first.label.startswith("counting batches (at most 400 records per partition each, 1 min per batch, the "
+                                  "mean of 2 batches of about 7,600 records)")
+    assert first.batches == 1 and first.seconds == pytest.approx(77.5)
+    assert "lag 0 in 1 min, after 1 batch" in est.sentence
+    without = estimate(5_519, points)
+    assert not without.etas[0].label.startswith("counting batches")
