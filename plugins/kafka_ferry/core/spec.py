@@ -282,6 +282,37 @@ class TimeoutSettings(_Frozen):
     copy_seconds: int = Field(default=6 * 3600, ge=60, le=7 * 24 * 3600)
 
 
+def _checkpoint_location(value: str) -> str:
+    if not value or not value.isprintable() or len(value) > 4096:
+        raise ValueError("a checkpoint location is a non-empty path or URL of printable characters (4096 at most)")
+    scheme, sep, rest = value.partition("://")
+    if sep and ("@" in rest.split("/", 1)[0] or "?" in value or "#" in value):
+        raise ValueError("a checkpoint URL has no user part, query or fragment: credentials come from the work "
+                         "dir's Airflow connection, never the spec")
+    return value
+
+
+CheckpointLocation = Annotated[str, AfterValidator(_checkpoint_location)]
+
+
+class ConsumerSettings(_Frozen):
+    """Consumers that keep their position outside Kafka, handed over to the destination by the promotion."""
+
+    # Spark Structured Streaming checkpoint directories (local paths, or URLs read and written through the work
+    # dir's connection) the promotion rewrites after its final translation, so each query resumes on the destination
+    # exactly where it stopped on the source (translation.spark_checkpoint; docs/promotion.md). Stop the queries
+    # before promoting: a running query's checkpoint is refused, unchanged.
+    spark_checkpoints: tuple[CheckpointLocation, ...] = Field(default=(), max_length=1000)
+
+    @field_validator("spark_checkpoints")
+    @classmethod
+    def _unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        duplicates = sorted(n for n, count in Counter(v).items() if count > 1)
+        if duplicates:
+            raise ValueError(f"{duplicates[0]!r} is listed twice")
+        return v
+
+
 class MigrationSpec(_Frozen):
     name: str
     tenant: str = Field(min_length=1, max_length=100)
@@ -297,6 +328,7 @@ class MigrationSpec(_Frozen):
     promotion: PromotionSettings = Field(default_factory=PromotionSettings)
     state_topic: str | None = None
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
+    consumers: ConsumerSettings = Field(default_factory=ConsumerSettings)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
