@@ -451,3 +451,76 @@ def log_state(offset_names: Iterable[str], commit_names: Iterable[str]) -> LogSt
     offsets = [b for b in map(batch_id, offset_names) if b is not None]
     commits = [b for b in map(batch_id, commit_names) if b is not None]
     return LogState(max(offsets, default=None), max(commits, default=None))
+
+
+# ------------------------------------------------------------------------------------------- file sink metadata
+# A file sink keeps its own log of the files each batch wrote (``FileStreamSinkLog`` in ``<sink>/_spark_metadata``:
+# ``v1`` then one JSON line per file, every ``compactInterval``-th batch as ``<id>.compact`` holding the entries of
+# the batches since the previous compaction too). Readers of the sink walk it batch by batch and fail on a missing
+# one, so the batch the hand-over adds (it never runs) gets its entry: an empty one, or the compaction it is due.
+
+SINK_METADATA_DIR: Final = "_spark_metadata"
+COMPACT_SUFFIX: Final = ".compact"
+DEFAULT_SINK_COMPACT_INTERVAL: Final = 10  # spark.sql.streaming.fileSink.log.compactInterval
+EMPTY_SINK_ENTRY: Final = b"v1"
+
+
+def sink_batch(name: str) -> tuple[int, bool] | None:
+    """(batch id, is a compaction) of a sink metadata file name, or None for anything else."""
+    compact = name.endswith(COMPACT_SUFFIX)
+    number = batch_id(name.removesuffix(COMPACT_SUFFIX) if compact else name)
+    return None if number is None else (number, compact)
+
+
+def compact_interval(compactions: Iterable[int], default: int = DEFAULT_SINK_COMPACT_INTERVAL) -> int:
+    """The interval Spark uses for a sink log with these compaction batch ids: the default before any; the distance
+    of the latest two when there are two or more; with one (older ones deleted), one that divides the batch count up
+    to it: that count when it is at most the default, else the smallest divisor at or above the default that is at
+    most half the count (the count itself when there is none)."""
+    latest = sorted(compactions, reverse=True)
+    if not latest:
+        return default
+    if len(latest) >= 2:
+        return latest[0] - latest[1]
+    count = latest[0] + 1
+    if count <= default:
+        return count
+    if default < count // 2:
+        return next((i for i in range(default, count // 2 + 1) if count % i == 0), count)
+    return count
+
+
+def is_compaction(batch: int, interval: int) -> bool:
+    return (batch + 1) % interval == 0
+
+
+def sink_entries(data: bytes, where: str) -> list[str]:
+    """The entry lines of one sink metadata file (after its version line)."""
+    lines = _lines(data, where)
+    if not lines or lines == [""]:
+        raise CheckpointFormatError(f"{where}: empty (an incomplete sink log file)")
+    _version(lines[0], where, (1,))
+    return [line for line in lines[1:] if line]
+
+
+def sink_compaction(entries: Iterable[str]) -> bytes:
+    """A compaction file holding these entries, without files a ``delete`` entry removed."""
+    kept = list(entries)
+    deleted = set()
+    for line in kept:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("action") == "delete":
+            deleted.add(entry.get("path"))
+    lines = [line for line in kept if not deleted or _entry_path(line) not in deleted]
+    return "\n".join(["v1", *lines]).encode("utf-8")
+
+
+def _entry_path(line: str) -> Any:
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    return entry.get("path") if isinstance(entry, dict) else None

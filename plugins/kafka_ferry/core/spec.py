@@ -295,19 +295,29 @@ def _checkpoint_location(value: str) -> str:
 CheckpointLocation = Annotated[str, AfterValidator(_checkpoint_location)]
 
 
+class SparkCheckpoint(_Frozen):
+    """A Spark Structured Streaming query's checkpoint the promotion hands over (translation.spark_checkpoint)."""
+
+    # The checkpoint directory (`checkpointLocation`): a local path, or a URL read and written through the work dir's
+    # connection.
+    checkpoint: CheckpointLocation
+    # The query's file sink directory (`path` of a file sink), when it has one: its metadata log
+    # (`_spark_metadata`) gets the empty entry of the batch the hand-over adds, so readers of the sink see no gap.
+    file_sink: CheckpointLocation | None = None
+
+
 class ConsumerSettings(_Frozen):
     """Consumers that keep their position outside Kafka, handed over to the destination by the promotion."""
 
-    # Spark Structured Streaming checkpoint directories (local paths, or URLs read and written through the work
-    # dir's connection) the promotion rewrites after its final translation, so each query resumes on the destination
-    # exactly where it stopped on the source (translation.spark_checkpoint; docs/promotion.md). Stop the queries
+    # Spark Structured Streaming checkpoints the promotion rewrites after its final translation, so each query
+    # resumes on the destination exactly where it stopped on the source (docs/promotion.md). Stop the queries
     # before promoting: a running query's checkpoint is refused, unchanged.
-    spark_checkpoints: tuple[CheckpointLocation, ...] = Field(default=(), max_length=1000)
+    spark_checkpoints: tuple[SparkCheckpoint, ...] = Field(default=(), max_length=1000)
 
     @field_validator("spark_checkpoints")
     @classmethod
-    def _unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        duplicates = sorted(n for n, count in Counter(v).items() if count > 1)
+    def _unique(cls, v: tuple[SparkCheckpoint, ...]) -> tuple[SparkCheckpoint, ...]:
+        duplicates = sorted(n for n, count in Counter(c.checkpoint for c in v).items() if count > 1)
         if duplicates:
             raise ValueError(f"{duplicates[0]!r} is listed twice")
         return v

@@ -32,20 +32,28 @@ from pathlib import Path
 
 from kafka_ferry.core.spark_checkpoint import (
     COMMITS_DIR,
+    COMPACT_SUFFIX,
+    EMPTY_SINK_ENTRY,
     HANDOVER_SCHEMA_VERSION,
     OFFSETS_DIR,
+    SINK_METADATA_DIR,
     CheckpointFormatError,
     HandOverRefused,
     LogState,
     MappedPartition,
     RewritePlan,
+    compact_interval,
+    is_compaction,
     log_state,
     parse_commit,
     parse_offset_map,
     parse_offsets,
     plan_rewrite,
+    sink_batch,
+    sink_compaction,
+    sink_entries,
 )
-from kafka_ferry.storage.workdir import _URL, StoragePath, is_local, object_path, setting
+from kafka_ferry.storage.workdir import StoragePath, is_local, object_path, setting
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +68,10 @@ def marker_name(migration: str) -> str:
 def checkpoint_path(text: str) -> StoragePath:
     """A checkpoint location as given (CLI argument, spec entry): a local path, or a URL through the work dir's
     connection; a URL with a user part is refused by ``object_path`` without echoing it."""
-    match = _URL.fullmatch(text)
-    if match and match["scheme"].lower() == "file":
-        return Path("/" + match["rest"].lstrip("/"))
-    if match:
+    scheme, sep, rest = text.partition("://")
+    if sep and scheme.lower() == "file":
+        return Path("/" + rest.lstrip("/"))
+    if sep:
         _, conn_id = setting()
         return object_path(text.rstrip("/"), conn_id, origin="the Spark checkpoint location")
     return Path(text)
@@ -181,6 +189,60 @@ class Checkpoint:
         return bool(self.names(STATE_DIR))
 
 
+class FileSinkLog:
+    """A file sink's metadata log (``<sink>/_spark_metadata``): the entry of the batch the hand-over adds."""
+
+    def __init__(self, sink: StoragePath) -> None:
+        self.sink = sink
+        self.log = sink / SINK_METADATA_DIR
+
+    def batches(self) -> dict[int, str]:
+        if not self.log.exists():
+            raise HandOverRefused(f"{self.sink}: no {SINK_METADATA_DIR}/ folder: not the file sink of a streaming "
+                                  "query (is file_sink the query's output path?)")
+        if not is_local(self.log):
+            self.log.fs.invalidate_cache()
+        out = {}
+        for p in self.log.iterdir():
+            found = sink_batch(p.name)
+            if found:
+                out[found[0]] = p.name
+        return out
+
+    def check(self, batch: int) -> None:
+        """The sink's latest batch must be the checkpoint's committed one (the sink logs every batch it ran)."""
+        latest = max(self.batches(), default=None)
+        if latest != batch:
+            raise HandOverRefused(f"{self.sink}: the file sink's latest batch is {latest}, the checkpoint's committed "
+                                  f"batch {batch}: not this query's sink, or the query is running")
+
+    def entry(self, batch: int) -> tuple[str, bytes]:
+        """(file name, bytes) of the entry of ``batch``: empty, or the compaction it is due (Spark's interval)."""
+        names = self.batches()
+        compactions = [b for b, n in names.items() if n.endswith(COMPACT_SUFFIX)]
+        interval = compact_interval(compactions)
+        if not is_compaction(batch, interval):
+            return str(batch), EMPTY_SINK_ENTRY
+        entries: list[str] = []
+        for b in range(max(0, batch - interval), batch):
+            if b not in names:
+                raise HandOverRefused(f"{self.log}: batch {b} is missing: the sink's log cannot be compacted")
+            entries += sink_entries((self.log / names[b]).read_bytes(), f"{self.log}/{names[b]}")
+        return f"{batch}{COMPACT_SUFFIX}", sink_compaction(entries)
+
+    def add(self, batch: int) -> None:
+        if batch in self.batches():
+            return
+        name, data = self.entry(batch)
+        target = self.log / name
+        if is_local(target):
+            tmp = target.with_name(f".{name}.kafka-ferry.tmp")
+            tmp.write_bytes(data)
+            tmp.replace(target)
+        else:
+            target.write_bytes(data)
+
+
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -194,11 +256,14 @@ def _resume_with(plan: RewritePlan, query_bootstrap: str | None) -> dict:
 
 
 def rewrite_checkpoint(root: StoragePath, migration: str, mapped: Mapping[tuple[str, int], MappedPartition],
-                       dry_run: bool = False, query_bootstrap: str | None = None) -> HandOver:
+                       dry_run: bool = False, query_bootstrap: str | None = None,
+                       file_sink: StoragePath | None = None) -> HandOver:
     """Hand one checkpoint over (or, ``dry_run``, say how it would be, writing nothing). Raises ``HandOverRefused``
-    or ``CheckpointFormatError`` with the checkpoint unchanged."""
+    or ``CheckpointFormatError`` with the checkpoint unchanged. ``file_sink``: the query's file sink directory,
+    whose metadata log gets the new batch's entry."""
     where = str(root)
     ckpt = Checkpoint(root)
+    sink = FileSinkLog(file_sink) if file_sink is not None else None
     if not (root / OFFSETS_DIR).exists():
         raise HandOverRefused(f"{where}: no {OFFSETS_DIR}/ folder: not a Structured Streaming checkpoint")
     record = ckpt.read_marker(migration)
@@ -211,7 +276,7 @@ def rewrite_checkpoint(root: StoragePath, migration: str, mapped: Mapping[tuple[
         if dry_run:
             return HandOver(where, migration, "interrupted: a rewrite finishes it", batch=int(record["batch"]),
                             resume_with=record.get("resume_with") or {})
-        return _finish(ckpt, migration, record)
+        return _finish(ckpt, migration, record, sink)
     if ckpt.stateful():
         raise HandOverRefused(f"{where}: a stateful query (its {STATE_DIR}/ folder holds state): the state store has "
                               "no version for a batch that never ran, so a new batch cannot be added; hand it over "
@@ -221,6 +286,8 @@ def rewrite_checkpoint(root: StoragePath, migration: str, mapped: Mapping[tuple[
     offsets = parse_offsets(ckpt.read(OFFSETS_DIR, batch), f"{where}/{OFFSETS_DIR}/{batch}")
     commit_bytes = ckpt.read(COMMITS_DIR, batch)
     parse_commit(commit_bytes, f"{where}/{COMMITS_DIR}/{batch}")
+    if sink is not None:
+        sink.check(batch)
     plan = plan_rewrite(batch, offsets, mapped)
     if plan.refused:
         raise HandOverRefused(f"{where}: batch {batch} cannot be translated exactly, nothing was changed: "
@@ -237,18 +304,21 @@ def rewrite_checkpoint(root: StoragePath, migration: str, mapped: Mapping[tuple[
     new_bytes = plan.new_offsets(offsets).encode()
     record = {"schema_version": HANDOVER_SCHEMA_VERSION, "migration": migration, "status": WRITING,
               "from_batch": batch, "batch": batch + 1, "offsets_sha256": _digest(new_bytes),
-              "commit_sha256": _digest(commit_bytes), "resume_with": resume, "plan": plan.as_dict(),
+              "commit_sha256": _digest(commit_bytes), "resume_with": resume,
+              "file_sink": str(file_sink) if file_sink is not None else None, "plan": plan.as_dict(),
               "started_at_ms": int(time.time() * 1000)}
     ckpt.write_marker(migration, record)
     ckpt.create(OFFSETS_DIR, batch + 1, new_bytes)
     ckpt.create(COMMITS_DIR, batch + 1, commit_bytes)
+    if sink is not None:
+        sink.add(batch + 1)
     ckpt.write_marker(migration, {**record, "status": DONE, "finished_at_ms": int(time.time() * 1000)})
     for d in plan.decisions:
         log.info("checkpoint %s: %s", where, d.describe())
     return HandOver(where, migration, "written", plan, batch + 1, resume)
 
 
-def _finish(ckpt: Checkpoint, migration: str, record: dict) -> HandOver:
+def _finish(ckpt: Checkpoint, migration: str, record: dict, sink: FileSinkLog | None) -> HandOver:
     """A rewrite that stopped after writing its batch's offsets: finish exactly what it started, or refuse.
     (One stopped before that is simply run again: nothing of it is in the logs.)"""
     where, batch, source = str(ckpt.root), int(record["batch"]), int(record["from_batch"])
@@ -262,6 +332,8 @@ def _finish(ckpt: Checkpoint, migration: str, record: dict) -> HandOver:
                               "checkpoint before anything else (nothing was changed)")
     if not ckpt.exists(COMMITS_DIR, batch):
         ckpt.create(COMMITS_DIR, batch, ckpt.read(COMMITS_DIR, source))
+    if sink is not None:
+        sink.add(batch)
     done = {**record, "status": DONE, "finished_at_ms": int(time.time() * 1000)}
     ckpt.write_marker(migration, done)
     return HandOver(where, migration, "written", batch=batch, resume_with=record.get("resume_with") or {})
@@ -272,16 +344,17 @@ def offset_map_file(work_dir: StoragePath) -> StoragePath:
     return work_dir / "offset-map" / "offset-map.json"
 
 
-def hand_over(work_dir: StoragePath, migration: str, locations: list[str], dry_run: bool = False,
+def hand_over(work_dir: StoragePath, migration: str, locations: list[tuple[str, str | None]], dry_run: bool = False,
               query_bootstrap: str | None = None) -> list[HandOver]:
-    """Every checkpoint in ``locations`` through the migration's offset map; each is refused or written on its own
-    (a refused one is named in the HandOverRefused raised after the others ran, so one bad checkpoint does not keep
-    the others on the source)."""
+    """Every (checkpoint, file sink or None) in ``locations`` through the migration's offset map; each is refused or
+    written on its own (a refused one is named in the HandOverRefused raised after the others ran, so one bad
+    checkpoint does not keep the others on the source)."""
     mapped = load_offset_map(offset_map_file(work_dir))
     done, refused = [], []
-    for text in locations:
+    for text, sink in locations:
         try:
-            done.append(rewrite_checkpoint(checkpoint_path(text), migration, mapped, dry_run, query_bootstrap))
+            done.append(rewrite_checkpoint(checkpoint_path(text), migration, mapped, dry_run, query_bootstrap,
+                                           checkpoint_path(sink) if sink else None))
         except (HandOverRefused, CheckpointFormatError) as exc:
             log.error("checkpoint %s refused: %s", text, exc)
             refused.append(str(exc))

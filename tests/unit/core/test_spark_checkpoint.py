@@ -27,14 +27,19 @@ from kafka_ferry.core.spark_checkpoint import (
     OffsetSeqFile,
     SourceLine,
     batch_id,
+    compact_interval,
     decide_position,
     encode_kafka_offset,
+    is_compaction,
     log_state,
     parse_commit,
     parse_kafka_offset,
     parse_offset_map,
     parse_offsets,
     plan_rewrite,
+    sink_batch,
+    sink_compaction,
+    sink_entries,
 )
 from kafka_ferry.translation.offset_map import offset_map_document
 
@@ -199,3 +204,21 @@ class TestOffsetMapDocument:
                 assert d.downstream_offset == decide("g", u, "", copy).downstream_offset, d.describe()
             else:
                 assert d.refused, d.describe()
+
+
+class TestFileSinkLog:
+    @pytest.mark.parametrize("compactions, interval", [
+        ((), 10), ((9,), 10), ((4,), 5), ((19,), 20), ((29,), 10), ((23,), 12), ((10,), 11), ((11,), 12),
+        ((21,), 11), ((39,), 10), ((9, 19), 10), ((5, 11, 17), 6)])
+    def test_compact_interval_as_spark_derives_it(self, compactions, interval):
+        assert compact_interval(compactions) == interval
+
+    def test_names_and_compaction(self):
+        assert [sink_batch(n) for n in ("9.compact", "10", ".10.crc", "x.compact")] == [(9, True), (10, False),
+                                                                                       None, None]
+        assert is_compaction(9, 10) and not is_compaction(10, 10)
+        add = '{"path":"f1","action":"add"}'
+        assert sink_compaction([add, '{"path":"f2","action":"add"}', '{"path":"f2","action":"delete"}']) == \
+            f"v1\n{add}".encode()
+        assert sink_compaction([]) == b"v1"
+        assert sink_entries(b'v1\n{"path":"f1"}', "x") == ['{"path":"f1"}']
