@@ -45,6 +45,9 @@ def parser() -> argparse.ArgumentParser:
         if name in ("promote", "reset-promotion"):
             command.add_argument("--yes-i-mean", metavar="NAME",
                                  help="confirm without a prompt (scripts): the migration's name")
+    from kafka_ferry.cli.checkpoint import add_parser as add_checkpoint_parser
+
+    add_checkpoint_parser(commands)
     return top
 
 
@@ -61,6 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return commands.status(spec_path)
         if args.command == "acls":
             return commands.acls(spec_path)
+        if args.command == "checkpoint":
+            from kafka_ferry.cli.checkpoint import run as checkpoint
+
+            return checkpoint(spec_path, args)
         spec = commands.load(spec_path)
         if args.command == "reset-promotion":
             confirm(spec.name, args.yes_i_mean, "reset the promotion of")
