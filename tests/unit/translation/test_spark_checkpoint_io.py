@@ -156,3 +156,41 @@ def test_hand_over_reads_the_promotions_offset_map(tmp_path):
     assert snapshot(bad) == bad_before
     with pytest.raises(HandOverRefused, match="no offset map"):
         hand_over(tmp_path / "nowhere", "m", [(str(good), None)])
+
+
+def test_a_batch_appearing_while_the_rewrite_plans_is_refused_unchanged(tmp_path, monkeypatch):
+    """The query started again between reading the checkpoint and writing: nothing is written."""
+    import kafka_ferry.translation.spark_checkpoint as io
+
+    root = checkpoint(tmp_path / "ckpt", {0: '{"a":{"0":27}}'})
+    real = io.plan_rewrite
+
+    def spark_writes_meanwhile(*args):
+        plan = real(*args)
+        (root / "offsets" / "1").write_text(f'v1\n{META}\n{{"a":{{"0":30}}}}')
+        return plan
+
+    monkeypatch.setattr(io, "plan_rewrite", spark_writes_meanwhile)
+    before = snapshot(root)
+    with pytest.raises(HandOverRefused, match="a new batch appeared while the rewrite was planned"):
+        rewrite_checkpoint(root, "m", MAP)
+    after = snapshot(root)
+    assert after.pop("offsets/1") and after == before  # only Spark's file is new; no record, no commit
+
+
+def test_a_batch_file_written_between_the_check_and_the_create_is_never_overwritten(tmp_path, monkeypatch):
+    import kafka_ferry.translation.spark_checkpoint as io
+
+    root = checkpoint(tmp_path / "ckpt", {0: '{"a":{"0":27}}'})
+    real = io.Checkpoint.create
+
+    def race(self, folder, batch, data):
+        if folder == "offsets":
+            (root / "offsets" / str(batch)).write_bytes(b"spark's")
+        return real(self, folder, batch, data)
+
+    monkeypatch.setattr(io.Checkpoint, "create", race)
+    with pytest.raises(HandOverRefused, match="appeared while the rewrite ran"):
+        rewrite_checkpoint(root, "m", MAP)
+    assert (root / "offsets" / "1").read_bytes() == b"spark's"
+    assert not (root / "commits" / "1").exists()
