@@ -50,6 +50,7 @@ from kafka_ferry.core.trigger_form import (
 )
 from kafka_ferry.operators.promotion import PromoteMigrationOperator
 from kafka_ferry.operators.rollback import RollbackMigrationOperator
+from kafka_ferry.operators.spark_checkpoints import HandOverSparkCheckpointsOperator
 from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator, PromoteTopicsOperator
 from kafka_ferry.operators.translation import TranslateOffsetsOperator
 from kafka_ferry.sensors.promotion_sensors import (
@@ -210,7 +211,8 @@ def add_staged_promotion_tasks(dag: DAG, spec_path: str | Path, branch: BaseOper
 
 def add_promotion_tasks(dag: DAG, spec: MigrationSpec, spec_path: str | Path, branch: BaseOperator,
                         deferrable: bool = True) -> BaseOperator:
-    """Promote: quiesced + groups inactive -> final copy -> lag gate -> translate/commit -> synced gate -> finish."""
+    """Promote: quiesced + groups inactive -> final copy -> lag gate -> translate/commit -> synced gate -> finish
+    (and, with ``consumers.spark_checkpoints``, translate/commit -> hand over the Spark checkpoints -> finish)."""
     path, p = str(spec_path), spec.promotion
     # a sensor's try is bounded like any task, and never cut shorter than its own gate timeout
     gate = {"spec_path": path, "dag": dag, "deferrable": deferrable, "mode": "reschedule",
@@ -231,4 +233,7 @@ def add_promotion_tasks(dag: DAG, spec: MigrationSpec, spec_path: str | Path, br
                                       outlets=promotion_outlets(spec.name))
     branch >> [quiesced, inactive]
     [quiesced, inactive] >> final_copy >> lag >> translate_commit >> synced >> finish
+    if spec.consumers.spark_checkpoints:  # the listed Spark queries resume where the final translation put them
+        checkpoints = HandOverSparkCheckpointsOperator(task_id="hand_over_spark_checkpoints", spec_path=path, dag=dag)
+        translate_commit >> checkpoints >> finish
     return finish

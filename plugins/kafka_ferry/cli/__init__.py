@@ -76,6 +76,9 @@ def parser() -> argparse.ArgumentParser:
             command.add_argument("--give-up-rollback", action="store_true",
                                  help="reset even though the promotion could still be rolled back: the rollback "
                                       "is given up for good")
+    from kafka_ferry.cli.checkpoint import add_parser as add_checkpoint_parser
+
+    add_checkpoint_parser(commands)
     return top
 
 
@@ -103,6 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "json", False):
             from kafka_ferry.cli.as_json import run_json
 
+            if args.command == "dry-run":
+                write_own_stub(spec_path, dags_folder)
+
             return run_json(args.command, spec_path, dags_folder)
         if args.command == "check":  # every connection the spec names, one verdict each (cli.checks)
             from kafka_ferry.cli.checks import check
@@ -112,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return commands.status(spec_path)
         if args.command == "acls":
             return commands.acls(spec_path)
+        if args.command == "checkpoint":
+            from kafka_ferry.cli.checkpoint import run as checkpoint
+
+            return checkpoint(spec_path, args)
         spec = commands.load(spec_path)
         if args.command == "reset-promotion":
             confirm(spec.name, args.yes_i_mean, "reset the promotion of")

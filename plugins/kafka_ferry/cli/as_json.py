@@ -97,11 +97,12 @@ def _run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> tuple[
     from kafka_ferry.cli import migrate_db
     from kafka_ferry.cli.summary import task_results
     from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.core.spec_check import dag_file_name
 
     spec = load_spec(spec_path)
     with contextlib.redirect_stdout(sys.stderr):
         migrate_db()
-        stub = dags_folder / f"migration_{spec_path.stem.replace('-', '_')}.py"
+        stub = dags_folder / dag_file_name(spec_path.name)
         bag = DagBag(dag_folder=str(stub if stub.exists() else dags_folder))
         if bag.import_errors:
             return 1, None, {"dag_import_errors": bag.import_errors}

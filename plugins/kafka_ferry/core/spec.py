@@ -291,6 +291,47 @@ class TimeoutSettings(_Frozen):
 RESERVED_NAMES: dict[str, str] = {ARCHIVE_DIR: "the driver JVM's class-data archive and the Spark home mirrors"}
 
 
+def _checkpoint_location(value: str) -> str:
+    if not value or not value.isprintable() or len(value) > 4096:
+        raise ValueError("a checkpoint location is a non-empty path or URL of printable characters (4096 at most)")
+    scheme, sep, rest = value.partition("://")
+    if sep and ("@" in rest.split("/", 1)[0] or "?" in value or "#" in value):
+        raise ValueError("a checkpoint URL has no user part, query or fragment: credentials come from the work "
+                         "dir's Airflow connection, never the spec")
+    return value
+
+
+CheckpointLocation = Annotated[str, AfterValidator(_checkpoint_location)]
+
+
+class SparkCheckpoint(_Frozen):
+    """A Spark Structured Streaming query's checkpoint the promotion hands over (translation.spark_checkpoint)."""
+
+    # The checkpoint directory (`checkpointLocation`): a local path, or a URL read and written through the work dir's
+    # connection.
+    checkpoint: CheckpointLocation
+    # The query's file sink directory (`path` of a file sink), when it has one: its metadata log
+    # (`_spark_metadata`) gets the empty entry of the batch the hand-over adds, so readers of the sink see no gap.
+    file_sink: CheckpointLocation | None = None
+
+
+class ConsumerSettings(_Frozen):
+    """Consumers that keep their position outside Kafka, handed over to the destination by the promotion."""
+
+    # Spark Structured Streaming checkpoints the promotion rewrites after its final translation, so each query
+    # resumes on the destination exactly where it stopped on the source (docs/promotion.md). Stop the queries
+    # before promoting: a running query's checkpoint is refused, unchanged.
+    spark_checkpoints: tuple[SparkCheckpoint, ...] = Field(default=(), max_length=1000)
+
+    @field_validator("spark_checkpoints")
+    @classmethod
+    def _unique(cls, v: tuple[SparkCheckpoint, ...]) -> tuple[SparkCheckpoint, ...]:
+        duplicates = sorted(n for n, count in Counter(c.checkpoint for c in v).items() if count > 1)
+        if duplicates:
+            raise ValueError(f"{duplicates[0]!r} is listed twice")
+        return v
+
+
 class MigrationSpec(_Frozen):
     name: str
     tenant: str = Field(min_length=1, max_length=100)
@@ -306,6 +347,7 @@ class MigrationSpec(_Frozen):
     promotion: PromotionSettings = Field(default_factory=PromotionSettings)
     state_topic: str | None = None
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
+    consumers: ConsumerSettings = Field(default_factory=ConsumerSettings)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
