@@ -152,8 +152,11 @@ def test_the_copy_task_refuses_a_shared_archive_directory_before_submitting(tmp_
         "name": "m", "tenant": "t", "source": {"connection_id": "kf_p_source", "alias": "a"},
         "destination": {"connection_id": "kf_p_destination", "alias": "b"}, "topics": {"include": ["x"]},
         "copy": {"spark_connection_id": "kf_p_spark"}}))
-    summary = {"empty": False, "batch_id": "b1", "plan_path": str(tmp_path / "plan.json"),
-               "report_path": str(tmp_path / "report.json")}
+    # a batch id the planner makes, its files derived from the work dir (copy.plan.batch_files)
+    batch_id = "batch-" + "0" * 20
+    summary = {"empty": False, "batch_id": batch_id,
+               "plan_path": str(tmp_path / "work" / "m" / f"plan-{batch_id}.json"),
+               "report_path": str(tmp_path / "work" / "m" / f"report-{batch_id}.json")}
 
     class TI:
         def xcom_pull(self, task_ids):
