@@ -29,6 +29,7 @@ PG_PORT = int(os.environ.get("KFERRY_E2E_PG_PORT", "25532"))
 API_PORT = int(os.environ.get("KFERRY_E2E_API_PORT", "28280"))
 SERVICES = ("api-server", "scheduler", "dag-processor", "triggerer")
 USER, PASSWORD = "tenant-admin", "kferry-e2e-pw"
+FAB_AUTH_MANAGER = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
 
 
 def postgres_bin() -> Path:
@@ -41,7 +42,8 @@ def postgres_bin() -> Path:
 class AirflowStack:
     """PostgreSQL + the four Airflow services on loopback; a context manager that always stops what it started."""
 
-    def __init__(self, home: Path, dags_folder: Path, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, home: Path, dags_folder: Path, extra_env: dict[str, str] | None = None,
+                 auth: str = "simple") -> None:
         self.home, self.dags_folder = Path(home), Path(dags_folder)
         # Its own temp dir, not under home: the server runs as `postgres`, who may not enter the caller's dirs
         self.pg_data = Path(tempfile.mkdtemp(prefix="kferry-pg-")) / "data"
@@ -66,6 +68,11 @@ class AirflowStack:
                     "AIRFLOW__SCHEDULER__MIN_FILE_PROCESS_INTERVAL": "5",
                     "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
         self.env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
+        self.auth = auth
+        if auth == "fab":  # the FAB provider's auth manager: users and roles in the metadata DB, per-DAG permissions
+            for key in [k for k in self.env if k.startswith("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER")]:
+                del self.env[key]
+            self.env["AIRFLOW__CORE__AUTH_MANAGER"] = FAB_AUTH_MANAGER
 
     # --- lifecycle -----------------------------------------------------------------------------------
     def __enter__(self) -> AirflowStack:
@@ -84,6 +91,8 @@ class AirflowStack:
         (self.home / "passwords.json").write_text(json.dumps({USER: PASSWORD}))
         self._start_postgres()
         self._airflow("db", "migrate")
+        if self.auth == "fab":
+            self.add_user(USER, PASSWORD, "Admin")
         for service in SERVICES:
             self._spawn(service, [sys.executable, "-m", "airflow", service])
         self.wait(lambda: self._alive() and self._get("/api/v2/monitor/health"), 300, "the API server answers")
@@ -130,6 +139,20 @@ class AirflowStack:
         if done.returncode:
             raise RuntimeError(f"airflow {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
 
+    def airflow(self, *args: str, stdin: str | None = None) -> str:
+        """An ``airflow`` CLI command against this stack's database; its output (raises naming it on failure)."""
+        # a session of its own: no controlling terminal, so a password prompt reads stdin, never a person's tty
+        done = subprocess.run([sys.executable, "-m", "airflow", *args], env=self.env, capture_output=True,
+                              text=True, timeout=600, input=stdin, start_new_session=True)
+        if done.returncode:
+            raise RuntimeError(f"airflow {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        return done.stdout
+
+    def add_user(self, name: str, password: str, role: str) -> None:
+        """A FAB user with one role; the password goes on stdin (twice: the CLI asks again), never on argv."""
+        self.airflow("users", "create", "--username", name, "--role", role, "--firstname", name, "--lastname", "e2e",
+                     "--email", f"{name}@example.invalid", stdin=f"{password}\n{password}\n")
+
     def _spawn(self, name: str, cmd: list[str]) -> None:
         with open(self.home / f"{name}.log", "ab") as log:  # the child keeps its own copy of the descriptor
             self.procs[name] = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
@@ -140,8 +163,8 @@ class AirflowStack:
             self.home.glob("*.log")))
 
     # --- REST ----------------------------------------------------------------------------------------
-    def token(self) -> str:
-        return self.call("POST", "/auth/token", body={"username": USER, "password": PASSWORD})["access_token"]
+    def token(self, user: str = USER, password: str = PASSWORD) -> str:
+        return self.call("POST", "/auth/token", body={"username": user, "password": password})["access_token"]
 
     def call(self, method: str, path: str, token: str | None = None, body: dict | None = None) -> dict:
         data = None if body is None else json.dumps(body).encode()

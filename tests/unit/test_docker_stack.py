@@ -365,3 +365,23 @@ def test_spark_rpc_is_authenticated_and_encrypted_wherever_spark_runs_so_the_cop
     check_standalone_master(master, conf)  # accepted: what the copy task checks before submitting
     with pytest.raises(ValueError, match="spark.authenticate and spark.network.crypto.enabled"):
         check_standalone_master(master, {})  # and without the file it would be refused
+
+
+# --- a real auth manager (issue 36 case 9) --------------------------------------------------------------------
+def test_the_stack_uses_an_auth_manager_with_per_dag_roles_and_no_built_in_users(compose):
+    """SimpleAuthManager (dev-only, every user sees every DAG, admin:admin) is gone: the FAB provider's manager,
+    installed with the package, whose roles carry per-DAG permissions (tests/e2e/test_tenant_roles.py)."""
+    import importlib.util
+
+    from airflow_stack import FAB_AUTH_MANAGER  # what the e2e stack runs with auth="fab"
+
+    env = _services(compose)["airflow-api-server"]["environment"]
+    assert env["AIRFLOW__CORE__AUTH_MANAGER"] == FAB_AUTH_MANAGER
+    module, _, name = FAB_AUTH_MANAGER.rpartition(".")
+    spec = importlib.util.find_spec(module)  # installed (not imported here: its Flask app warns on import)
+    assert spec is not None and f"class {name}(" in Path(spec.origin).read_text()
+    assert not any(key.startswith("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER") for key in env)
+    pins = dict(line.split("==") for line in (REPO / "constraints.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    assert "apache-airflow-providers-fab" in pins and "apache-airflow-providers-fab" in (
+        REPO / "pyproject.toml").read_text()
