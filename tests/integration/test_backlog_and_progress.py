@@ -83,8 +83,12 @@ def test_each_batch_records_backlog_rate_and_eta(clusters, tmp_path, work_dir, c
     assert one["bytes_per_record"] == KEY + VALUE and one["bytes_estimated"] is True
     assert (one["backlog_bytes_before"], one["backlog_bytes_after"]) == (150 * 210, 90 * 210)
     assert two["copy_records_per_s"] > 0
-    measured = two["etas"][0]
+    counted, measured = two["etas"][0], two["etas"][1]
+    assert measured["label"].startswith("at the measured rate")
     assert measured["seconds"] > 0 and "lag 0 in" in measured["sentence"], measured
+    # first, the ETA counted in batches: 10 left per partition, at most 20 a batch: one more batch
+    assert counted["label"].startswith("counting batches (at most 20 records per partition each, ")
+    assert counted["batches"] == 1 and counted["seconds"] > 0, counted
     assert two["inflow_records_per_s"] == 0  # nothing was produced between the batches
     assert [h["backlog_after"] for h in two["history"]] == [90, 30]
 
@@ -204,6 +208,7 @@ def test_the_copy_task_writes_the_run_page_of_its_batch_while_it_runs(clusters, 
     assert html.count(f"<td class=\"l\">{topic}</td>") == 2  # both planned partitions, whatever they had copied
     assert report["records_copied"] == 40 and report["backlog"]["backlog_after"] == 0
     # a batch that caught up measures no copy rate (core/copy_rate.py: only batches a deadline or a limit stopped)
-    sentence = report["backlog"]["etas"][0]["sentence"]
-    assert sentence == "at the measured rate: lag is 0 (caught up)", sentence
+    sentences = [e["sentence"] for e in report["backlog"]["etas"]]
+    assert "at the measured rate: lag is 0 (caught up)" in sentences, sentences
+    assert sentences[0].startswith("counting batches (") and sentences[0].endswith(": lag is 0 (caught up)")
     assert report["backlog"]["copy_records_per_s"] is None

@@ -43,8 +43,8 @@ PROBE = textwrap.dedent("""
 def test_reports_need_a_login_and_are_served_to_a_user_with_dag_access(tmp_path):
     home, work = tmp_path / "airflow", tmp_path / "work"
     (home / "plugins").mkdir(parents=True)
-    # The entry point registers the plugin in an installed package; the plugins folder does it in a checkout.
-    (home / "plugins" / "kafka_ferry_plugin.py").write_text("from kafka_ferry.plugin import KafkaFerryPlugin\n")
+    # The package's `airflow.plugins` entry point registers the plugin (editable install too); a plugins-folder file
+    # importing it as well would register it twice ("already registered": a red import error on every page).
     (home / "passwords.json").write_text(json.dumps({"viewer": "s3cret"}))
     runs = work / "orders" / "runs"
     runs.mkdir(parents=True)

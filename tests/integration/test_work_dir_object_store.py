@@ -151,7 +151,6 @@ def test_catch_up_and_promotion_keep_the_work_dir_on_s3_and_the_ui_renders_it(cl
     # the API server: the same settings and connection, no volume shared with the "workers" above
     ui_home = tmp_path / "api-server"
     (ui_home / "plugins").mkdir(parents=True)
-    (ui_home / "plugins" / "kafka_ferry_plugin.py").write_text("from kafka_ferry.plugin import KafkaFerryPlugin\n")
     (ui_home / "passwords.json").write_text(json.dumps({"viewer": "s3cret"}))
     ui_env = {**os.environ, **s3_env, "AIRFLOW_HOME": str(ui_home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
               "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__PLUGINS_FOLDER": str(ui_home / "plugins"),

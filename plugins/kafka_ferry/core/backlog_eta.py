@@ -422,7 +422,7 @@ def counted_eta(partition_lags: Sequence[int], points: Sequence[RunPoint], cap_p
                         inflow_per_s=inflow_per_s or 0.0, window_s=window_s, interval_s=cycle_s)
     cap = f"at most {cap_per_partition:,} records per partition each, " if cap_per_partition else ""
     label = f"counting batches ({cap}{cost.reason})"
-    reason = counted.reason + ("" if inflow_per_s is not None else
+    reason = counted.reason + ("" if inflow_per_s is not None or counted.batches == 0 else
                                ", producers' rate not measured yet (needs two batches)")
     rate = None if math.isinf(cost.records_per_s) else cost.records_per_s
     return Eta(label, counted.seconds, rate, None, None, reason, None, counted.batches)
