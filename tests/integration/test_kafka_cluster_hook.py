@@ -37,6 +37,27 @@ def test_offsets_and_group_offsets_round_trip(clusters):
     assert info.member_count == 0 and not info.is_active
 
 
+def test_many_groups_are_read_together_as_each_alone(clusters):
+    """``groups_offsets``: one request per group, all sent before any is awaited, answering as the one-group read
+    does (a group that never committed has none; metadata kept); a missing topic has no partitions."""
+    from kafka_ferry.kafka import call_count
+
+    topic = clusters.create_topic("source", clusters.unique("hook-many"), 3)
+    hook = clusters.cluster("source")
+    assert hook.partitions_of([topic, clusters.unique("missing")]) == [(topic, 0), (topic, 1), (topic, 2)]
+    groups = [clusters.unique(f"hook-many-g{i}") for i in range(5)]
+    for i, group in enumerate(groups[:4]):
+        hook.alter_group_offsets(group, {(topic, q): i + q for q in range(i % 3 + 1)},
+                                 metadata={(topic, 0): f"m{i}"})
+    before = call_count.snapshot()
+    together = hook.groups_offsets_with_metadata(groups)
+    assert call_count.since(before) == {"admin.list_consumer_group_offsets": len(groups)}
+    assert together == {g: hook.group_offsets_with_metadata(g) for g in groups}
+    assert together[groups[2]] == {(topic, 0): (2, "m2"), (topic, 1): (3, ""), (topic, 2): (4, "")}
+    assert together[groups[4]] == {}
+    assert hook.groups_offsets(groups[:2]) == {groups[0]: {(topic, 0): 0}, groups[1]: {(topic, 0): 1, (topic, 1): 2}}
+
+
 def test_unreachable_cluster_error_names_connection_and_hides_secrets(monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_KF_TEST_DEAD", json.dumps({"conn_type": "kafka", "extra": {
         "bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",

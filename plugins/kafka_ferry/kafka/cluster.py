@@ -37,6 +37,7 @@ from confluent_kafka.admin import (
 
 from kafka_ferry.core.acl_plan import principal_of
 from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
+from kafka_ferry.kafka import call_count
 from kafka_ferry.kafka.bootstrap import PROBE_TIMEOUT_S, unreachable
 from kafka_ferry.kafka.client_log import librdkafka_logger
 from kafka_ferry.kafka.errors import ClusterUnreachableError, KafkaClusterError
@@ -46,6 +47,9 @@ TIMEOUT_S = 30.0
 SETTLE_S = 2.0
 # Every internal write (state, syncs, checkpoints, heartbeats) waits for all in-sync replicas.
 DURABLE_PRODUCER = {"acks": "all", "enable.idempotence": True, "linger.ms": 5}
+# Group offset reads in flight at once: the client takes one group per OffsetFetch request, so many groups are
+# many requests; sent together they cost about one round trip per coordinator, not one per group.
+GROUPS_IN_FLIGHT = 200
 
 
 class KafkaCluster(AdminWaits):
@@ -87,9 +91,11 @@ class KafkaCluster(AdminWaits):
 
     @cached_property
     def admin(self) -> AdminClient:
-        client = AdminClient({"error_cb": self._on_client_error, **self._client_settings()})
+        """The admin client, its requests counted (``kafka.call_count``)."""
+        client = call_count.Counted(AdminClient({"error_cb": self._on_client_error, **self._client_settings()}),
+                                    "admin", skip=call_count.ADMIN_LOCAL)
         _settle(client, min(SETTLE_S, self.request_timeout_s))
-        return client
+        return client  # type: ignore[return-value]
 
     def producer(self, **overrides: Any) -> Producer:
         if self._producers is None:
@@ -113,7 +119,9 @@ class KafkaCluster(AdminWaits):
 
     def consumer(self, **overrides: Any) -> Consumer:
         config = {"group.id": "kafka-ferry-reader", "enable.auto.commit": False, **overrides}
-        return Consumer({**self._client_settings(), **config})
+        call_count.record("consumer.create")
+        return call_count.Counted(Consumer({**self._client_settings(), **config}), "consumer",  # type: ignore[return-value]
+                                  skip=call_count.FETCH_LOOP)
 
     def _client_settings(self) -> dict[str, Any]:
         """The config plus librdkafka's log through Python logging, repeats dropped (kafka.client_log); a
@@ -166,8 +174,11 @@ class KafkaCluster(AdminWaits):
         }
 
     def partitions_of(self, topics: Iterable[str]) -> list[tuple[str, int]]:
-        """The existing (topic, partition) pairs of these topics, sorted (a missing topic has none)."""
-        return [(t, p) for t, info in sorted(self.describe_topics(topics).items()) for p in range(info.partitions)]
+        """The existing (topic, partition) pairs of these topics, sorted (a missing topic has none).
+
+        From one metadata request: the sensors ask this on every poke, and the configs ``describe_topics`` also
+        fetches (a DescribeTopics plus a DescribeConfigs) say nothing about partitions."""
+        return sorted(self.list_partitions(topics))
 
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]) -> bool:
         """Create a topic; returns False when it already exists (a retried run)."""
@@ -210,11 +221,18 @@ class KafkaCluster(AdminWaits):
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str | None]) -> None:
         """Set topic-level configs; a None value removes the topic's override (the broker default applies)."""
-        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v is not None
-                               else AlterConfigOpType.DELETE) for k, v in configs.items()]
-        resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
-        self._wait_all(self.admin.incremental_alter_configs([resource]), "alter configs of",
-                       lambda res: {"TOPIC": ("ALTER_CONFIGS", res.name)})
+        self.set_topics_configs({name: configs})
+
+    def set_topics_configs(self, configs: Mapping[str, Mapping[str, str | None]]) -> None:
+        """``set_topic_configs`` for many topics in one IncrementalAlterConfigs request (a promotion switches
+        every mirror's timestamp configs: one request, not one per topic)."""
+        resources = [ConfigResource(ResourceType.TOPIC, name, incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v is not None
+                        else AlterConfigOpType.DELETE) for k, v in topic_configs.items()])
+            for name, topic_configs in configs.items() if topic_configs]
+        if resources:
+            self._wait_all(self.admin.incremental_alter_configs(resources), "alter configs of",
+                           lambda res: {"TOPIC": ("ALTER_CONFIGS", res.name)})
 
     # --- offsets -------------------------------------------------------------------------------
     def list_offsets(self, partitions: Iterable[tuple[str, int]], which: str = "latest",
@@ -255,14 +273,35 @@ class KafkaCluster(AdminWaits):
         return {tp: offset for tp, (offset, _) in self.group_offsets_with_metadata(group_id).items()}
 
     def group_offsets_with_metadata(self, group_id: str) -> dict[tuple[str, int], tuple[int, str]]:
-        def call():
-            futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)],
-                                                             request_timeout=self.request_timeout_s)
-            return self._wait(futures[group_id], f"read offsets of group {group_id}",
-                              {"GROUP": ("DESCRIBE", group_id)})
+        return self.groups_offsets_with_metadata([group_id])[group_id]
 
-        return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
-                for tp in self._retrying(call).topic_partitions if tp.offset >= 0}
+    def groups_offsets(self, group_ids: Iterable[str]) -> dict[str, dict[tuple[str, int], int]]:
+        """Committed offsets of each group (partitions without a commit left out), read together."""
+        return {g: {tp: offset for tp, (offset, _) in offsets.items()}
+                for g, offsets in self.groups_offsets_with_metadata(group_ids).items()}
+
+    def groups_offsets_with_metadata(self, group_ids: Iterable[str]
+                                     ) -> dict[str, dict[tuple[str, int], tuple[int, str]]]:
+        """Committed (offset, metadata) of each group, every group's request in flight at once.
+
+        Why: a promotion, a translation and a sensor's poke read every migrated group; one request after another
+        costs a round trip per group (200 groups, 200 round trips). The client takes one group per request, so the
+        requests go out together (``GROUPS_IN_FLIGHT`` at a time) and are then awaited."""
+        group_ids = sorted(set(group_ids))
+        out: dict[str, dict[tuple[str, int], tuple[int, str]]] = {}
+        for i in range(0, len(group_ids), GROUPS_IN_FLIGHT):
+            chunk = group_ids[i:i + GROUPS_IN_FLIGHT]
+
+            def call(chunk=chunk):
+                futures = {g: self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
+                                                                     request_timeout=self.request_timeout_s)[g]
+                           for g in chunk}
+                return self._wait_all(futures, "read offsets of group", lambda g: {"GROUP": ("DESCRIBE", g)})
+
+            for group, result in self._retrying(call).items():
+                out[group] = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
+                              for tp in result.topic_partitions if tp.offset >= 0}
+        return out
 
     def alter_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int],
                             metadata: Mapping[tuple[str, int], str] | None = None) -> None:

@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kafka_ferry.core.cluster_model import GroupInfo
 from kafka_ferry.core.offset_decisions import OffsetDecision
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
@@ -44,7 +45,12 @@ def commit_translated_offsets(destination: KafkaCluster, decisions: Iterable[Off
     for d in decisions:
         if d.downstream_offset is not None:
             by_group[d.group].append(d)
-    outcomes = [_commit_group(destination, g, ds, allow_rewind) for g, ds in sorted(by_group.items())]
+    # Every group's members and offsets are read together (two rounds of requests, not two per group); a group's
+    # commit is still refused by the broker if a member joined since (alter_group_offsets fails, refused below).
+    infos = destination.describe_groups(by_group)
+    current = destination.groups_offsets(by_group)
+    outcomes = [_commit_group(destination, g, ds, allow_rewind, infos.get(g), current[g])
+                for g, ds in sorted(by_group.items())]
     refused = [o for o in outcomes if o.refused]
     if strict and refused:
         raise GroupCommitRefused("; ".join(f"group {o.group}: {o.refused}" for o in refused))
@@ -52,14 +58,12 @@ def commit_translated_offsets(destination: KafkaCluster, decisions: Iterable[Off
 
 
 def _commit_group(destination: KafkaCluster, group: str, decisions: list[OffsetDecision],
-                  allow_rewind: bool) -> GroupCommit:
+                  allow_rewind: bool, info: GroupInfo | None, current: dict[tuple[str, int], int]) -> GroupCommit:
     outcome = GroupCommit(group)
-    info = destination.describe_groups([group]).get(group)
     if info is not None and info.is_active:
         outcome.refused = f"{info.member_count} member(s), state {info.state}: commit only while the group is empty"
         log.warning("commit: group %s refused: %s", group, outcome.refused)
         return outcome
-    current = destination.group_offsets(group)
     offsets, metadata = {}, {}
     for d in decisions:
         tp, name = (d.destination_topic, d.partition), f"{d.destination_topic}:{d.partition}"

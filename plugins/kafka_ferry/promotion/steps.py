@@ -184,17 +184,18 @@ class PromotionRunner:
         """Set each mirror's timestamp configs for after promotion; setting them again is harmless (resume)."""
         plans = time_plan_records(self.store)
         now = int(time.time() * 1000)
-        switched, to_log_append_time = {}, 0
+        switched, to_log_append_time, configs = {}, 0, {}
         for topic in self._source_topics():
             if topic not in plans or plans[topic].get("status") == "switched":
                 continue
             plan = TopicTimePlan.from_record(plans[topic])
-            if plan.at_promotion:
-                self.destination.set_topic_configs(plan.destination_topic, plan.at_promotion)
+            configs[plan.destination_topic] = plan.at_promotion
             to_log_append_time += plan.at_promotion.get(TIMESTAMP_TYPE) == LOG_APPEND_TIME
             switched[topic] = {**plans[topic], "status": "switched", "switched_at_ms": now}
-            log.info("promotion %s: %s timestamp configs now %s", self.spec.name, plan.destination_topic,
-                     plan.at_promotion or "unchanged")
+        self.destination.set_topics_configs(configs)  # one request for every mirror, not one per topic
+        for destination_topic, at_promotion in configs.items():
+            log.info("promotion %s: %s timestamp configs now %s", self.spec.name, destination_topic,
+                     at_promotion or "unchanged")
         save_time_plan_records(self.store, switched)
         return {"topics": len(switched), "switched_to_log_append_time": to_log_append_time}
 
