@@ -195,6 +195,7 @@ def measure(tenant: Tenant, destination: str, args) -> dict:
     path = str(tenant.spec_path)
     tenant.create()
     tenant.produce(RECORDS, hot=HOT_RECORDS)
+    source_commits = tenant.commit_groups()
     phases = Phases()
 
     def catch_up(conn: str) -> dict:
@@ -214,7 +215,6 @@ def measure(tenant: Tenant, destination: str, args) -> dict:
                lambda: ProvisionMirrorGroupsOperator(task_id="provision_groups", spec_path=path).execute({}))
     phases.run("plan", lambda: PlanCopyBatchOperator(task_id="plan_copy", spec_path=path, dry_run=True).execute({}))
     catch_up(CONNECT_CONN if args.connect else SPARK_CONN)  # the seeded data: not timed
-    source_commits = tenant.commit_groups()
     if args.connect:
         tenant.produce(1, only_partition_0=True)
         phases.run("catch_up_connect", lambda: catch_up(CONNECT_CONN))

@@ -9,6 +9,7 @@ logged, returned in a message or shown by ``repr``.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from functools import cached_property
@@ -41,7 +42,9 @@ from kafka_ferry.kafka import call_count
 from kafka_ferry.kafka.bootstrap import PROBE_TIMEOUT_S, unreachable
 from kafka_ferry.kafka.client_log import librdkafka_logger
 from kafka_ferry.kafka.errors import ClusterUnreachableError, KafkaClusterError
-from kafka_ferry.kafka.waiting import AdminWaits
+from kafka_ferry.kafka.waiting import RETRIABLE_CODES, RETRY_DELAYS_S, AdminWaits
+
+log = logging.getLogger(__name__)
 
 TIMEOUT_S = 30.0
 SETTLE_S = 2.0
@@ -306,9 +309,7 @@ class KafkaCluster(AdminWaits):
     def alter_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int],
                             metadata: Mapping[tuple[str, int], str] | None = None) -> None:
         """Commit offsets for a group; the broker refuses this while the group has members."""
-        metadata = metadata or {}
-        tps = [TopicPartition(t, p, o, metadata=metadata[(t, p)]) if metadata.get((t, p)) else TopicPartition(t, p, o)
-               for (t, p), o in sorted(offsets.items())]
+        tps = _offset_partitions(offsets, metadata or {})
         operation = f"commit offsets of group {group_id}"
         needs = {"GROUP": ("READ", group_id)}
 
@@ -322,6 +323,43 @@ class KafkaCluster(AdminWaits):
                                            acl={**needs, "TOPIC": ("DESCRIBE", failed[0].topic)})
 
         self._retrying(call)
+
+    def alter_groups_offsets(self, commits: Mapping[str, tuple[Mapping[tuple[str, int], int],
+                                                                Mapping[tuple[str, int], str] | None]]
+                             ) -> dict[str, KafkaClusterError | None]:
+        """``alter_group_offsets`` for many groups, every group's request in flight at once; per group None
+        (committed) or the error that refused it. Transient coordinator errors are retried for those groups only.
+
+        Why: a promotion commits every migrated group; one request after another costs a round trip per group.
+        The client takes one group per request, so they go out together and are then awaited."""
+        pending, outcome = dict(commits), {}
+        for delay in (*RETRY_DELAYS_S, None):
+            futures = {}
+            for group, (offsets, metadata) in pending.items():
+                tps = _offset_partitions(offsets, metadata or {})
+                futures[group] = self.admin.alter_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self.request_timeout_s)[group]
+            retry = {}
+            for group, future in futures.items():
+                operation, needs = f"commit offsets of group {group}", {"GROUP": ("READ", group)}
+                try:
+                    failed = [tp for tp in self._wait(future, operation, needs).topic_partitions
+                              if tp.error is not None]
+                    if failed:
+                        raise KafkaClusterError.on(self, operation, failed[0].error,
+                                                   acl={**needs, "TOPIC": ("DESCRIBE", failed[0].topic)})
+                    outcome[group] = None
+                except KafkaClusterError as exc:
+                    if delay is not None and exc.code in RETRIABLE_CODES:
+                        retry[group] = pending[group]
+                    else:
+                        outcome[group] = exc
+            if not retry:
+                break
+            log.info("transient Kafka error committing %d group(s), retrying in %.1f s", len(retry), delay)
+            time.sleep(delay)
+            pending = retry
+        return outcome
 
     # --- writes --------------------------------------------------------------------------------
     def produce_and_wait(self, topic: str, records: Iterable[tuple[bytes, bytes | None]], *,
@@ -352,6 +390,12 @@ class KafkaCluster(AdminWaits):
             error = errors[0] if errors else KafkaError(KafkaError._TIMED_OUT, f"{remaining} {what} unsent")
             raise KafkaClusterError.on(self, f"write {what} to {topic}", error, acl={"TOPIC": ("WRITE", topic)})
         return len(records)
+
+
+def _offset_partitions(offsets: Mapping[tuple[str, int], int],
+                       metadata: Mapping[tuple[str, int], str]) -> list[TopicPartition]:
+    return [TopicPartition(t, p, o, metadata=metadata[(t, p)]) if metadata.get((t, p)) else TopicPartition(t, p, o)
+            for (t, p), o in sorted(offsets.items())]
 
 
 def _settle(client: AdminClient, timeout_s: float) -> None:
