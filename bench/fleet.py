@@ -246,11 +246,21 @@ def measure(tenant: Tenant, destination: str, args) -> dict:
         from kafka_ferry.copy.packaging import build_package_zip
 
         final_copy = spark_connect_final_copy(spark_connect.URL, build_package_zip(Path(tempfile.mkdtemp())))
-    report = phases.run("promotion", lambda: PromotionRunner(spec, source, dest, store,
-                                                             final_copy=final_copy).run())
+    from kafka_ferry.kafka import call_count
+
+    step_calls, mark = {}, [call_count.snapshot()]
+
+    def after_step(step: str) -> None:  # each step's own calls (the first one's include the runner's start)
+        step_calls[step], mark[0] = call_count.since(mark[0]), call_count.snapshot()
+
+    report = phases.run("promotion", lambda: PromotionRunner(spec, source, dest, store, final_copy=final_copy,
+                                                             after_step=after_step).run())
     if report["status"] != "promoted":
         raise RuntimeError(f"promotion status {report['status']}")
-    phases.rows["promotion"]["steps_s"] = {k: v.get("duration_s") for k, v in report["this_run"].items()}
+    for step, timing in report["this_run"].items():
+        calls = step_calls.get(step, {})
+        phases.rows[f"  promotion.{step}"] = {"seconds": timing.get("duration_s") or 0.0,
+                                              "calls": sum(calls.values()), "by_call": calls}
     phases.run("sensor_offsets_synced", lambda: readiness.check_group_offsets_synced(dest, store))
 
     after = committed(destination, tenant.groups)

@@ -60,6 +60,24 @@ def test_many_groups_are_read_together_as_each_alone(clusters):
     assert hook.groups_offsets(groups[:2]) == {groups[0]: {(topic, 0): 0}, groups[1]: {(topic, 0): 1, (topic, 1): 2}}
 
 
+def test_many_topics_are_created_in_one_request_an_existing_one_reported_not_recreated(clusters):
+    from kafka_ferry.kafka import call_count
+
+    existing = clusters.create_topic("destination", clusters.unique("hook-exists"), 1)
+    new = [clusters.unique(f"hook-new{i}") for i in range(3)]
+    hook = clusters.cluster("destination")
+    hook.list_topic_names()  # the admin client exists before the count
+    before = call_count.snapshot()
+    created = hook.create_topics([(n, 2, 1, {"cleanup.policy": "compact"}) for n in new]
+                                 + [(existing, 1, 1, {})])
+    assert created == {**{n: True for n in new}, existing: False}
+    assert call_count.since(before).get("admin.create_topics") == 1
+    described = hook.describe_topics(new)
+    assert {n: (i.partitions, i.configs["cleanup.policy"]) for n, i in described.items()} == \
+        {n: (2, "compact") for n in new}
+    assert hook.list_offsets([(n, q) for n in new for q in range(2)]) == {(n, q): 0 for n in new for q in range(2)}
+
+
 def test_unreachable_cluster_error_names_connection_and_hides_secrets(monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_KF_TEST_DEAD", json.dumps({"conn_type": "kafka", "extra": {
         "bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
