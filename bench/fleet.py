@@ -261,6 +261,12 @@ def measure(tenant: Tenant, destination: str, args) -> dict:
         calls = step_calls.get(step, {})
         phases.rows[f"  promotion.{step}"] = {"seconds": timing.get("duration_s") or 0.0,
                                               "calls": sum(calls.values()), "by_call": calls}
+    total = phases.rows["promotion"]
+    steps_s = sum(r["seconds"] for k, r in phases.rows.items() if k.startswith("  promotion."))
+    rest = {k: v - sum(c.get(k, 0) for c in step_calls.values()) for k, v in total["by_call"].items()}
+    rest = {k: v for k, v in rest.items() if v}
+    phases.rows["  promotion.report_rollback_plan"] = {"seconds": round(max(0.0, total["seconds"] - steps_s), 3),
+                                                       "calls": sum(rest.values()), "by_call": rest}
     phases.run("sensor_offsets_synced", lambda: readiness.check_group_offsets_synced(dest, store))
 
     after = committed(destination, tenant.groups)
