@@ -77,6 +77,12 @@ def test_many_topics_are_created_in_one_request_an_existing_one_reported_not_rec
         {n: (2, "compact") for n in new}
     assert hook.list_offsets([(n, q) for n in new for q in range(2)]) == {(n, q): 0 for n in new for q in range(2)}
 
+    from kafka_ferry.kafka.acls import authorized_operations
+
+    before = call_count.snapshot()
+    assert set(authorized_operations(hook, "TOPIC", [*new, clusters.unique("missing")])) == set(new)
+    assert call_count.since(before) == {"admin.list_topics": 1, "admin.describe_topics": 1}  # not one per topic
+
 
 def test_unreachable_cluster_error_names_connection_and_hides_secrets(monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_KF_TEST_DEAD", json.dumps({"conn_type": "kafka", "extra": {
