@@ -24,7 +24,7 @@ from scenarios import provision, provision_groups, seed_plain, write_spec
 
 from kafka_ferry.core.spec import load_spec
 
-pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.long]  # ~3 min on a busy 2-core VM
+pytestmark = [pytest.mark.integration, pytest.mark.airflow]
 
 TOPICS, PARTITIONS, GROUPS, PER_PARTITION = 50, 4, 50, 5
 
