@@ -14,7 +14,9 @@ pytestmark = pytest.mark.integration
 
 
 def test_offsets_and_group_offsets_round_trip(clusters):
-    topic = clusters.create_topic("source", clusters.unique("hook"), 2)
+    # Kept forever: the records' 1970 timestamps are past the broker's 7-day retention, whose check (every second
+    # on the test bed) deleted them under the test at times (earliest offset 3 = the end).
+    topic = clusters.create_topic("source", clusters.unique("hook"), 2, config={"retention.ms": "-1"})
     producer = clusters.producer("source")
     for i in range(7):
         producer.produce(topic, value=str(i).encode(), partition=i % 2, timestamp=1_000_000 + i * 1000)
@@ -35,6 +37,51 @@ def test_offsets_and_group_offsets_round_trip(clusters):
     assert group in hook.list_group_ids()
     info = hook.describe_groups([group])[group]
     assert info.member_count == 0 and not info.is_active
+
+
+def test_many_groups_are_read_together_as_each_alone(clusters):
+    """``groups_offsets``: one request per group, all sent before any is awaited, answering as the one-group read
+    does (a group that never committed has none; metadata kept); a missing topic has no partitions."""
+    from kafka_ferry.kafka import call_count
+
+    topic = clusters.create_topic("source", clusters.unique("hook-many"), 3)
+    hook = clusters.cluster("source")
+    assert hook.partitions_of([topic, clusters.unique("missing")]) == [(topic, 0), (topic, 1), (topic, 2)]
+    groups = [clusters.unique(f"hook-many-g{i}") for i in range(5)]
+    for i, group in enumerate(groups[:4]):
+        hook.alter_group_offsets(group, {(topic, q): i + q for q in range(i % 3 + 1)},
+                                 metadata={(topic, 0): f"m{i}"})
+    before = call_count.snapshot()
+    together = hook.groups_offsets_with_metadata(groups)
+    assert call_count.since(before) == {"admin.list_consumer_group_offsets": len(groups)}
+    assert together == {g: hook.group_offsets_with_metadata(g) for g in groups}
+    assert together[groups[2]] == {(topic, 0): (2, "m2"), (topic, 1): (3, ""), (topic, 2): (4, "")}
+    assert together[groups[4]] == {}
+    assert hook.groups_offsets(groups[:2]) == {groups[0]: {(topic, 0): 0}, groups[1]: {(topic, 0): 1, (topic, 1): 2}}
+
+
+def test_many_topics_are_created_in_one_request_an_existing_one_reported_not_recreated(clusters):
+    from kafka_ferry.kafka import call_count
+
+    existing = clusters.create_topic("destination", clusters.unique("hook-exists"), 1)
+    new = [clusters.unique(f"hook-new{i}") for i in range(3)]
+    hook = clusters.cluster("destination")
+    hook.list_topic_names()  # the admin client exists before the count
+    before = call_count.snapshot()
+    created = hook.create_topics([(n, 2, 1, {"cleanup.policy": "compact"}) for n in new]
+                                 + [(existing, 1, 1, {})])
+    assert created == {**{n: True for n in new}, existing: False}
+    assert call_count.since(before).get("admin.create_topics") == 1
+    described = hook.describe_topics(new)
+    assert {n: (i.partitions, i.configs["cleanup.policy"]) for n, i in described.items()} == \
+        {n: (2, "compact") for n in new}
+    assert hook.list_offsets([(n, q) for n in new for q in range(2)]) == {(n, q): 0 for n in new for q in range(2)}
+
+    from kafka_ferry.kafka.acls import authorized_operations
+
+    before = call_count.snapshot()
+    assert set(authorized_operations(hook, "TOPIC", [*new, clusters.unique("missing")])) == set(new)
+    assert call_count.since(before) == {"admin.list_topics": 1, "admin.describe_topics": 1}  # not one per topic
 
 
 def test_unreachable_cluster_error_names_connection_and_hides_secrets(monkeypatch):

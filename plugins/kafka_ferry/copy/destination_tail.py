@@ -20,15 +20,16 @@ READ_TIMEOUT_S = 120.0
 
 
 def copied_pairs(destination, topic: str, partition: int, after_offset: int | None,
-                 source_cluster_id: str) -> list[tuple[int, int]]:
+                 source_cluster_id: str, end: int | None = None) -> list[tuple[int, int]]:
     """(upstream, downstream) offsets of records from ``source_cluster_id`` after ``after_offset``, in order.
 
     ``after_offset`` is the last downstream offset progress covers (None: read the whole partition).
-    Reads to the high watermark uncommitted: the copy's producer is not transactional, and another
+    Reads to the high watermark (``end`` when given) uncommitted: the copy's producer is not transactional, and another
     producer's open transaction must not stall the resume.
     """
     tp = (topic, partition)
-    end = destination.list_offsets([tp], "latest", read_committed=False)[tp]
+    if end is None:  # ``end``: the high watermark, when the caller read many partitions' together
+        end = destination.list_offsets([tp], "latest", read_committed=False)[tp]
     start = 0 if after_offset is None else after_offset + 1
     if start >= end:  # the common case, nothing past progress: skip the log-start lookup
         return []

@@ -108,7 +108,8 @@ def authorized_operations(cluster, resource_type: str, names: Iterable[str]) -> 
     if not names:
         return {}
     if resource_type == "TOPIC":
-        names = [n for n in names if n in set(cluster.list_topic_names())]
+        existing = set(cluster.list_topic_names())  # once: inside the filter it was a metadata request per name
+        names = [n for n in names if n in existing]
         futures = cluster.admin.describe_topics(TopicCollection(names), request_timeout=TIMEOUT_S,
                                                 include_authorized_operations=True) if names else {}
     else:

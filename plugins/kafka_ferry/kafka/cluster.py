@@ -9,6 +9,7 @@ logged, returned in a message or shown by ``repr``.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from functools import cached_property
@@ -37,15 +38,21 @@ from confluent_kafka.admin import (
 
 from kafka_ferry.core.acl_plan import principal_of
 from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
+from kafka_ferry.kafka import call_count
 from kafka_ferry.kafka.bootstrap import PROBE_TIMEOUT_S, listener_speaks, parse_addresses, unreachable
 from kafka_ferry.kafka.client_log import librdkafka_logger
 from kafka_ferry.kafka.errors import ClusterUnreachableError, KafkaClusterError, ListenerProtocolError
-from kafka_ferry.kafka.waiting import AdminWaits
+from kafka_ferry.kafka.waiting import RETRIABLE_CODES, RETRY_DELAYS_S, AdminWaits
+
+log = logging.getLogger(__name__)
 
 TIMEOUT_S = 30.0
 SETTLE_S = 2.0
 # Every internal write (state, syncs, checkpoints, heartbeats) waits for all in-sync replicas.
 DURABLE_PRODUCER = {"acks": "all", "enable.idempotence": True, "linger.ms": 5}
+# Group offset reads in flight at once: the client takes one group per OffsetFetch request, so many groups are
+# many requests; sent together they cost about one round trip per coordinator, not one per group.
+GROUPS_IN_FLIGHT = 200
 
 
 class KafkaCluster(AdminWaits):
@@ -87,9 +94,11 @@ class KafkaCluster(AdminWaits):
 
     @cached_property
     def admin(self) -> AdminClient:
-        client = AdminClient({"error_cb": self._on_client_error, **self._client_settings()})
+        """The admin client, its requests counted (``kafka.call_count``)."""
+        client = call_count.Counted(AdminClient({"error_cb": self._on_client_error, **self._client_settings()}),
+                                    "admin", skip=call_count.ADMIN_LOCAL)
         _settle(client, min(SETTLE_S, self.request_timeout_s))
-        return client
+        return client  # type: ignore[return-value]
 
     def producer(self, **overrides: Any) -> Producer:
         if self._producers is None:
@@ -113,7 +122,9 @@ class KafkaCluster(AdminWaits):
 
     def consumer(self, **overrides: Any) -> Consumer:
         config = {"group.id": "kafka-ferry-reader", "enable.auto.commit": False, **overrides}
-        return Consumer({**self._client_settings(), **config})
+        call_count.record("consumer.create")
+        return call_count.Counted(Consumer({**self._client_settings(), **config}), "consumer",  # type: ignore[return-value]
+                                  skip=call_count.FETCH_LOOP)
 
     def _client_settings(self) -> dict[str, Any]:
         """The config plus librdkafka's log through Python logging, repeats dropped (kafka.client_log); a
@@ -172,8 +183,11 @@ class KafkaCluster(AdminWaits):
         }
 
     def partitions_of(self, topics: Iterable[str]) -> list[tuple[str, int]]:
-        """The existing (topic, partition) pairs of these topics, sorted (a missing topic has none)."""
-        return [(t, p) for t, info in sorted(self.describe_topics(topics).items()) for p in range(info.partitions)]
+        """The existing (topic, partition) pairs of these topics, sorted (a missing topic has none).
+
+        From one metadata request: the sensors ask this on every poke, and the configs ``describe_topics`` also
+        fetches (a DescribeTopics plus a DescribeConfigs) say nothing about partitions."""
+        return sorted(self.list_partitions(topics))
 
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]) -> bool:
         """Create a topic; returns False when it already exists (a retried run)."""
@@ -188,6 +202,48 @@ class KafkaCluster(AdminWaits):
                                        acl={"TOPIC": ("CREATE", name)}) from None
         self._await_leaders(name, partitions)
         return True
+
+    def create_topics(self, topics: Iterable[tuple[str, int, int, Mapping[str, str]]]) -> dict[str, bool]:
+        """``create_topic`` for many (name, partitions, replication factor, configs) in one CreateTopics request;
+        per name True (created) or False (it existed already: a retried run). Any other refusal raises, naming
+        its topic, after every answer is in (the others are created; running again creates none twice).
+
+        Why: provisioning a fleet created one topic per request and then waited for that topic's leaders (two
+        requests or more per topic); here one request, and one wait over the cluster's metadata for them all."""
+        new = [NewTopic(name, partitions, rf, config=dict(configs)) for name, partitions, rf, configs in topics]
+        if not new:
+            return {}
+        futures = self.admin.create_topics(new, request_timeout=self.request_timeout_s)
+        created, failure = {}, None
+        for topic in new:
+            try:
+                futures[topic.topic].result(timeout=self.request_timeout_s)
+                created[topic.topic] = True
+            except KafkaException as exc:
+                if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    created[topic.topic] = False
+                elif failure is None:
+                    failure = KafkaClusterError.on(self, f"create topic {topic.topic}", exc.args[0],
+                                                   acl={"TOPIC": ("CREATE", topic.topic)})
+        self._await_all_leaders({t.topic: t.num_partitions for t in new if created.get(t.topic)})
+        if failure is not None:
+            raise failure
+        return created
+
+    def _await_all_leaders(self, partitions: Mapping[str, int]) -> None:
+        """``_await_leaders`` for many topics at once, from the cluster's metadata (one request per look)."""
+        deadline = time.monotonic() + self.request_timeout_s
+        waiting = dict(partitions)
+        while waiting and time.monotonic() < deadline:
+            try:
+                listed = self.admin.list_topics(timeout=max(0.1, min(5.0, deadline - time.monotonic()))).topics
+            except KafkaException:
+                listed = {}
+            waiting = {name: count for name, count in waiting.items()
+                       if not (name in listed and listed[name].error is None and len(listed[name].partitions) == count
+                               and all(p.leader >= 0 for p in listed[name].partitions.values()))}
+            if waiting:
+                time.sleep(0.05)
 
     def _await_leaders(self, name: str, partitions: int) -> None:
         """Wait (bounded by the request timeout) until this client's metadata shows a leader for every partition
@@ -216,11 +272,18 @@ class KafkaCluster(AdminWaits):
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str | None]) -> None:
         """Set topic-level configs; a None value removes the topic's override (the broker default applies)."""
-        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v is not None
-                               else AlterConfigOpType.DELETE) for k, v in configs.items()]
-        resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
-        self._wait_all(self.admin.incremental_alter_configs([resource]), "alter configs of",
-                       lambda res: {"TOPIC": ("ALTER_CONFIGS", res.name)})
+        self.set_topics_configs({name: configs})
+
+    def set_topics_configs(self, configs: Mapping[str, Mapping[str, str | None]]) -> None:
+        """``set_topic_configs`` for many topics in one IncrementalAlterConfigs request (a promotion switches
+        every mirror's timestamp configs: one request, not one per topic)."""
+        resources = [ConfigResource(ResourceType.TOPIC, name, incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v is not None
+                        else AlterConfigOpType.DELETE) for k, v in topic_configs.items()])
+            for name, topic_configs in configs.items() if topic_configs]
+        if resources:
+            self._wait_all(self.admin.incremental_alter_configs(resources), "alter configs of",
+                           lambda res: {"TOPIC": ("ALTER_CONFIGS", res.name)})
 
     # --- offsets -------------------------------------------------------------------------------
     def list_offsets(self, partitions: Iterable[tuple[str, int]], which: str = "latest",
@@ -261,21 +324,40 @@ class KafkaCluster(AdminWaits):
         return {tp: offset for tp, (offset, _) in self.group_offsets_with_metadata(group_id).items()}
 
     def group_offsets_with_metadata(self, group_id: str) -> dict[tuple[str, int], tuple[int, str]]:
-        def call():
-            futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)],
-                                                             request_timeout=self.request_timeout_s)
-            return self._wait(futures[group_id], f"read offsets of group {group_id}",
-                              {"GROUP": ("DESCRIBE", group_id)})
+        return self.groups_offsets_with_metadata([group_id])[group_id]
 
-        return {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
-                for tp in self._retrying(call).topic_partitions if tp.offset >= 0}
+    def groups_offsets(self, group_ids: Iterable[str]) -> dict[str, dict[tuple[str, int], int]]:
+        """Committed offsets of each group (partitions without a commit left out), read together."""
+        return {g: {tp: offset for tp, (offset, _) in offsets.items()}
+                for g, offsets in self.groups_offsets_with_metadata(group_ids).items()}
+
+    def groups_offsets_with_metadata(self, group_ids: Iterable[str]
+                                     ) -> dict[str, dict[tuple[str, int], tuple[int, str]]]:
+        """Committed (offset, metadata) of each group, every group's request in flight at once.
+
+        Why: a promotion, a translation and a sensor's poke read every migrated group; one request after another
+        costs a round trip per group (200 groups, 200 round trips). The client takes one group per request, so the
+        requests go out together (``GROUPS_IN_FLIGHT`` at a time) and are then awaited."""
+        group_ids = sorted(set(group_ids))
+        out: dict[str, dict[tuple[str, int], tuple[int, str]]] = {}
+        for i in range(0, len(group_ids), GROUPS_IN_FLIGHT):
+            chunk = group_ids[i:i + GROUPS_IN_FLIGHT]
+
+            def call(chunk=chunk):
+                futures = {g: self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
+                                                                     request_timeout=self.request_timeout_s)[g]
+                           for g in chunk}
+                return self._wait_all(futures, "read offsets of group", lambda g: {"GROUP": ("DESCRIBE", g)})
+
+            for group, result in self._retrying(call).items():
+                out[group] = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
+                              for tp in result.topic_partitions if tp.offset >= 0}
+        return out
 
     def alter_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int],
                             metadata: Mapping[tuple[str, int], str] | None = None) -> None:
         """Commit offsets for a group; the broker refuses this while the group has members."""
-        metadata = metadata or {}
-        tps = [TopicPartition(t, p, o, metadata=metadata[(t, p)]) if metadata.get((t, p)) else TopicPartition(t, p, o)
-               for (t, p), o in sorted(offsets.items())]
+        tps = _offset_partitions(offsets, metadata or {})
         operation = f"commit offsets of group {group_id}"
         needs = {"GROUP": ("READ", group_id)}
 
@@ -289,6 +371,43 @@ class KafkaCluster(AdminWaits):
                                            acl={**needs, "TOPIC": ("DESCRIBE", failed[0].topic)})
 
         self._retrying(call)
+
+    def alter_groups_offsets(self, commits: Mapping[str, tuple[Mapping[tuple[str, int], int],
+                                                                Mapping[tuple[str, int], str] | None]]
+                             ) -> dict[str, KafkaClusterError | None]:
+        """``alter_group_offsets`` for many groups, every group's request in flight at once; per group None
+        (committed) or the error that refused it. Transient coordinator errors are retried for those groups only.
+
+        Why: a promotion commits every migrated group; one request after another costs a round trip per group.
+        The client takes one group per request, so they go out together and are then awaited."""
+        pending, outcome = dict(commits), {}
+        for delay in (*RETRY_DELAYS_S, None):
+            futures = {}
+            for group, (offsets, metadata) in pending.items():
+                tps = _offset_partitions(offsets, metadata or {})
+                futures[group] = self.admin.alter_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self.request_timeout_s)[group]
+            retry = {}
+            for group, future in futures.items():
+                operation, needs = f"commit offsets of group {group}", {"GROUP": ("READ", group)}
+                try:
+                    failed = [tp for tp in self._wait(future, operation, needs).topic_partitions
+                              if tp.error is not None]
+                    if failed:
+                        raise KafkaClusterError.on(self, operation, failed[0].error,
+                                                   acl={**needs, "TOPIC": ("DESCRIBE", failed[0].topic)})
+                    outcome[group] = None
+                except KafkaClusterError as exc:
+                    if delay is not None and exc.code in RETRIABLE_CODES:
+                        retry[group] = pending[group]
+                    else:
+                        outcome[group] = exc
+            if not retry:
+                break
+            log.info("transient Kafka error committing %d group(s), retrying in %.1f s", len(retry), delay)
+            time.sleep(delay)
+            pending = retry
+        return outcome
 
     # --- writes --------------------------------------------------------------------------------
     def produce_and_wait(self, topic: str, records: Iterable[tuple[bytes, bytes | None]], *,
@@ -319,6 +438,12 @@ class KafkaCluster(AdminWaits):
             error = errors[0] if errors else KafkaError(KafkaError._TIMED_OUT, f"{remaining} {what} unsent")
             raise KafkaClusterError.on(self, f"write {what} to {topic}", error, acl={"TOPIC": ("WRITE", topic)})
         return len(records)
+
+
+def _offset_partitions(offsets: Mapping[tuple[str, int], int],
+                       metadata: Mapping[tuple[str, int], str]) -> list[TopicPartition]:
+    return [TopicPartition(t, p, o, metadata=metadata[(t, p)]) if metadata.get((t, p)) else TopicPartition(t, p, o)
+            for (t, p), o in sorted(offsets.items())]
 
 
 def _settle(client: AdminClient, timeout_s: float) -> None:

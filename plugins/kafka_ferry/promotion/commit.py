@@ -13,9 +13,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kafka_ferry.core.cluster_model import GroupInfo
 from kafka_ferry.core.offset_decisions import OffsetDecision
 from kafka_ferry.kafka.cluster import KafkaCluster
-from kafka_ferry.kafka.errors import KafkaClusterError
 
 log = logging.getLogger(__name__)
 
@@ -44,22 +44,37 @@ def commit_translated_offsets(destination: KafkaCluster, decisions: Iterable[Off
     for d in decisions:
         if d.downstream_offset is not None:
             by_group[d.group].append(d)
-    outcomes = [_commit_group(destination, g, ds, allow_rewind) for g, ds in sorted(by_group.items())]
+    # Every group's members and offsets are read together (two rounds of requests, not two per group); a group's
+    # commit is still refused by the broker if a member joined since (alter_group_offsets fails, refused below).
+    infos = destination.describe_groups(by_group)
+    current = destination.groups_offsets(by_group)
+    planned = [_plan_group(g, ds, allow_rewind, infos.get(g), current[g]) for g, ds in sorted(by_group.items())]
+    errors = destination.alter_groups_offsets({o.group: (offsets, metadata) for o, offsets, metadata in planned
+                                               if offsets})  # every group's commit in flight at once
+    outcomes = []
+    for outcome, offsets, _ in planned:
+        error = errors.get(outcome.group)
+        if error is not None:
+            outcome.refused, outcome.committed = f"broker refused: {error}", {}
+            log.warning("commit: group %s refused: %s", outcome.group, outcome.refused)
+        elif offsets:
+            for name, offset in outcome.committed.items():
+                log.info("commit: group %s %s -> %d", outcome.group, name, offset)
+        outcomes.append(outcome)
     refused = [o for o in outcomes if o.refused]
     if strict and refused:
         raise GroupCommitRefused("; ".join(f"group {o.group}: {o.refused}" for o in refused))
     return outcomes
 
 
-def _commit_group(destination: KafkaCluster, group: str, decisions: list[OffsetDecision],
-                  allow_rewind: bool) -> GroupCommit:
+def _plan_group(group: str, decisions: list[OffsetDecision], allow_rewind: bool, info: GroupInfo | None,
+                current: dict[tuple[str, int], int]) -> tuple[GroupCommit, dict, dict]:
+    """What to commit to one group: (its outcome so far, offsets, metadata); nothing when it has members."""
     outcome = GroupCommit(group)
-    info = destination.describe_groups([group]).get(group)
     if info is not None and info.is_active:
         outcome.refused = f"{info.member_count} member(s), state {info.state}: commit only while the group is empty"
         log.warning("commit: group %s refused: %s", group, outcome.refused)
-        return outcome
-    current = destination.group_offsets(group)
+        return outcome, {}, {}
     offsets, metadata = {}, {}
     for d in decisions:
         tp, name = (d.destination_topic, d.partition), f"{d.destination_topic}:{d.partition}"
@@ -73,13 +88,4 @@ def _commit_group(destination: KafkaCluster, group: str, decisions: list[OffsetD
             outcome.committed[name] = d.downstream_offset
     for name, reason in outcome.skipped.items():
         log.info("commit: group %s %s skipped: %s", group, name, reason)
-    if offsets:
-        try:
-            destination.alter_group_offsets(group, offsets, metadata)
-        except KafkaClusterError as exc:
-            outcome.refused, outcome.committed = f"broker refused: {exc}", {}
-            log.warning("commit: group %s refused: %s", group, outcome.refused)
-            return outcome
-        for name, offset in outcome.committed.items():
-            log.info("commit: group %s %s -> %d", group, name, offset)
-    return outcome
+    return outcome, offsets, metadata

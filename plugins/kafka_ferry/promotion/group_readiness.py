@@ -28,8 +28,9 @@ def ready_groups(source, store: MigrationStateStore, quiet_ms: int, now_ms: int 
     seen = group_activity(store, state)
     members = {g: info.member_count for g, info in source.describe_groups(groups).items()}
     last_change, changed = {}, {}
+    committed = source.groups_offsets(groups)  # read together: one round of requests, not one per group
     for g in groups:
-        offsets = source.group_offsets(g)
+        offsets = committed[g]
         digest = hashlib.sha256(json.dumps(sorted((f"{t}:{p}", o) for (t, p), o in offsets.items()))
                                 .encode()).hexdigest()
         previous = seen.get(g)

@@ -81,9 +81,10 @@ def group_offset_mismatches(destination: KafkaCluster,
                             ) -> dict[str, str]:
     """Per group, the first partition whose committed destination offset differs from the translation."""
     out = {}
+    # one round of requests per poke, not one per group; or the offsets the caller read already
+    all_committed = committed_by_group if committed_by_group is not None else destination.groups_offsets(expected)
     for group, offsets in sorted(expected.items()):
-        committed = (committed_by_group[group] if committed_by_group is not None
-                     else destination.group_offsets(group))
+        committed = all_committed[group]
         for tp, want in sorted(offsets.items()):
             if committed.get(tp) != want:
                 out[group] = f"{tp[0]}-{tp[1]} committed {committed.get(tp)}, translation {want}"
@@ -99,7 +100,7 @@ def check_group_offsets_synced(destination, store: MigrationStateStore, migratio
     if not step_done(state, "final_translation"):
         return False, {"waiting_for": "final_translation"}
     expected = expected_group_offsets(stored_decisions(state))
-    committed = {g: destination.group_offsets(g) for g in sorted(expected)}
+    committed = destination.groups_offsets(expected)  # one round of requests for all groups
     refuse_groups_ahead(migration or store.topic, expected, committed)
     mismatches = group_offset_mismatches(destination, expected, committed)
     return not mismatches, {"mismatches": mismatches}

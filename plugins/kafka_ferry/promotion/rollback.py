@@ -81,12 +81,16 @@ class RollbackMismatch(Permanent, RuntimeError):
 
 def group_resumes(destination: KafkaCluster, group: str, topics: Sequence[str],
                   forward: Mapping[tuple[str, int], PartitionCopy], reverse: Mapping[tuple[str, int], PartitionCopy],
-                  predicted: Mapping[tuple[str, int], list[tuple[int, int]]] | None = None) -> list[dict]:
+                  predicted: Mapping[tuple[str, int], list[tuple[int, int]]] | None = None,
+                  committed: Mapping[tuple[str, int], tuple[int, str]] | None = None) -> list[dict]:
     """Where ``group`` resumes on the source, per partition it committed on the destination: the forward map and the
-    copy-back's syncs (``predicted``: those of a copy-back not run yet) decide it (``resume_on_source``)."""
+    copy-back's syncs (``predicted``: those of a copy-back not run yet) decide it (``resume_on_source``).
+    ``committed``: the group's destination (offset, metadata), when read already (many groups are read together)."""
     by_dest = {(c.destination_topic, c.partition): c for c in forward.values()}
     rows = []
-    for (dtopic, q), (offset, metadata) in sorted(destination.group_offsets_with_metadata(group).items()):
+    if committed is None:
+        committed = destination.group_offsets_with_metadata(group)
+    for (dtopic, q), (offset, metadata) in sorted(committed.items()):
         fwd = by_dest.get((dtopic, q))
         if fwd is None or fwd.source_topic not in topics:
             continue
@@ -326,13 +330,17 @@ class RollbackRunner:
         reverse = rb.copy_back_progress(self.spec, self.source, self.store)
         forward = {(p.destination_topic, q): p for (_, q), p in read_progress(self.store).items()}
         destination_id = self.destination.describe_cluster().cluster_id
+        # every partition's end in one request (copied_pairs would ask one partition at a time)
+        ends = self.source.list_offsets([(r.source_topic, r.partition) for r in ranges], "latest",
+                                        read_committed=False)
         tails = {}
         for r in ranges:
             key = (r.destination_topic, r.partition)
             back, fwd = reverse.get(key), forward.get(key)
             known = (back.last_downstream_offset if back else None, fwd.last_upstream_offset if fwd else None)
             after = max((o for o in known if o is not None), default=None)  # source offsets, both
-            pairs = copied_pairs(self.source, r.source_topic, r.partition, after, destination_id)
+            pairs = copied_pairs(self.source, r.source_topic, r.partition, after, destination_id,
+                                 end=ends[(r.source_topic, r.partition)])
             if pairs:
                 tails[key] = pairs
         return tails
@@ -350,8 +358,10 @@ class RollbackRunner:
         """Each migrated group's source offsets after the copy-back, decided from both sync logs (changes nothing);
         ``predicted``: reverse syncs a copy-back not run yet would add, per destination partition (``plan``)."""
         forward, reverse = self.forward_copies(), self.reverse_copies()
-        return {group: group_resumes(self.destination, group, topics, forward, reverse, predicted)
-                for group, topics in sorted(migrated_groups(self.store).items())}
+        groups = migrated_groups(self.store)
+        committed = self.destination.groups_offsets_with_metadata(groups)  # together, not one request per group
+        return {group: group_resumes(self.destination, group, topics, forward, reverse, predicted, committed[group])
+                for group, topics in sorted(groups.items())}
 
     def _step_commit_offsets(self) -> dict:
         resumes = self.resume_plan()

@@ -171,8 +171,7 @@ class PromotionRunner:
         decisions = stored_decisions(self._state())
         if not self.allow_rewind:  # a group ahead would hold the synced gate for its whole timeout: refuse now
             expected = expected_group_offsets(decisions)
-            refuse_groups_ahead(self.spec.name, expected,
-                                {g: self.destination.group_offsets(g) for g in sorted(expected)})
+            refuse_groups_ahead(self.spec.name, expected, self.destination.groups_offsets(expected))
         outcomes = commit_translated_offsets(self.destination, decisions, allow_rewind=self.allow_rewind, strict=True)
         return {"groups": len(outcomes), "committed": sum(len(o.committed) for o in outcomes),
                 "skipped": {o.group: o.skipped for o in outcomes if o.skipped}}
@@ -189,17 +188,18 @@ class PromotionRunner:
         """Set each mirror's timestamp configs for after promotion; setting them again is harmless (resume)."""
         plans = time_plan_records(self.store)
         now = int(time.time() * 1000)
-        switched, to_log_append_time = {}, 0
+        switched, to_log_append_time, configs = {}, 0, {}
         for topic in self._source_topics():
             if topic not in plans or plans[topic].get("status") == "switched":
                 continue
             plan = TopicTimePlan.from_record(plans[topic])
-            if plan.at_promotion:
-                self.destination.set_topic_configs(plan.destination_topic, plan.at_promotion)
+            configs[plan.destination_topic] = plan.at_promotion
             to_log_append_time += plan.at_promotion.get(TIMESTAMP_TYPE) == LOG_APPEND_TIME
             switched[topic] = {**plans[topic], "status": "switched", "switched_at_ms": now}
-            log.info("promotion %s: %s timestamp configs now %s", self.spec.name, plan.destination_topic,
-                     plan.at_promotion or "unchanged")
+        self.destination.set_topics_configs(configs)  # one request for every mirror, not one per topic
+        for destination_topic, at_promotion in configs.items():
+            log.info("promotion %s: %s timestamp configs now %s", self.spec.name, destination_topic,
+                     at_promotion or "unchanged")
         save_time_plan_records(self.store, switched)
         return {"topics": len(switched), "switched_to_log_append_time": to_log_append_time}
 

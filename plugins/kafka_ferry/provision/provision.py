@@ -50,11 +50,13 @@ def apply_topic_plan(plan: TopicPlan, destination: KafkaCluster) -> list[str]:
     """Apply a plan that has no refusals; returns what was done, one line per change."""
     plan.raise_if_refused()
     done = []
+    # Every new mirror in one CreateTopics request (a fleet's hundreds of topics: one request, not one each).
+    created = destination.create_topics((a.destination_topic, a.partitions, a.replication_factor, a.configs)
+                                        for a in plan.changes if a.action == "create")
     for action in plan.changes:
         if action.action == "create":
-            created = destination.create_topic(action.destination_topic, action.partitions,
-                                               action.replication_factor, action.configs)
-            done.append(action.describe() if created else f"exists already {action.destination_topic}")
+            done.append(action.describe() if created[action.destination_topic]
+                        else f"exists already {action.destination_topic}")
             continue
         if "grow" in action.action:
             destination.grow_partitions(action.destination_topic, action.partitions)
@@ -92,8 +94,12 @@ def ensure_internal_topics(spec: MigrationSpec, destination: KafkaCluster) -> li
 
 def compute_group_plan(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster) -> GroupPlan:
     migrated_topics = set(select_topics(spec, source.list_topic_names()))
-    group_topics = {g: {t for t, _ in source.group_offsets(g)} for g in source.list_group_ids()}
-    candidates = [g for g in group_topics if spec.groups.matches(g)]
+    # Only the groups the spec selects are read (together): a shared cluster's other groups are listed as not
+    # selected by name alone, and reading each of them cost a request per group of the whole cluster.
+    all_groups = source.list_group_ids()
+    candidates = [g for g in all_groups if spec.groups.matches(g)]
+    group_topics = {g: set() for g in all_groups}
+    group_topics.update({g: {t for t, _ in offsets} for g, offsets in source.groups_offsets(candidates).items()})
     existing = set(destination.list_group_ids())
     destination_groups = destination.describe_groups(g for g in candidates if g in existing)
     # The promotions are read after the members were seen, never before: a group's consumers start on the

@@ -83,10 +83,11 @@ def empty_partition_copies(spec: MigrationSpec, source: KafkaCluster, destinatio
 def source_commits(source: KafkaCluster, groups: Mapping[str, Iterable[str]]
                    ) -> dict[str, dict[tuple[str, int], tuple[int, str]]]:
     """Committed (offset, metadata) of each group on its migrated source topics."""
+    committed = source.groups_offsets_with_metadata(groups)  # one round of requests, not one per group
     out = {}
     for group, topics in groups.items():
         wanted = set(topics)
-        out[group] = {tp: om for tp, om in source.group_offsets_with_metadata(group).items() if tp[0] in wanted}
+        out[group] = {tp: om for tp, om in committed[group].items() if tp[0] in wanted}
     return out
 
 
