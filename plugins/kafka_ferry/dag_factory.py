@@ -68,6 +68,7 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
 
     The pre-flight checks the trigger (mode, confirmation, fields) for every mode before anything changes; the rollback
     modes never run provisioning or the schema migration, which refuse the promoted migration a rollback starts from.
+
     catch-up (every scheduled run, and the trigger form's default): plan -> Spark copy batch from the stored
     offsets -> report -> [decode check] -> translate offsets + write checkpoints. promote (trigger form only):
     source quiesced and groups inactive -> final copy -> lag 0 -> translate + commit groups -> synced ->

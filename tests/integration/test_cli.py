@@ -74,11 +74,14 @@ def test_a_promoted_migration_refuses_a_run_with_the_date_and_the_command_until_
     run = kafka_ferry(env, "run", path)
     out = run.stdout + run.stderr
     assert run.returncode == 1, out[-4000:]
-    assert (f"was promoted at {iso_utc(promoted_at)}: copy runs are refused, the destination is the system of "
-            f"record now. To copy again anyway, reset the promotion explicitly: kafka-ferry reset-promotion "
-            f"{path}") in out, out[-4000:]
+    # refused in the pre-flight, once, naming the way back (never the reset, which would throw it away)
+    assert (f"was promoted at {iso_utc(promoted_at)}: mode 'catch-up' is refused, the destination is the system of "
+            f"record now. To go back to the source, run mode 'rollback-plan' to see what a rollback would copy back "
+            f"(kafka-ferry rollback-plan {path}), then mode 'rollback' (kafka-ferry rollback {path})") in out, \
+        out[-4000:]
+    assert "reset-promotion" not in out
     assert "1795596628236" not in out
-    assert "provision_topics=failed" in run.stdout
+    assert "preflight=failed" in run.stdout and "provision_topics=upstream_failed" in run.stdout
 
     refused = kafka_ferry(env, "reset-promotion", path, "--yes-i-mean", "other")
     assert refused.returncode == 2
@@ -87,9 +90,31 @@ def test_a_promoted_migration_refuses_a_run_with_the_date_and_the_command_until_
     assert no_tty.returncode == 2 and f"pass --yes-i-mean {p}" in no_tty.stderr
     assert "  promoted: yes" in kafka_ferry(env, "status", path).stdout
 
-    reset = kafka_ferry(env, "reset-promotion", path, "--yes-i-mean", p)
+    # a rollback is possible: the reset refuses in one try, saying why and naming the rollback; nothing changes
+    kept = kafka_ferry(env, "reset-promotion", path, "--yes-i-mean", p)
+    assert kept.returncode == 1, kept.stdout + kept.stderr
+    assert "can still be rolled back" in kept.stdout and f"kafka-ferry rollback {path}" in kept.stdout
+    assert "--give-up-rollback" in kept.stdout and "nothing was changed" in kept.stdout
+    assert "  promoted: yes" in kafka_ferry(env, "status", path).stdout
+
+    reset = kafka_ferry(env, "reset-promotion", path, "--yes-i-mean", p, "--give-up-rollback")
     assert reset.returncode == 0 and "promotion record(s) removed" in reset.stdout, reset.stdout + reset.stderr
+    assert f"the rollback of {p} is given up (--give-up-rollback)" in reset.stdout
     assert "  promoted: no" in kafka_ferry(env, "status", path).stdout
+
+
+def test_status_shows_a_failed_run_with_its_failed_task(workspace, clusters):
+    """`status` reads Airflow's metadata DB: the run that failed (the pre-flight refused a rollback plan of a name no
+    topic can have), which task and since when; the command sent the form's fields."""
+    p, topic, path, env = workspace
+    plan = kafka_ferry(env, "rollback-plan", path, "--topics", "not a topic!")
+    assert plan.returncode == 1, plan.stdout + plan.stderr
+    assert "in mode rollback-plan" in plan.stdout and "not a Kafka topic name" in plan.stdout + plan.stderr
+    assert "preflight=failed" in plan.stdout and "rollback=upstream_failed" in plan.stdout
+    status = kafka_ferry(env, "status", path)
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert "(mode rollback-plan): failed, started " in status.stdout, status.stdout
+    assert re.search(r"preflight: FAILED since \d{4}-\d\d-\d\dT", status.stdout), status.stdout
 
 
 def test_acls_lists_the_minimum_and_apart_the_acls_only_a_rollback_needs(workspace, clusters):
@@ -140,5 +165,6 @@ def test_the_package_installs_a_kafka_ferry_console_script(tmp_path):
     done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(site)})
     assert done.returncode == 0, done.stderr[-3000:]
-    for command in ("check", "dry-run", "run", "promote", "status", "reset-promotion", "acls"):
+    for command in ("check", "dry-run", "run", "promote", "promote-groups", "promote-topics", "rollback",
+                    "rollback-plan", "status", "reset-promotion", "acls"):
         assert command in done.stdout

@@ -29,6 +29,7 @@ from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promo
 from kafka_ferry.promotion.readiness import check_group_offsets_synced
 from kafka_ferry.promotion.reconcile import ReconciliationMismatch
 from kafka_ferry.promotion.steps import STEPS, PromotionRunner
+from kafka_ferry.state.promotion import RollbackStillPossible
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
@@ -83,14 +84,19 @@ def test_promotion_end_to_end_with_the_copy_job(clusters, tmp_path):
     assert_groups_resume_exactly(clusters, m)
     assert check_group_offsets_synced(clusters.cluster("destination"), store)[0]
     with pytest.raises(MigrationPromotedError, match=r"promoted at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: "
-                                                     r".* kafka-ferry reset-promotion <spec file>$"):
+                                                     r".* \(kafka-ferry rollback <spec file>\); after it, catch-up "
+                                                     r"runs copy again and a new promote starts over$"):
         assert_not_promoted(store)
-    with pytest.raises(AirflowFailException, match="kafka-ferry reset-promotion " + re.escape(m["spec_path"])):
-        # the DAG's copy planning refuses too, naming the command for this spec
+    with pytest.raises(AirflowFailException, match="kafka-ferry rollback " + re.escape(m["spec_path"])):
+        # the DAG's copy planning refuses too, naming the way back (the rollback) for this spec
         PlanCopyBatchOperator(task_id="plan_copy", spec_path=m["spec_path"]).execute({})
     again = runner(clusters, m).run()  # idempotent: everything resumes, nothing redone
     assert {v["status"] for v in again["this_run"].values()} == {"resumed"}
-    reset_promotion(store)
+    with pytest.raises(RollbackStillPossible):  # the reset would drop the way back: refused, nothing changed
+        reset_promotion(store)
+    with pytest.raises(MigrationPromotedError):
+        assert_not_promoted(store)
+    reset_promotion(store, give_up_rollback=True)
     assert_not_promoted(store)
 
 

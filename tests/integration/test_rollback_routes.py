@@ -207,6 +207,7 @@ def test_promote_then_rollback_through_the_dag_with_a_remap_registry(clusters, t
     assert assert_remap_rolled_back(clusters, m) > 0
 
 
+@pytest.mark.long
 @pytest.mark.timeout(1800)
 def test_a_second_promote_with_a_destination_group_ahead_fails_once_naming_allow_rewind(clusters, tmp_path):
     p, topic, group, spec_path = a_migration(clusters, tmp_path, "rrahead")

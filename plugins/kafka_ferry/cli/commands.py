@@ -157,6 +157,7 @@ def status(spec_path: Path) -> int:
     print(f"migration {spec.name} (DAG {spec.dag_id}, tenant {spec.tenant})")
     if spec.state_topic_name not in destination.list_topic_names():
         print("  never ran: no state topic on the destination yet (start with `kafka-ferry dry-run`)")
+        print_runs(spec.dag_id)
         return 0
     store = MigrationStateStore(destination, spec.state_topic_name)
     history = batch_history(store)

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.promotion import readiness
@@ -77,8 +77,9 @@ class MigrationSensor(MigrationContext, BaseSensorOperator):
                    timeout=timedelta(seconds=float(self.timeout)) if self.timeout else None)
 
     def execute_complete(self, context: Any, event: dict) -> dict:
-        if event.get("status") != "success":
-            raise AirflowException(f"{self.task_id}: {event.get('message', event)}")
+        if event.get("status") != "success":  # a permanent one (e.g. DestinationGroupsAhead) fails once
+            error = AirflowFailException if event.get("permanent") else AirflowException
+            raise error(f"{self.task_id}: {event.get('message', event)}")
         self.log.info("%s: ready: %s", self.task_id, event.get("details"))
         return event.get("details", {})
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from kafka_ferry.core.failures import retry_cannot_help
 from kafka_ferry.hooks.kafka_cluster import async_kafka_cluster
 from kafka_ferry.promotion import readiness
 from kafka_ferry.state.store import MigrationStateStore
@@ -54,7 +55,8 @@ class PromotionCheckTrigger(BaseTrigger):
                 self.log.info("%s not ready yet: %s", type(self).__name__, details)
                 await asyncio.sleep(self.poll_interval)
         except Exception as exc:  # noqa: BLE001 - reported to the sensor, which fails the task with it
-            yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
+            yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}",
+                                "permanent": retry_cannot_help(exc)})
 
 
 class ReplicationLagTrigger(PromotionCheckTrigger):
