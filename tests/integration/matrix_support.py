@@ -102,6 +102,7 @@ class DagSession:
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(30)
+        self.proc.stdout.close()  # the reader thread has seen its end: the process is gone
 
 
 class DagRunner:
