@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: help install demo demo-secure demo-promote e2e test test-long test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference routes-table docs lock clean
+.PHONY: help install demo demo-secure demo-promote e2e test test-long test-matrix test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference routes-table docs lock clean
 
 ## Create ./.venv from the pinned constraints.txt (every target that needs Python runs it first).
 install: $(STAMP)
@@ -59,7 +59,14 @@ test: install
 ## Rollback, the first-migration walk-through, Airflow-native events, the work dir on S3; CI runs them in its second
 ## lane, after the fault matrix and the end-to-end stack.
 test-long: install
-	$(PY) -m pytest -q --durations=10 -m long $(PYTEST_ARGS) tests/integration --ignore=tests/integration/faults
+	$(PY) -m pytest -q --durations=10 -m long $(PYTEST_ARGS) tests/integration --ignore=tests/integration/faults \
+		--ignore=tests/integration/test_route_matrix.py
+
+## The route matrix (marker `long`): every mode of the trigger form in every state a migration can be in, through
+## dag.test as the form sends it, each expensive state built once (core/routes.py; docs/operations.md's table).
+## CI runs it in the first lane, after `make test`.
+test-matrix: install
+	$(PY) -m pytest -q --durations=10 -m long $(PYTEST_ARGS) tests/integration/test_route_matrix.py
 
 ## The fault matrix: broker kills, job kills, refusals, load, on a private cluster pair.
 ## Ports 21092/22092, or KFERRY_PRIVATE_SOURCE_PORT / KFERRY_PRIVATE_DESTINATION_PORT; CI moves them to run beside
