@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -30,6 +31,10 @@ API_PORT = int(os.environ.get("KFERRY_E2E_API_PORT", "28280"))
 SERVICES = ("api-server", "scheduler", "dag-processor", "triggerer")
 USER, PASSWORD = "tenant-admin", "kferry-e2e-pw"
 FAB_AUTH_MANAGER = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
+# Debian's Chromium as the browser tests start it (no background networking: this machine's network is closed)
+CHROMIUM = os.environ.get("KFERRY_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 def postgres_bin() -> Path:
@@ -178,6 +183,20 @@ class AirflowStack:
 
     def _get(self, path: str) -> dict:
         return self.call("GET", path)
+
+    def runs(self, token: str, dag_id: str) -> list[dict]:
+        """The DAG's runs, oldest first."""
+        return self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns?order_by=start_date", token)["dag_runs"]
+
+    def finished(self, token: str, dag_id: str, run_id: str) -> dict | None:
+        """The run once it succeeded or failed; None while it runs."""
+        run = self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}", token)
+        return run if run["state"] in ("success", "failed") else None
+
+    def task_states(self, token: str, dag_id: str, run_id: str) -> dict[str, str]:
+        """task id -> state of one run."""
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}/taskInstances"
+        return {t["task_id"]: t["state"] for t in self.call("GET", path, token)["task_instances"]}
 
     @staticmethod
     def wait(predicate, timeout_s: float, what: str):

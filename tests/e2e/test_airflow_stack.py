@@ -23,7 +23,7 @@ import pytest
 import yaml
 from scenarios import seed_plain
 
-from airflow_stack import AirflowStack
+from airflow_stack import CHROMIUM, CHROMIUM_ARGS, AirflowStack
 from kafka_ferry.core.trigger_form import CONFIRM_FIELD
 from kafka_ferry.dag_factory import write_stubs
 
@@ -33,18 +33,6 @@ REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(os.environ.get("KFERRY_SCREENSHOTS", REPO / "docs" / "screenshots"))
 
 
-def runs(stack, token, dag_id) -> list[dict]:
-    return stack.call("GET", f"/api/v2/dags/{dag_id}/dagRuns?order_by=start_date", token)["dag_runs"]
-
-
-def finished(stack, token, dag_id, run_id) -> dict | None:
-    run = stack.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}", token)
-    return run if run["state"] in ("success", "failed") else None
-
-
-def task_states(stack, token, dag_id, run_id) -> dict[str, str]:
-    path = f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}/taskInstances"
-    return {t["task_id"]: t["state"] for t in stack.call("GET", path, token)["task_instances"]}
 
 
 @pytest.fixture
@@ -80,13 +68,13 @@ def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path, s3_wor
         stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": False})
 
         # 1. The schedule starts a run with no trigger; a manual trigger meanwhile waits its turn.
-        scheduled = stack.wait(lambda: next((r for r in runs(stack, token, dag_id)
+        scheduled = stack.wait(lambda: next((r for r in stack.runs(token, dag_id)
                                              if r["run_type"] == "scheduled"), None), 180, "a scheduled run")
         manual = stack.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", token,
                             {"logical_date": None, "conf": {"mode": "catch-up"}})
-        scheduled = stack.wait(lambda: finished(stack, token, dag_id, scheduled["dag_run_id"]), 600,
+        scheduled = stack.wait(lambda: stack.finished(token, dag_id, scheduled["dag_run_id"]), 600,
                                "the scheduled run finished")
-        manual = stack.wait(lambda: finished(stack, token, dag_id, manual["dag_run_id"]), 600,
+        manual = stack.wait(lambda: stack.finished(token, dag_id, manual["dag_run_id"]), 600,
                             "the manual run finished")
         assert scheduled["state"] == manual["state"] == "success", stack.logs()
         assert manual["start_date"] >= scheduled["end_date"], (scheduled, manual)  # never overlapped
@@ -102,8 +90,8 @@ def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path, s3_wor
         stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": False})
         promote = stack.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", token,
                              {"logical_date": None, "conf": {"mode": "promote"}})
-        promote = stack.wait(lambda: finished(stack, token, dag_id, promote["dag_run_id"]), 300, "promote refused")
-        states = task_states(stack, token, dag_id, promote["dag_run_id"])
+        promote = stack.wait(lambda: stack.finished(token, dag_id, promote["dag_run_id"]), 300, "promote refused")
+        states = stack.task_states(token, dag_id, promote["dag_run_id"])
         assert promote["state"] == "failed" and states["preflight"] == "failed"
         assert states["provision_topics"] == "upstream_failed"
         stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": True})
@@ -124,14 +112,14 @@ def promoted_topic_runs(stack, token, dag_id: str, name: str, destination_bootst
     stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": False})
     promote = stack.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", token,
                          {"logical_date": None, "conf": {"mode": "promote", CONFIRM_FIELD: name}})
-    promote = stack.wait(lambda: finished(stack, token, dag_id, promote["dag_run_id"]), 600, "the promotion")
-    assert promote["state"] == "success", (task_states(stack, token, dag_id, promote["dag_run_id"]), stack.logs())
+    promote = stack.wait(lambda: stack.finished(token, dag_id, promote["dag_run_id"]), 600, "the promotion")
+    assert promote["state"] == "success", (stack.task_states(token, dag_id, promote["dag_run_id"]), stack.logs())
     stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": True})
 
     def checked() -> dict | None:  # catch-up copies wake the DAG too; their runs short-circuit before the check
-        for run in runs(stack, token, check):
-            if finished(stack, token, check, run["dag_run_id"]) and \
-                    task_states(stack, token, check, run["dag_run_id"]).get("check_cutover") == "success":
+        for run in stack.runs(token, check):
+            if stack.finished(token, check, run["dag_run_id"]) and \
+                    stack.task_states(token, check, run["dag_run_id"]).get("check_cutover") == "success":
                 return run
         return None
 
@@ -146,9 +134,6 @@ def promoted_topic_runs(stack, token, dag_id: str, name: str, destination_bootst
     assert sorted(value["offsets"]) == ["0", "1", "2"] and all(o[0] == 400 for o in value["offsets"].values())
 
 
-CHROMIUM = os.environ.get("KFERRY_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 def browse(stack, dag_id: str, name: str) -> dict:
@@ -162,7 +147,7 @@ def browse(stack, dag_id: str, name: str) -> dict:
 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     token = stack.token()
-    before = {r["dag_run_id"] for r in runs(stack, token, dag_id)}
+    before = {r["dag_run_id"] for r in stack.runs(token, dag_id)}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -181,9 +166,9 @@ def browse(stack, dag_id: str, name: str) -> dict:
             page.screenshot(path=str(SCREENSHOTS / "trigger-form.png"))
             dialog.get_by_role("button", name="Trigger", exact=True).click()
 
-            run = stack.wait(lambda: next((r for r in runs(stack, token, dag_id) if r["dag_run_id"] not in before),
+            run = stack.wait(lambda: next((r for r in stack.runs(token, dag_id) if r["dag_run_id"] not in before),
                                           None), 60, "the run the form triggered")
-            run = stack.wait(lambda: finished(stack, token, dag_id, run["dag_run_id"]), 600, "the form's run")
+            run = stack.wait(lambda: stack.finished(token, dag_id, run["dag_run_id"]), 600, "the form's run")
             plan = stack.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run['dag_run_id'], safe='')}"
                                      "/taskInstances/plan_copy/xcomEntries/return_value", token)["value"]
             # the form sends what it shows; the mode left at its default is catch-up either way

@@ -7,7 +7,6 @@ and the group resumes exactly where it stopped on the destination."""
 from __future__ import annotations
 
 import os
-import urllib.parse
 
 import pytest
 import yaml
@@ -21,36 +20,21 @@ from scenarios import (
     shape,
 )
 
-from airflow_stack import AirflowStack
+from airflow_stack import CHROMIUM, CHROMIUM_ARGS, AirflowStack
 from kafka_ferry.core.provenance import read_provenance
 from kafka_ferry.dag_factory import write_stubs
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.e2e]
 
-CHROMIUM = os.environ.get("KFERRY_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 MODE_LABELS = {"promote": "promote: cut over (needs confirmation)",
                "rollback": "rollback: back to the source after a cutover (needs confirmation)"}
 
 
-def runs(stack, token, dag_id) -> list[dict]:
-    return stack.call("GET", f"/api/v2/dags/{dag_id}/dagRuns?order_by=start_date", token)["dag_runs"]
-
-
-def finished(stack, token, dag_id, run_id) -> dict | None:
-    run = stack.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}", token)
-    return run if run["state"] in ("success", "failed") else None
-
-
-def task_states(stack, token, dag_id, run_id) -> dict[str, str]:
-    path = f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}/taskInstances"
-    return {t["task_id"]: t["state"] for t in stack.call("GET", path, token)["task_instances"]}
 
 
 def trigger_from_the_form(stack, page, token, dag_id: str, mode: str, name: str) -> dict:
     """Open the DAG's trigger form, choose ``mode``, type the migration's name to confirm, trigger; the finished run."""
-    before = {r["dag_run_id"] for r in runs(stack, token, dag_id)}
+    before = {r["dag_run_id"] for r in stack.runs(token, dag_id)}
     page.goto(f"{stack.base_url}/dags/{dag_id}")
     page.get_by_role("button", name="Trigger").first.click()
     dialog = page.get_by_role("dialog")
@@ -64,11 +48,11 @@ def trigger_from_the_form(stack, page, token, dag_id: str, mode: str, name: str)
     dialog.get_by_role("button", name="Promotion").click()
     dialog.locator("#element_confirm_migration").fill(name)
     dialog.get_by_role("button", name="Trigger", exact=True).click()
-    run = stack.wait(lambda: next((r for r in runs(stack, token, dag_id) if r["dag_run_id"] not in before), None),
+    run = stack.wait(lambda: next((r for r in stack.runs(token, dag_id) if r["dag_run_id"] not in before), None),
                      60, f"the {mode} run the form triggered")
-    run = stack.wait(lambda: finished(stack, token, dag_id, run["dag_run_id"]), 900, f"the {mode} run")
+    run = stack.wait(lambda: stack.finished(token, dag_id, run["dag_run_id"]), 900, f"the {mode} run")
     assert run["conf"]["mode"] == mode and run["conf"]["confirm_migration"] == name, run["conf"]
-    assert run["state"] == "success", (task_states(stack, token, dag_id, run["dag_run_id"]), stack.logs())
+    assert run["state"] == "success", (stack.task_states(token, dag_id, run["dag_run_id"]), stack.logs())
     return run
 
 
@@ -119,7 +103,7 @@ def test_promote_then_rollback_from_the_trigger_form(clusters, tmp_path):
         stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": False})
         catch_up = stack.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", token,
                               {"logical_date": None, "conf": {"mode": "catch-up"}})
-        catch_up = stack.wait(lambda: finished(stack, token, dag_id, catch_up["dag_run_id"]), 600, "the catch-up")
+        catch_up = stack.wait(lambda: stack.finished(token, dag_id, catch_up["dag_run_id"]), 600, "the catch-up")
         assert catch_up["state"] == "success", stack.logs()
 
         with sync_playwright() as pw:
