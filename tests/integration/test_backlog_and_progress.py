@@ -141,8 +141,8 @@ def test_run_page_overview_and_a_running_batch_in_a_browser(clusters, tmp_path, 
     from playwright.sync_api import sync_playwright
 
     from kafka_ferry.copy import backlog as copy_backlog
-    from kafka_ferry.reports.publish import overview_rows, publish_batch_run
-    from kafka_ferry.reports.render import overview_page
+    from kafka_ferry.plugin import overview_html
+    from kafka_ferry.reports.publish import publish_batch_run
     from kafka_ferry.state.batches import batch_history
 
     # Stands in for copy.max_records_per_second and copy.window (issue 27's rate branch): the ETA at the limit,
@@ -160,7 +160,8 @@ def test_run_page_overview_and_a_running_batch_in_a_browser(clusters, tmp_path, 
     last = reports[-1]
     publish_batch_run(spec, migration_dir(spec.name), "scheduled__run-3", last, [], batch_history(store))
     overview = tmp_path / "overview.html"
-    overview.write_text(overview_page(overview_rows(migration_dir(spec.name).parent)))
+    # as the plugin serves it: the rows this user may read, each with the chart stored when its row was written
+    overview.write_text(overview_html(migration_dir(spec.name).parent, {spec.dag_id}))
     # a fourth batch, half copied: its live page
     summary = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path).execute({})
     plan = CopyPlan.read(summary["plan_path"])
