@@ -68,7 +68,7 @@ def test_check_names_what_the_spec_selects_and_refuses_a_typo(workspace, cluster
                      rf"{re.escape(topic)}", typo.stdout), typo.stdout
 
 
-def test_check_reaches_every_connection_names_each_and_suggests_a_close_id(workspace, clusters):
+def test_check_reaches_every_connection_names_each_and_suggests_a_close_id(workspace, clusters, registries):
     import schema_registries as srtb
 
     p, topic, path, env = workspace
