@@ -28,6 +28,7 @@ from kafka_ferry.core.spec_check import (
 from kafka_ferry.core.tenants import AIRFLOW_CONFIG, load_tenants, tenants_file_path
 from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
 from kafka_ferry.dag_promotion import (
+    PREFLIGHT_TASK,
     add_mode_branch,
     add_promotion_tasks,
     add_route_branch,
@@ -95,7 +96,7 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
         doc_md=f"Migration **{spec.name}** (tenant `{spec.tenant}`) from `{spec.source.alias}` to "
                f"`{spec.destination.alias}`. Spec: `{spec_path.name}`.",
     ) as dag:
-        preflight = MigrationPreflightOperator(task_id="preflight", spec_path=str(spec_path))
+        preflight = MigrationPreflightOperator(task_id=PREFLIGHT_TASK, spec_path=str(spec_path))
         topics = ProvisionMirrorTopicsOperator(task_id="provision_topics", spec_path=str(spec_path),
                                                dry_run=DRY_RUN_TEMPLATE)
         groups = ProvisionMirrorGroupsOperator(task_id="provision_groups", spec_path=str(spec_path),

@@ -49,6 +49,7 @@ from kafka_ferry.core.trigger_form import (
     WAIVE_FIELD,
 )
 from kafka_ferry.operators.promotion import PromoteMigrationOperator
+from kafka_ferry.operators.provision import NO_OP_KEY
 from kafka_ferry.operators.rollback import RollbackMigrationOperator
 from kafka_ferry.operators.spark_checkpoints import HandOverSparkCheckpointsOperator
 from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator, PromoteTopicsOperator
@@ -62,6 +63,7 @@ from kafka_ferry.sensors.promotion_sensors import (
 
 PROMOTE_ENTRY = ("source_quiesced", "source_groups_inactive")
 ROLLBACK_ENTRY = "rollback"
+PREFLIGHT_TASK = "preflight"  # dag_factory's pre-flight: its XCom says whether a staged mode is a no-op
 ROLLBACK_MODES = (ROLLBACK, ROLLBACK_PLAN)
 STAGED_ENTRY = {PROMOTE_GROUPS: "promote_groups", PROMOTE_TOPICS: "promote_topics", ROLLBACK: ROLLBACK_ENTRY,
                 ROLLBACK_PLAN: ROLLBACK_ENTRY}
@@ -146,9 +148,17 @@ def _mode(context) -> str:
     return mode
 
 
-def _route(provision_entry: str, **context) -> str:
-    """The rollback modes go to the rollback task, past provisioning; every other mode provisions first."""
-    return ROLLBACK_ENTRY if _mode(context) in ROLLBACK_MODES else provision_entry
+def _route(provision_entry: str, **context) -> str | list[str]:
+    """The rollback modes go to the rollback task, past provisioning; every other mode provisions first, but for
+    a staged mode whose every unit the pre-flight found promoted already (a no-op): nothing follows, so the run
+    succeeds having written nothing."""
+    if _mode(context) in ROLLBACK_MODES:
+        return ROLLBACK_ENTRY
+    ti = context.get("ti")
+    checked = ti.xcom_pull(task_ids=PREFLIGHT_TASK) if ti is not None else None
+    if isinstance(checked, dict) and checked.get(NO_OP_KEY):
+        return []
+    return provision_entry
 
 
 def add_route_branch(upstream: BaseOperator | None, provision_entry: str,

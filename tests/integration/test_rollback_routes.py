@@ -118,6 +118,8 @@ def test_promote_then_rollback_through_the_dag_as_the_form_sends_them(clusters, 
     p, topic, group, spec_path = a_migration(clusters, tmp_path, "rrdag")
     ws = Workspace(tmp_path, spec_path)
     name = ws.spec.name
+    caught_up = ws.dag_test(form_conf("catch-up"))  # a migration never copied is refused a promotion (route matrix)
+    assert caught_up["state"] == "success", caught_up["log"][-6000:]
 
     promoted = ws.dag_test(form_conf("promote", name))
     assert promoted["state"] == "success", promoted["log"][-6000:]
@@ -156,6 +158,8 @@ def test_promote_then_rollback_through_kafka_ferry(clusters, tmp_path):
     p, topic, group, spec_path = a_migration(clusters, tmp_path, "rrcli")
     ws = Workspace(tmp_path, spec_path)
     name = ws.spec.name
+    caught_up = ws.cli("run", ws.spec_path)  # a migration never copied is refused a promotion (route matrix)
+    assert caught_up.returncode == 0, (caught_up.stdout + caught_up.stderr)[-6000:]
 
     promote = ws.cli("promote", ws.spec_path, "--yes-i-mean", name)
     assert promote.returncode == 0, (promote.stdout + promote.stderr)[-6000:]
@@ -195,6 +199,8 @@ def test_promote_then_rollback_through_the_dag_with_a_remap_registry(clusters, t
     m = remap_migration(clusters, tmp_path, monkeypatch, axon_pair)  # schemas migrated, provisioned: not promoted
     ws = Workspace(tmp_path, m["spec_path"])
     name = ws.spec.name
+    caught_up = ws.dag_test(form_conf("catch-up"))  # a migration never copied is refused a promotion (route matrix)
+    assert caught_up["state"] == "success", caught_up["log"][-6000:]
     promoted = ws.dag_test(form_conf("promote", name))
     assert promoted["state"] == "success", promoted["log"][-6000:]
     assert states(promoted)["migrate_schemas"] == "success"

@@ -60,34 +60,7 @@ def walk_order() -> list[tuple[str, str]]:
 
 # Cells whose designed outcome the code does not give yet: (state, mode) -> why. Strict: a cell that starts to hold
 # fails the run until it is taken off this list.
-_PROVISIONED_FIRST = ("not landed: {what} after provisioning ran, which rewrote the migration's state "
-                      "records{more}: the staged mode's checks come after it, so the run is not free of writes")
-_STAGED_PLAN = ("not landed: the rollback plan of a migration {what} succeeds with an empty plan instead of "
-                "refusing as the rollback does")
-_STAGED_ROLLBACK = ("not landed: the refusal says \"is not promoted: nothing to roll back\" while a staged {unit} is "
-                    "promoted; it should say the migration is not promoted as a whole and name the {unit} to roll back")
-NOT_YET: dict[tuple[str, str], str] = {
-    (routes.NEW, routes.PROMOTE): "not landed: the pre-flight lets a promotion of a migration that never copied "
-                                  "through; the run provisions and promotes it (the whole history in the final copy)",
-    (routes.NEW, routes.PROMOTE_GROUPS): "not landed: the pre-flight lets promote-groups of a migration that never "
-                                         "copied through; the run provisions it and promotes the group",
-    (routes.NEW, routes.PROMOTE_TOPICS): "not landed: refused by promote_topics after provisioning created the mirrors "
-                                         "and the state topic, not by the pre-flight before any change",
-    (routes.NEW, routes.ROLLBACK_PLAN): _STAGED_PLAN.format(what="that never ran"),
-    (routes.CAUGHT_UP, routes.ROLLBACK_PLAN): _STAGED_PLAN.format(what="never promoted"),
-    (routes.GROUPS_STAGED, routes.ROLLBACK_PLAN): _STAGED_PLAN.format(what="not promoted as a whole"),
-    (routes.TOPICS_STAGED, routes.ROLLBACK_PLAN): _STAGED_PLAN.format(what="not promoted as a whole"),
-    (routes.GROUPS_STAGED, routes.ROLLBACK): _STAGED_ROLLBACK.format(unit="group"),
-    (routes.TOPICS_STAGED, routes.ROLLBACK): _STAGED_ROLLBACK.format(unit="topic"),
-    (routes.CAUGHT_UP, routes.PROMOTE_TOPICS): _PROVISIONED_FIRST.format(what="refused in promote_topics", more=""),
-    (routes.ROLLED_BACK, routes.PROMOTE_TOPICS): _PROVISIONED_FIRST.format(
-        what="refused in promote_topics", more=" and the mirrors' timestamp configs"),
-    (routes.CAUGHT_UP_AGAIN, routes.PROMOTE_TOPICS): _PROVISIONED_FIRST.format(what="refused in promote_topics",
-                                                                                more=""),
-    (routes.GROUPS_STAGED, routes.PROMOTE_GROUPS): _PROVISIONED_FIRST.format(what="a no-op", more=""),
-    (routes.TOPICS_STAGED, routes.PROMOTE_GROUPS): _PROVISIONED_FIRST.format(what="a no-op", more=""),
-    (routes.TOPICS_STAGED, routes.PROMOTE_TOPICS): _PROVISIONED_FIRST.format(what="a no-op", more=""),
-}
+NOT_YET: dict[tuple[str, str], str] = {}
 
 
 def cell_params():

@@ -115,7 +115,7 @@ _ROLL_BACK = "then mode 'rollback'"
 NOT_PROMOTED = refused("rollback", "is not promoted: nothing to roll back", "nothing to roll back")
 STAGED_GROUP_ROLLBACK = refused("rollback", "is not promoted as a whole", "{group}")
 STAGED_TOPIC_ROLLBACK = refused("rollback", "is not promoted as a whole", "{topic}")
-TOPIC_BLOCKED = refused("promote_topics", "read by unpromoted group(s) {group}", "Promote those groups first")
+TOPIC_BLOCKED = refused("preflight", "read by unpromoted group(s) {group}", "Promote those groups first")
 # a promoted migration: every mode but the rollback ones stops in the pre-flight, naming the rollback (never only
 # reset-promotion, which would drop what the rollback reads)
 PROMOTED_REFUSED = refused("preflight", _PROMOTED, _ROLL_BACK)

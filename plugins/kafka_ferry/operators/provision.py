@@ -5,9 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_ferry.copy.backlog import estimate_before_copy, estimate_lines
+from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.selection_check import check_selections
-from kafka_ferry.core.trigger_form import ROLLBACK, ROLLBACK_PLAN, check_trigger
+from kafka_ferry.core.staged_cutover import check_topic_promotion, validate_selection
+from kafka_ferry.core.trigger_form import (
+    GROUPS_FIELD,
+    PROMOTE,
+    PROMOTE_GROUPS,
+    PROMOTE_TOPICS,
+    ROLLBACK,
+    ROLLBACK_PLAN,
+    TOPICS_FIELD,
+    WAIVE_FIELD,
+    check_trigger,
+    names,
+)
 from kafka_ferry.operators.base import DryRunOperator, MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
@@ -21,10 +34,16 @@ from kafka_ferry.provision.provision import (
     record_groups,
 )
 from kafka_ferry.schemas.serialized_fields import decide_from_registry
-from kafka_ferry.state.progress import PlannedGroups
-from kafka_ferry.state.staged_cutover import recorded_promotions
+from kafka_ferry.state.progress import PlannedGroups, migrated_groups, read_progress
+from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics, recorded_promotions
 from kafka_ferry.state.time_plans import record_time_plans
 from kafka_ferry.state.topic_ownership import record_ownership, record_topics
+
+NO_OP_KEY = "staged_no_op"  # the pre-flight's XCom: every unit the staged mode names is promoted already
+
+
+class NothingCopiedYet(Permanent, RuntimeError):
+    """A promotion of a migration no catch-up run copied: nothing to promote yet (the same run is refused again)."""
 
 
 class MigrationPreflightOperator(MigrationOperator):
@@ -35,7 +54,10 @@ class MigrationPreflightOperator(MigrationOperator):
     change. A promoted migration refuses here every mode but the rollback ones, naming the rollback (the copy and
     provisioning tasks would refuse it later). The rollback modes check the trigger, connections, tenant, both
     clusters and the state topic, and stop there: provisioning is no part of them, and its plan would refuse what a
-    rollback starts from (groups with members on the destination, topics the tenant changed there).
+    rollback starts from (groups with members on the destination, topics the tenant changed there). A promotion
+    (whole or staged) of a migration nothing was copied for yet is refused here, naming catch-up; ``promote-groups``
+    and ``promote-topics`` make their tasks' checks here too (``check_staged``), so a refusal or a no-op comes before
+    provisioning writes anything.
 
     :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
     """
@@ -53,8 +75,15 @@ class MigrationPreflightOperator(MigrationOperator):
         if mode in (ROLLBACK, ROLLBACK_PLAN):
             return {"migration": self.spec.name, "mode": mode, "source_cluster_id": source_info.cluster_id,
                     "destination_cluster_id": destination_info.cluster_id}
+        promoting = mode in (PROMOTE, PROMOTE_GROUPS, PROMOTE_TOPICS)
+        state = self.state_store.read_all() if state_exists and promoting else {}  # what was copied and promoted
         if state_exists:
             assert_not_promoted(self.state_store, self.spec_path, refused=f"mode {mode!r} is refused")
+        if promoting and not (state and read_progress(self.state_store, state)):
+            raise NothingCopiedYet(
+                f"mode {mode!r} is refused: migration {self.spec.name!r}: nothing was copied yet (no copy progress "
+                f"in state topic {self.spec.state_topic_name}), so there is nothing to promote; run mode catch-up "
+                f"first (until the lag is small), then mode {mode!r}")
         check_selections(self.spec, self.source_cluster.list_topic_names(), self.source_cluster.list_group_ids())
         topic_plan = compute_topic_plan(self.spec, self.source_cluster, self.destination_cluster)
         group_plan = compute_group_plan(self.spec, self.source_cluster, self.destination_cluster)
@@ -98,12 +127,42 @@ class MigrationPreflightOperator(MigrationOperator):
             self.log.info("  schemas %s", diff["schema_compatibility"])
         topic_plan.raise_if_refused()
         group_plan.raise_if_refused()
+        if mode in (PROMOTE_GROUPS, PROMOTE_TOPICS):  # refused or a no-op here, before provisioning writes
+            diff[NO_OP_KEY] = self.check_staged(mode, context.get("params") or {}, state, group_plan.migrated)
         # backlog and ETA before the next batch, from sizes alone (the dry run's plan_copy gives the same)
         diff["estimate"] = estimate_before_copy(self.spec, self.source_cluster, self.destination_cluster,
                                                 self.state_store)
         for line in estimate_lines(diff["estimate"]):
             self.log.info("  %s", line)
         return {**diff, "mode": mode}
+
+    def check_staged(self, mode: str, params: dict, state: dict, planned: dict[str, list[str]]) -> bool:
+        """The checks ``promote_groups`` / ``promote_topics`` make before acting, made here before provisioning
+        writes anything (the tasks make them again: a run can race another): unknown names, a topic read by a
+        group neither promoted nor waived. True when every name is promoted already: the run is a no-op, and
+        ``choose_route`` skips the rest of it.
+
+        The groups this run's provisioning would record (``planned``) count as migrated already."""
+        readers = {**migrated_groups(self.state_store, state), **planned} if state else dict(planned)
+        done_groups, done_topics = (promoted_groups(self.state_store, state), promoted_topics(self.state_store, state)
+                                    ) if state else ([], [])
+        if mode == PROMOTE_GROUPS:
+            chosen = validate_selection("groups", names(params.get(GROUPS_FIELD)), readers)
+            todo = [g for g in chosen if g not in done_groups]
+            if not todo:
+                self.log.info("group(s) %s promoted already: nothing to do", ", ".join(chosen))
+            return not todo
+        chosen = validate_selection("topics", names(params.get(TOPICS_FIELD)),
+                                    select_topics(self.spec, self.source_cluster.list_topic_names()))
+        waived = names(params.get(WAIVE_FIELD))
+        if waived:
+            validate_selection("waived groups", waived, readers)
+        todo = [t for t in chosen if t not in done_topics]
+        if not todo:
+            self.log.info("topic(s) %s promoted already: nothing to do", ", ".join(chosen))
+            return True
+        check_topic_promotion(todo, readers, done_groups, waived)
+        return False
 
     def serialized_fields(self) -> list[str]:
         """Per topic, the fields a remap rewrites and the decode check decodes, and why (read-only)."""

@@ -63,6 +63,7 @@ class RollbackMigrationOperator(DryRunOperator):
         if groups:
             return self._groups(context, groups)
         if self.is_dry_run:
+            runner.check_promoted()  # refused as the rollback refuses: the plan of no rollback is no empty plan
             plan = runner.plan()
             self.log.info("rollback plan of %s: %d record(s) to copy back", self.spec.name, plan["records"])
             for r in plan["copy_back"]:

@@ -52,7 +52,7 @@ from kafka_ferry.promotion.rollback_schema_ids import SchemaIdsBack, VersionsOfI
 from kafka_ferry.provision.fences import put_fences
 from kafka_ferry.state import rollback as rb
 from kafka_ferry.state.progress import migrated_groups, read_progress
-from kafka_ferry.state.staged_cutover import reset_staged_promotions
+from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics, reset_staged_promotions
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.storage.workdir import as_path, write_text
 from kafka_ferry.translation.translate import copied_back, default_work_dir, load_partition_copies
@@ -152,8 +152,28 @@ class RollbackRunner:
         done = rb.rollback_status(self.store)
         if done and done.get("status") == rb.ROLLED_BACK:
             return done.get("promoted_at_ms")
-        raise RollbackRefused(f"migration {self.spec.name!r} is not promoted: nothing to roll back (state topic "
-                              f"{self.store.topic})")
+        raise RollbackRefused(self.not_promoted_message())
+
+    def check_promoted(self) -> int | None:
+        """When the last promotion was (the rollback's promotion, rolled back already); refuses, as the rollback
+        itself does, a migration that is not promoted as a whole: the dry run says what the run would say."""
+        return self._promoted_at()
+
+    def not_promoted_message(self) -> str:
+        """Why a whole rollback has nothing to do; with a staged cutover, which units are promoted and how each
+        goes back (the form's *Groups* / *Topics* field, ``kafka-ferry rollback --groups / --topics``)."""
+        state = self.store.read_all()
+        groups, topics = promoted_groups(self.store, state), promoted_topics(self.store, state)
+        if not (groups or topics):
+            return (f"migration {self.spec.name!r} is not promoted: nothing to roll back (state topic "
+                    f"{self.store.topic})")
+        staged = "; ".join(
+            [f"promoted topic(s) {', '.join(topics)}: roll them back (with the groups reading them) with the "
+             f"form's *Topics* field (kafka-ferry rollback --topics {' '.join(topics)})"] * bool(topics)
+            + [f"promoted group(s) {', '.join(groups)}: roll them back with the form's *Groups* field "
+               f"(kafka-ferry rollback --groups {' '.join(groups)})"] * bool(groups))
+        return (f"migration {self.spec.name!r} is not promoted as a whole (state topic {self.store.topic}): a "
+                f"whole rollback has nothing to roll back, but a staged cutover promoted units of it: {staged}")
 
     def run(self, steps: Sequence[str] | None = None) -> dict:
         """Run the steps (all by default), skipping those done for this promotion; returns the report."""

@@ -124,3 +124,25 @@ def test_the_rollback_modes_branch_off_before_provisioning_and_every_other_mode_
         assert _route(entry, params={"mode": mode}) == "rollback"
     with pytest.raises(ValueError, match="mode must be"):
         _route(entry, params={"mode": "yolo"})
+
+
+def test_a_staged_mode_the_preflight_found_done_already_skips_the_rest_of_the_run():
+    """``promote-groups`` / ``promote-topics`` whose every name is promoted already: the pre-flight says so in its
+    XCom and the route follows nothing, so provisioning writes nothing (a no-op run); any other answer provisions."""
+    from kafka_ferry.dag_promotion import _route
+    from kafka_ferry.operators.provision import NO_OP_KEY
+
+    class Ti:
+        def __init__(self, xcom):
+            self.xcom, self.asked = xcom, []
+
+        def xcom_pull(self, task_ids):
+            self.asked.append(task_ids)
+            return self.xcom
+
+    done = Ti({"mode": "promote-groups", NO_OP_KEY: True})
+    assert _route("provision_topics", params={"mode": "promote-groups"}, ti=done) == []
+    assert done.asked == ["preflight"]
+    for xcom in ({"mode": "promote-topics", NO_OP_KEY: False}, {"mode": "catch-up"}, None):
+        assert _route("provision_topics", params={"mode": "promote-topics"}, ti=Ti(xcom)) == "provision_topics"
+    assert _route("provision_topics", params={"mode": "rollback"}, ti=done) == "rollback"
