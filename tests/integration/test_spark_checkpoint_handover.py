@@ -30,7 +30,8 @@ from scenarios import provision, write_spec
 
 import spark_kafka_jars
 
-pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark]
+# long: three Spark applications and a promotion (minutes); CI runs it in its second lane (`make test-long`)
+pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark, pytest.mark.long]
 
 # One Spark application: each query (bootstrap, topics, checkpoint, sink) runs with trigger availableNow in small
 # batches, then the sink is read back through its metadata log (as any reader of a file sink reads it).
