@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.offset_translation import AHEAD_OF_COPY, AT_COPIED_END, EXACT_RUN, HOLE_NEXT_RECORD
 
 OFFSETS_DIR: Final = "offsets"
 COMMITS_DIR: Final = "commits"
@@ -52,10 +53,8 @@ COMMIT_LOG_VERSIONS: Final = (1, 2)
 OFFSET_MAP_SCHEMA_VERSION: Final = 1
 HANDOVER_SCHEMA_VERSION: Final = 1
 
-IN_RUN: Final = "exact-run"
-HOLE_NEXT_RECORD: Final = "hole-next-record"
-AT_COPIED_END: Final = "at-copied-end"
-AHEAD_OF_COPY: Final = "ahead-of-copy"
+# the exact methods and the refusal above the copied end are the group translation's own (one name per decision)
+IN_RUN: Final = EXACT_RUN
 BEFORE_COPY: Final = "before-first-copied-record"
 NOT_IN_MAP: Final = "not-in-offset-map"
 UNRESOLVED: Final = "unresolved-position"
