@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_ferry.core.backlog_eta import RunPoint, batch_cost, batch_eta, estimate
+from kafka_ferry.core.backlog_eta import RunPoint, batch_cost, batch_eta, batch_gap_s, estimate
 
 
 def test_the_issue_case_counts_capped_batches_and_their_fixed_cost():
@@ -85,9 +85,42 @@ def test_the_estimate_puts_the_counted_eta_first_and_says_batches():
     points = [_point(1, 7_600, 65.0, "limit"), _point(2, 7_600, 90.0, "limit")]
     est = estimate(5_519, points, partition_lags=[290] * 18 + [299], cap_per_partition=400)
     first = est.etas[0]
+    # the batches ended 100 s apart and the second lasted 90 s: 10 s pass between batches, before the next one too
     assert first.label.startswith("counting batches (at most 400 records per partition each, 1 min per batch, the "
-                                  "mean of 2 batches of about 7,600 records)")
-    assert first.batches == 1 and first.seconds == pytest.approx(77.5)
+                                  "mean of 2 batches of about 7,600 records, 10 s between batches)")
+    assert first.batches == 1 and first.seconds == pytest.approx(10.0 + 77.5)
     assert "lag 0 in 1 min, after 1 batch" in est.sentence
     without = estimate(5_519, points)
     assert not without.etas[0].label.startswith("counting batches")
+
+
+def test_the_time_between_batches_is_the_median_gap_and_every_batch_to_come_pays_it():
+    # batches of 1 s ending 1.25 s apart (one slow start of 3 s among them): 0.25 s between batches
+    ends = [0, 1_250, 2_500, 6_500, 7_750, 9_000]
+    points = [RunPoint(f"b{i}", end, 1.0, 400, 40_000, 800, 400, "limit") for i, end in enumerate(ends)]
+    assert batch_gap_s(points) == pytest.approx(0.25)
+    assert batch_gap_s(points[:1]) == 0.0 and batch_gap_s([]) == 0.0
+    # what the ETA bench found: ten batches of 1 s predicted 10 s where 12.4 s passed; counting the gap closes it
+    alone = batch_eta([4_000], records_per_s=math.inf, fixed_s=1.0, cap_per_partition=400)
+    paced = batch_eta([4_000], records_per_s=math.inf, fixed_s=1.0, cap_per_partition=400, gap_s=0.25)
+    assert alone.batches == paced.batches == 10
+    assert alone.seconds == pytest.approx(10.0) and paced.seconds == pytest.approx(12.5)
+    # with a schedule the gap is the wait for the next run: the interval is met, not added to
+    scheduled = batch_eta([1_000], records_per_s=1_000.0, fixed_s=10.0, cap_per_partition=400, interval_s=300.0,
+                          gap_s=289.6)
+    assert scheduled.seconds == pytest.approx(289.6 + 2 * 300.0 + 10.2)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 5_000), min_size=1, max_size=8), st.floats(1.0, 1_000.0), st.floats(0.0, 60.0),
+       st.integers(1, 2_000), st.floats(0.0, 5.0), st.floats(0.0, 30.0))
+def test_time_between_batches_never_shortens_the_eta_and_adds_exactly_one_gap_a_batch_without_producers(
+        lags, rate, fixed, cap, inflow, gap):
+    without = batch_eta(lags, rate, fixed, cap_per_partition=cap, inflow_per_s=inflow)
+    paced = batch_eta(lags, rate, fixed, cap_per_partition=cap, inflow_per_s=inflow, gap_s=gap)
+    if paced.seconds is not None and without.seconds is not None:
+        assert paced.seconds >= without.seconds - 1e-6 and paced.batches >= without.batches
+    quiet, quiet_paced = (batch_eta(lags, rate, fixed, cap_per_partition=cap),
+                          batch_eta(lags, rate, fixed, cap_per_partition=cap, gap_s=gap))
+    assert quiet_paced.batches == quiet.batches
+    assert quiet_paced.seconds == pytest.approx(quiet.seconds + quiet.batches * gap)
