@@ -59,8 +59,9 @@ def commit_translated_offsets(destination: KafkaCluster, decisions: Iterable[Off
             log.warning("commit: group %s refused: %s", outcome.group, outcome.refused)
         elif offsets:
             for name, offset in outcome.committed.items():
-                log.info("commit: group %s %s -> %d", outcome.group, name, offset)
+                log.debug("commit: group %s %s -> %d", outcome.group, name, offset)
         outcomes.append(outcome)
+    _log_summary(outcomes)
     refused = [o for o in outcomes if o.refused]
     if strict and refused:
         raise GroupCommitRefused("; ".join(f"group {o.group}: {o.refused}" for o in refused))
@@ -87,5 +88,21 @@ def _plan_group(group: str, decisions: list[OffsetDecision], allow_rewind: bool,
             offsets[tp], metadata[tp] = d.downstream_offset, d.metadata
             outcome.committed[name] = d.downstream_offset
     for name, reason in outcome.skipped.items():
-        log.info("commit: group %s %s skipped: %s", group, name, reason)
+        log.debug("commit: group %s %s skipped: %s", group, name, reason)
     return outcome, offsets, metadata
+
+
+def _log_summary(outcomes: list[GroupCommit]) -> None:
+    """One line for every group's commit (each partition at debug: 2,000 partitions are 4,000 lines otherwise),
+    and the groups a commit did not rewind named: those are the ones a person looks at."""
+    committed = sum(len(o.committed) for o in outcomes if not o.refused)
+    skipped = sum(len(o.skipped) for o in outcomes)
+    ahead = {o.group: [n for n, why in o.skipped.items() if why.startswith("destination at")] for o in outcomes}
+    ahead = {g: names for g, names in ahead.items() if names}
+    log.info("commit: %d group(s): %d partition(s) committed, %d already there or not rewound", len(outcomes),
+             committed, skipped)
+    for group, names in sorted(ahead.items())[:10]:
+        log.info("commit: group %s is ahead on the destination on %d partition(s), not rewound: %s%s", group,
+                 len(names), ", ".join(names[:5]), " ..." if len(names) > 5 else "")
+    if len(ahead) > 10:
+        log.info("commit: and %d more group(s) ahead on the destination, not rewound", len(ahead) - 10)

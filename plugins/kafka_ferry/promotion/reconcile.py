@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
@@ -136,11 +137,17 @@ def reconcile_copies(source: KafkaCluster, destination: KafkaCluster,
         source_ranges[c.key] = (c.source_log_start, max(c.source_log_start, c.copied_upstream_end))
         start = decide("reconcile", c.source_log_start, "", c).downstream_offset
         dest_ranges[(c.destination_topic, c.partition)] = (start, max(start, c.downstream_end))
-    sides: dict[tuple[str, str, int], _Side] = {}
-    for role, hook, ranges, mapped in (("s", source, source_ranges, schema_ids),
-                                       ("d", destination, dest_ranges, None)):
+    def read_side(role: str, hook: KafkaCluster, ranges: dict, mapped: RecordRewriter | None) -> dict:
+        side: dict[tuple[str, str, int], _Side] = {}
         for msg in read_ranges(hook, ranges):
-            sides.setdefault((role, msg.topic(), msg.partition()), _Side()).add(msg, mapped)
+            side.setdefault((role, msg.topic(), msg.partition()), _Side()).add(msg, mapped)
+        return side
+
+    # both clusters read at once (each its own consumer): the cutover waits for the slower side, not the sum
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="kferry-reconcile") as pool:
+        source_side = pool.submit(read_side, "s", source, source_ranges, schema_ids)
+        destination_side = pool.submit(read_side, "d", destination, dest_ranges, None)
+        sides = {**source_side.result(), **destination_side.result()}
     results = []
     for c in copies:
         s = sides.get(("s", c.source_topic, c.partition), _Side())
@@ -152,9 +159,12 @@ def reconcile_copies(source: KafkaCluster, destination: KafkaCluster,
             r = PartitionReconciliation(**{**asdict(r), "first_difference": _first_difference(s, d)})
             log.warning("reconcile: MISMATCH %s", r.describe())
         else:
-            log.info("reconcile: ok %s", r.describe())
+            log.debug("reconcile: ok %s", r.describe())
         results.append(r)
-    return ReconciliationReport(tuple(results))
+    report = ReconciliationReport(tuple(results))
+    log.info("reconcile: %d partition(s), %d record(s) checked, %d mismatched", len(results),
+             sum(p.source_count for p in results), len(report.mismatched))
+    return report
 
 
 def reconcile(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,12 +48,17 @@ def load_partition_copies(
     """Join progress, the sync log and both clusters' partition bounds into one PartitionCopy each."""
     if not progress:
         return {}
-    syncs = read_migration_syncs(spec, source, destination)
     source_parts = sorted(progress)
     dest_parts = [(progress[k].destination_topic, k[1]) for k in source_parts]
-    source_start = source.list_offsets(source_parts, "earliest")
-    dest_start = destination.list_offsets(dest_parts, "earliest")
-    dest_end = destination.list_offsets(dest_parts, "latest")
+    # Four independent reads, each one round of requests: in flight together, the promotion waits for the
+    # slowest instead of their sum (translation, reconciliation and the rollback plan each join them).
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kferry-copies") as pool:
+        syncs_f = pool.submit(read_migration_syncs, spec, source, destination)
+        source_start_f = pool.submit(source.list_offsets, source_parts, "earliest")
+        dest_start_f = pool.submit(destination.list_offsets, dest_parts, "earliest")
+        dest_end_f = pool.submit(destination.list_offsets, dest_parts, "latest")
+        syncs, source_start = syncs_f.result(), source_start_f.result()
+        dest_start, dest_end = dest_start_f.result(), dest_end_f.result()
     return {
         key: partition_copy(progress[key], syncs.get(key, ()), source_start[key], dest_start[dest],
                             dest_end[dest])
@@ -141,11 +147,16 @@ def translate_migration(spec: MigrationSpec, source: KafkaCluster, destination: 
                                      back.get((d.destination_topic, d.partition))) for d in decisions]
     expected = [d for d in decisions if catch_up and d.method == AHEAD_OF_COPY]
     quiet = {id(d) for d in expected}
+    # One line per decision only where it says something (a flagged one, at warning); the rest at debug, and one
+    # summary: a tenant of 2,000 partitions and 200 groups made 4,400 INFO lines here, a second of the cutover.
     for d in decisions:
-        if id(d) in quiet:
-            log.debug("translate: %s", d.describe())
+        if d.flagged and id(d) not in quiet:
+            log.warning("translate: %s", d.describe())
         else:
-            (log.warning if d.flagged else log.info)("translate: %s", d.describe())
+            log.debug("translate: %s", d.describe())
+    if decisions:  # the methods per decision are in the result's summary (and the promotion report)
+        log.info("translate: %d group partition(s) of %d group(s), %d flagged", len(decisions),
+                 len({d.group for d in decisions}), sum(1 for d in decisions if d.flagged))
     if expected:
         log.info("translate: %d group partition(s) committed beyond what the copy has reached so far (this batch "
                  "stopped at its cap or window): clamped to the copied end, translated again after the next batch: "
