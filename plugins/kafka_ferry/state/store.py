@@ -8,6 +8,7 @@ value per key, a tombstone deletes it.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -32,6 +33,10 @@ class MigrationStateStore:
     def __init__(self, cluster: KafkaCluster, topic: str):
         self.cluster = cluster
         self.topic = topic
+        # The last read, by the end offset it was read to: the topic has one partition and only grows, so the
+        # same end offset is the same records (a promotion's plan reads the state a dozen times between writes;
+        # at 2,000 partitions each read was a consumer and a tenth of a second). Any write moves the end.
+        self._last_read: tuple[int, dict[StateKind, dict[str, dict[str, Any]]]] | None = None
 
     def ensure_topic(self) -> bool:
         """Create the state topic if missing (idempotent); returns True when it was created.
@@ -73,10 +78,14 @@ class MigrationStateStore:
     def read_all(self) -> dict[StateKind, dict[str, dict[str, Any]]]:
         """Every live record, as {kind: {key: value}}; reads the topic from the start to its end.
 
-        A kind no declaration knows (written by a newer kafka-ferry) is left out, with a warning."""
+        A kind no declaration knows (written by a newer kafka-ferry) is left out, with a warning. Read again
+        only when the topic's end moved since the last read (a copy is returned: callers may change theirs)."""
+        end = self._end_offset()
+        if self._last_read is not None and end is not None and self._last_read[0] == end:
+            return copy.deepcopy(self._last_read[1])
         state: dict[StateKind, dict[str, dict[str, Any]]] = {}
         unknown: set[str] = set()
-        for raw_key, raw_value in self._records():
+        for raw_key, raw_value in self._records(end):
             name, key, value = decode(raw_key, raw_value)
             kind = KINDS.get(name)
             if kind is None:
@@ -87,19 +96,25 @@ class MigrationStateStore:
                 state.setdefault(kind, {})[key] = value
         if unknown:
             log.warning("state topic %s holds records of undeclared kinds %s: left out", self.topic, sorted(unknown))
+        if end is not None:
+            self._last_read = (end, copy.deepcopy(state))
         return state
 
     def read_kind(self, kind: StateKind) -> dict[str, dict[str, Any]]:
         return _declared(kind).records(self.read_all())
 
-    def _records(self) -> Iterable[tuple[bytes, bytes | None]]:
+    def _end_offset(self) -> int | None:
+        """The state topic's end offset; None when the topic does not exist (a migration that never ran, or a dry
+        run of one: no state yet, and reading creates none)."""
         try:
-            end = self.cluster.list_offsets([(self.topic, 0)], "latest", read_committed=False).get((self.topic, 0), 0)
+            return self.cluster.list_offsets([(self.topic, 0)], "latest", read_committed=False).get((self.topic, 0), 0)
         except KafkaClusterError:
             if self.topic in self.cluster.list_topic_names():
                 raise
-            return  # a migration that never ran (or a dry run of one): no state yet, and reading creates none
-        if end <= 0:
+            return None
+
+    def _records(self, end: int | None) -> Iterable[tuple[bytes, bytes | None]]:
+        if end is None or end <= 0:
             return
         consumer = start_reader(self.cluster, self.topic, "kafka-ferry-state-reader", enable_eof=True)
         try:
