@@ -18,6 +18,7 @@ from pathlib import Path
 from confluent_kafka import KafkaError
 
 from kafka_ferry.core.copy_lease import LEASE_S, RENEW_EVERY_S, Claim, CopyLeaseHeld, claims_in_log, holder, refusal
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.kafka.reads import start_reader
@@ -27,7 +28,7 @@ READER_GROUP = "kafka-ferry-state-reader"  # the state store's reader group: no 
 TIMEOUT_S = 30.0
 
 
-class CopyLeaseLost(RuntimeError):
+class CopyLeaseLost(Retryable, RuntimeError):
     """The lease expired before the holder could renew it: another copy job may have run concurrently."""
 
 

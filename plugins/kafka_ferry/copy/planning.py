@@ -23,6 +23,7 @@ from kafka_ferry.core.batch_window import parse_window, window_deadline
 from kafka_ferry.core.batch_window import records_budget as window_budget
 from kafka_ferry.core.copy_rate import sizing_rate
 from kafka_ferry.core.dates import iso_utc
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.mm2_wire import offset_syncs_topic
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.provisioning_plan import select_topics
@@ -41,7 +42,7 @@ from kafka_ferry.state.store import MigrationStateStore
 log = logging.getLogger(__name__)
 
 
-class DestinationNotProvisioned(RuntimeError):
+class DestinationNotProvisioned(Retryable, RuntimeError):
     """A source partition has no destination partition to copy into: provisioning has not run (or lagged)."""
 
 

@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.offset_sync_policy import SyncPoint
 
 EXACT_RUN: Final = "exact-run"
@@ -43,7 +44,7 @@ EXACT_METHODS: Final = (EXACT_RUN, HOLE_NEXT_RECORD, AT_COPIED_END, AHEAD_OF_COP
 MM2_METHODS: Final = (MM2_SYNC, MM2_PLUS_ONE, BEFORE_FIRST_SYNC)
 
 
-class SyncConflictError(ValueError):
+class SyncConflictError(Retryable, ValueError):
     """The sync log breaks invariant A (e.g. a failed batch's syncs mixed with its retry's)."""
 
 

@@ -15,13 +15,15 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from kafka_ferry.core.failures import Retryable
+
 # A spec regex longer than this is a mistake or an attack; RE2 bounds its memory, this bounds the text.
 MAX_PATTERN_LENGTH = 1000
 # RE2's memory budget per compiled pattern: a large counted repetition fails to compile instead of using more.
 _MAX_MEM = 8 << 20
 
 
-class PatternError(ValueError):
+class PatternError(Retryable, ValueError):
     """A spec regex RE2 cannot compile; the message says why (e.g. a backreference or lookaround)."""
 
 

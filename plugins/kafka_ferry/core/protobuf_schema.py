@@ -23,6 +23,8 @@ import re
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
+from kafka_ferry.core.failures import Retryable
+
 F = descriptor_pb2.FieldDescriptorProto
 _SCALARS = {F.TYPE_DOUBLE: "double", F.TYPE_FLOAT: "float", F.TYPE_INT64: "int64", F.TYPE_UINT64: "uint64",
             F.TYPE_INT32: "int32", F.TYPE_FIXED64: "fixed64", F.TYPE_FIXED32: "fixed32", F.TYPE_BOOL: "bool",
@@ -33,7 +35,7 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 _MAX = {False: 536870912, True: 2147483647}
 
 
-class UnrenderableDescriptor(ValueError):
+class UnrenderableDescriptor(Retryable, ValueError):
     """A serialized descriptor uses something .proto text rendering here does not keep (the message says what)."""
 
 

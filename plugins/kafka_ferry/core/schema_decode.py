@@ -39,6 +39,7 @@ import jsonschema
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from kafka_ferry.core.failures import Permanent, Retryable
 from kafka_ferry.core.protobuf_schema import serialized_descriptor
 from kafka_ferry.core.schema_wire import HEADER_SIZE, schema_id_of
 
@@ -67,11 +68,11 @@ class Verdict:
 PLAIN = Verdict("plain")
 
 
-class _Unusable(Exception):
+class _Unusable(Permanent):
     """A schema that cannot be used to decode anything (the reason is the message)."""
 
 
-class DecodeFailure(ValueError):
+class DecodeFailure(Retryable, ValueError):
     """A payload that does not decode, said by positions, schema paths, keywords and types only.
 
     Why a class of its own: a failure reason reaches the run page, XCom and logs for everyone who can read the

@@ -27,11 +27,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, schema_id_of
 from kafka_ferry.core.serialized_fields import FieldDecision, FieldsUndecided
 
 
-class ReverseMapBroken(ValueError):
+class ReverseMapBroken(Retryable, ValueError):
     """The reverse map would break an invariant (never expected: the forward map is a function)."""
 
 

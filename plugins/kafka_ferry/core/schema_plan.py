@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.patterns import any_full_match
 from kafka_ferry.core.protobuf_schema import UnrenderableDescriptor
 from kafka_ferry.core.schema_forms import canonical, registrable_text
@@ -131,7 +132,7 @@ class SchemaPlan:
         return lines
 
 
-class SchemaPlanError(ValueError):
+class SchemaPlanError(Retryable, ValueError):
     """The source itself cannot be migrated as asked (a reference cycle, a reference to a missing version)."""
 
 

@@ -21,6 +21,8 @@ import struct
 from collections.abc import Mapping
 from typing import Literal
 
+from kafka_ferry.core.failures import Retryable
+
 MAGIC_BYTE = 0
 HEADER = struct.Struct(">bI")  # magic byte, schema id
 HEADER_SIZE = HEADER.size  # 5
@@ -29,7 +31,7 @@ UnknownIdPolicy = Literal["fail", "pass-through"]
 UNKNOWN_ID_POLICIES: tuple[UnknownIdPolicy, ...] = ("fail", "pass-through")
 
 
-class UnknownSchemaId(KeyError):
+class UnknownSchemaId(Retryable, KeyError):
     """A record carries a schema id the id map does not know (the caller adds topic, partition, offset)."""
 
     def __init__(self, schema_id: int):

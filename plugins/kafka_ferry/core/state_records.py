@@ -23,10 +23,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_ferry.core.failures import Retryable
+
 WRITTEN_AT = "written_at_ms"
 
 
-class StateRecordError(ValueError):
+class StateRecordError(Retryable, ValueError):
     """A state record that breaks its declaration; the message names kind, key, field and value."""
 
 

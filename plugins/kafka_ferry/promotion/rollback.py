@@ -36,7 +36,7 @@ from pathlib import Path
 from kafka_ferry.copy.destination_tail import copied_pairs
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.runner import copy_group
-from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.failures import Permanent, Retryable
 from kafka_ferry.core.mm2_wire import offset_syncs_topic
 from kafka_ferry.core.offset_decisions import PartitionCopy
 from kafka_ferry.core.provenance import read_provenance
@@ -67,11 +67,11 @@ class RollbackRefused(Permanent, RuntimeError):
     a schema id the forward map never knew. The message names the object and the cause; nothing was changed."""
 
 
-class DestinationNotQuiet(RuntimeError):
+class DestinationNotQuiet(Retryable, RuntimeError):
     """Producers or consumers still use the destination; a later try may find it quiet."""
 
 
-class SourceGroupBusy(RuntimeError):
+class SourceGroupBusy(Retryable, RuntimeError):
     """A group to commit has members on the source (its consumers started early); a later try may find it empty."""
 
 

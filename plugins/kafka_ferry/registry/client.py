@@ -26,7 +26,7 @@ import httpx2
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.failures import Permanent, Retryable
 from kafka_ferry.core.schema_compat import own_level
 from kafka_ferry.core.schema_decode import RegisteredSchema
 from kafka_ferry.core.schema_forms import canonical
@@ -86,7 +86,7 @@ class RegistryConnection:
                                      "login/password (or Extra bearer_token), never in the URL")
 
 
-class SchemaRegistryUnavailable(RuntimeError):
+class SchemaRegistryUnavailable(Retryable, RuntimeError):
     """The registry did not answer or refused a call; names the registry, the URL and the operation."""
 
     def __init__(self, conn: RegistryConnection, operation: str, cause: object):
