@@ -143,4 +143,4 @@ def _bound_offsets(extra: dict[str, Any]) -> dict[str, Any]:
 
 def is_promotion_event(extra: Mapping[str, Any] | None) -> bool:
     """True for the event a promotion emits (a downstream post-cutover check ignores the catch-up copies')."""
-    return bool(extra) and extra.get("kind") == "promoted" and extra.get("promoted") is True
+    return extra is not None and extra.get("kind") == "promoted" and extra.get("promoted") is True

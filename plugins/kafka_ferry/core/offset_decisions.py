@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from kafka_ferry.core.offset_sync_policy import SyncPoint
 from kafka_ferry.core.offset_translation import AHEAD_OF_COPY, BEFORE_FIRST_SYNC, PartitionOffsetMap
@@ -104,7 +104,7 @@ class OffsetDecision:
             return None
         return max(0, self.downstream_end - self.downstream_offset)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "flagged": self.flagged, "upstream_lag": self.upstream_lag,
                 "downstream_lag": self.downstream_lag}
 

@@ -13,7 +13,9 @@ later, somewhere else. Every name rule here is applied with ``fullmatch`` (whole
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 from kafka_ferry.core.failures import Retryable
 
@@ -27,7 +29,7 @@ class PatternError(Retryable, ValueError):
     """A spec regex RE2 cannot compile; the message says why (e.g. a backreference or lookaround)."""
 
 
-def _options():
+def _options() -> Any:  # re2.Options: google-re2 ships no types
     import re2
 
     options = re2.Options()
@@ -37,7 +39,7 @@ def _options():
 
 
 @lru_cache(maxsize=4096)
-def compiled(pattern: str):
+def compiled(pattern: str) -> Any:  # an re2 program (google-re2 ships no types)
     """The RE2 program of a spec regex (cached: the same patterns are matched against every topic name)."""
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise PatternError(f"a regex of {len(pattern)} characters; at most {MAX_PATTERN_LENGTH}")
@@ -62,7 +64,7 @@ def full_match(pattern: str, text: str) -> bool:
     return compiled(pattern).fullmatch(text) is not None
 
 
-def any_full_match(patterns, text: str) -> bool:
+def any_full_match(patterns: Iterable[str], text: str) -> bool:
     return any(full_match(p, text) for p in patterns)
 
 

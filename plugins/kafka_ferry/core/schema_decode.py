@@ -30,7 +30,7 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -111,7 +111,7 @@ class PayloadChecker:
 
     def check(self, payload: bytes | None) -> Verdict:
         schema_id = schema_id_of(payload)
-        if schema_id is None:
+        if payload is None or schema_id is None:
             return PLAIN
         parsed = self._parsed.get(schema_id)
         if parsed is None:
@@ -204,7 +204,7 @@ def _json_schema_failure(error: jsonschema.ValidationError) -> str:
     return f"at {path}: fails '{error.validator}' (schema path {schema_path}); the field is a {kind}"
 
 
-def _all_references(registered: RegisteredSchema):
+def _all_references(registered: RegisteredSchema) -> Iterator[tuple[str, RegisteredSchema]]:
     for name, ref in registered.references.items():
         yield name, ref
         yield from _all_references(ref)

@@ -46,7 +46,8 @@ def schema_id_of(payload: bytes | None) -> int | None:
     """The schema id of a wire-format payload, or None when the payload does not carry one."""
     if payload is None or len(payload) < HEADER_SIZE or payload[0] != MAGIC_BYTE:
         return None
-    return HEADER.unpack_from(payload)[1]
+    schema_id: int = HEADER.unpack_from(payload)[1]
+    return schema_id
 
 
 def with_schema_id(payload: bytes, schema_id: int) -> bytes:

@@ -268,7 +268,7 @@ def parse_offset_map(document: Any, where: str) -> dict[tuple[str, int], MappedP
         out[key] = MappedPartition(
             topic, key[1], dest, _int(p.get("copied_upstream_end"), f"{at}.copied_upstream_end"),
             _int(p.get("next_downstream_offset"), f"{at}.next_downstream_offset"),
-            tuple(tuple(_int(v, f"{at}.runs") for v in r) for r in runs))
+            tuple((_int(r[0], f"{at}.runs"), _int(r[1], f"{at}.runs"), _int(r[2], f"{at}.runs")) for r in runs))
     return out
 
 
@@ -301,7 +301,7 @@ class PositionDecision:
         to = "refused" if self.refused else f"-> {self.destination_topic}-{self.partition}@{self.downstream_offset}"
         return f"{self.source_topic}-{self.partition}@{self.upstream_offset} {to} [{self.method}] {self.reason}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"source_topic": self.source_topic, "partition": self.partition, "upstream_offset": self.upstream_offset,
                 "destination_topic": self.destination_topic, "downstream_offset": self.downstream_offset,
                 "method": self.method, "reason": self.reason}
@@ -381,7 +381,7 @@ class RewritePlan:
         lines = tuple(s.new_line or s.line for s in self.sources)
         return OffsetSeqFile(current.version, current.metadata, lines)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"from_batch": self.batch, "refused": list(self.refused),
                 "sources": [{"index": s.index, "source_id": s.line.source_id, "rewritten": s.new_line is not None,
                              "kept_because": s.kept_because, "decisions": [d.as_dict() for d in s.decisions]}

@@ -34,12 +34,12 @@ from kafka_ferry.core.rate_limit import RateLimit
 from kafka_ferry.core.spec_source import (
     Location,
     Position,
-    SpecError,
     SpecProblem,
     located,
     read_yaml,
     validation_problems,
 )
+from kafka_ferry.core.spec_source import SpecError as SpecError  # load_spec raises it: callers catch it from here
 
 # The name rules (full-match patterns: `$` would let a final newline through) and the RE2 matching of regexes.
 TOPIC_CHARS = TOPIC_NAME  # a prefix is prepended to topic names: it holds only topic characters

@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_ferry.core.backlog_eta import RunPoint
-from kafka_ferry.core.state_records import BACKLOG_KIND
+from kafka_ferry.core.state_records import BACKLOG_KIND, StateSnapshot
 from kafka_ferry.state.store import MigrationStateStore
 
 
-def read_backlog(store: MigrationStateStore, state: Mapping | None = None) -> list[dict[str, Any]]:
+def read_backlog(store: MigrationStateStore, state: StateSnapshot | None = None) -> list[dict[str, Any]]:
     """Every batch's backlog record, oldest first; ``state``: an already read ``read_all()``."""
     records = BACKLOG_KIND.records(state if state is not None else store.read_all())
     return sorted(records.values(), key=lambda r: (r.get("finished_at_ms") or 0, r.get("batch_id", "")))
