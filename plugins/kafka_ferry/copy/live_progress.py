@@ -23,6 +23,7 @@ from kafka_ferry.core.live_progress import live_view
 from kafka_ferry.reports.publish import publish_live_batch
 from kafka_ferry.state.progress import read_progress_records
 from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.storage.workdir import StoragePath
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ def publish_progress(plan: CopyPlan, store: MigrationStateStore, migration_dir: 
 
 
 @contextmanager
-def live_progress_page(plan: CopyPlan, store: MigrationStateStore, migration_dir: Path, run_id: str,
+def live_progress_page(plan: CopyPlan, store: MigrationStateStore, migration_dir: StoragePath, run_id: str,
                        interval_s: float = INTERVAL_S) -> Iterator[threading.Event]:
     """While the body runs (the batch), rewrite the run's page every ``interval_s``, the first time at once; the
     thread is joined on exit. Yields an event set once the first page is written (the batch never waits for it:
