@@ -133,7 +133,7 @@ def internal_topics(spec: MigrationSpec) -> dict[str, tuple[str, ...]]:
 
 def rollback_internal_topics(spec: MigrationSpec) -> tuple[str, str]:
     """The topics a rollback creates and writes on the source: the copy-back's state topic and sync log."""
-    return f"{spec.state_topic_name}.rollback", offset_syncs_topic(spec.source.alias)
+    return spec.copy_back_state_topic_name, offset_syncs_topic(spec.source.alias)
 
 
 def minimum_acls(spec: MigrationSpec, source_principal: str, destination_principal: str,

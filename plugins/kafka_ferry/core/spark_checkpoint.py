@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.offset_translation import AHEAD_OF_COPY, AT_COPIED_END, EXACT_RUN, HOLE_NEXT_RECORD
+from kafka_ferry.core.offset_translation import TranslationMethod
 
 OFFSETS_DIR: Final = "offsets"
 COMMITS_DIR: Final = "commits"
@@ -54,12 +54,12 @@ OFFSET_MAP_SCHEMA_VERSION: Final = 1
 HANDOVER_SCHEMA_VERSION: Final = 1
 
 # the exact methods and the refusal above the copied end are the group translation's own (one name per decision)
-IN_RUN: Final = EXACT_RUN
+IN_RUN: Final = TranslationMethod.EXACT_RUN
 BEFORE_COPY: Final = "before-first-copied-record"
 NOT_IN_MAP: Final = "not-in-offset-map"
 UNRESOLVED: Final = "unresolved-position"
-EXACT_METHODS: Final = (IN_RUN, HOLE_NEXT_RECORD, AT_COPIED_END)
-REFUSED_METHODS: Final = (AHEAD_OF_COPY, BEFORE_COPY, NOT_IN_MAP, UNRESOLVED)
+EXACT_METHODS: Final = (IN_RUN, TranslationMethod.HOLE_NEXT_RECORD, TranslationMethod.AT_COPIED_END)
+REFUSED_METHODS: Final = (TranslationMethod.AHEAD_OF_COPY, BEFORE_COPY, NOT_IN_MAP, UNRESOLVED)
 
 _BATCH_ID = re.compile(r"0|[1-9][0-9]{0,18}")
 _VERSION = re.compile(r"v([1-9][0-9]{0,8})")
@@ -320,11 +320,12 @@ def decide_position(mapped: MappedPartition | None, topic: str, partition: int, 
     made = mapped.destination_topic
     end = mapped.copied_upstream_end
     if offset > end:
-        return refuse(AHEAD_OF_COPY, f"above the copied end {end}: the query read records the copy has not copied "
-                                     "(promote first: the final copy copies up to the source's end)")
+        return refuse(TranslationMethod.AHEAD_OF_COPY, f"above the copied end {end}: the query read records the copy "
+                      "has not copied (promote first: the final copy copies up to the source's end)")
     runs = mapped.runs
     if offset == end or (runs and offset > runs[-1][1]):
-        return PositionDecision(topic, partition, offset, made, mapped.next_downstream_offset, AT_COPIED_END,
+        return PositionDecision(topic, partition, offset, made, mapped.next_downstream_offset,
+                                TranslationMethod.AT_COPIED_END,
                                 f"at the copied end {end} (nothing copied in between): the destination's end of "
                                 f"the copied data, {mapped.next_downstream_offset}")
     if not runs or offset < runs[0][0]:
@@ -338,7 +339,7 @@ def decide_position(mapped: MappedPartition | None, topic: str, partition: int, 
         return PositionDecision(topic, partition, offset, made, down, IN_RUN,
                                 f"inside run {list(runs[i])}: downstream_first + (U - upstream_first)")
     nxt = runs[i + 1]  # offset < runs[-1] end was handled above, so a next run exists
-    return PositionDecision(topic, partition, offset, made, nxt[2], HOLE_NEXT_RECORD,
+    return PositionDecision(topic, partition, offset, made, nxt[2], TranslationMethod.HOLE_NEXT_RECORD,
                             f"in the hole between runs {list(runs[i])} and {list(nxt)} (no copied record there): "
                             "the next run's first record")
 

@@ -394,6 +394,13 @@ class MigrationSpec(_Frozen):
     def state_topic_name(self) -> str:
         return self.state_topic or f"kafka-ferry.{self.name}.state"
 
+    @property
+    def copy_back_state_topic_name(self) -> str:
+        """Where a rollback's copy-back keeps its progress: on the source, beside the state topic's name (the
+        partition copier writes progress to its own destination's state topic, and the copy-back's destination is
+        the source). Named here once: the rollback writes it, its minimum ACLs grant it."""
+        return f"{self.state_topic_name}.rollback"
+
 
 # MM2 can keep offset syncs on either cluster; kafka-ferry writes and reads them on the destination only.
 REMOVED_SYNC_LOCATION = "offset_syncs_topic_location"

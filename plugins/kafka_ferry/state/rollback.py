@@ -32,7 +32,7 @@ RESUME = "resume/"
 
 
 def copy_back_state_topic(spec: MigrationSpec) -> str:
-    return f"{spec.state_topic_name}.rollback"
+    return spec.copy_back_state_topic_name
 
 
 def copy_back_store(spec: MigrationSpec, source: KafkaCluster) -> MigrationStateStore:

@@ -17,7 +17,7 @@ from pathlib import Path
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.mm2_wire import Checkpoint, offset_syncs_topic
 from kafka_ferry.core.offset_decisions import OffsetDecision, PartitionCopy, partition_copy, translate_groups
-from kafka_ferry.core.offset_translation import AHEAD_OF_COPY
+from kafka_ferry.core.offset_translation import TranslationMethod
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.rollback_plan import across_rollback
 from kafka_ferry.core.spec import MigrationSpec
@@ -139,7 +139,7 @@ def translate_migration(spec: MigrationSpec, source: KafkaCluster, destination: 
     if back:  # a rollback copied records back: groups among them resume by both sync logs
         decisions = [across_rollback(d, copies.get((d.source_topic, d.partition)),
                                      back.get((d.destination_topic, d.partition))) for d in decisions]
-    expected = [d for d in decisions if catch_up and d.method == AHEAD_OF_COPY]
+    expected = [d for d in decisions if catch_up and d.method == TranslationMethod.AHEAD_OF_COPY]
     quiet = {id(d) for d in expected}
     for d in decisions:
         if id(d) in quiet:
