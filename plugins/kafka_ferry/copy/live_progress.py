@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from pathlib import Path
 
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.core.live_progress import live_view
@@ -36,8 +35,8 @@ def batch_view(plan: CopyPlan, store: MigrationStateStore, started_at_ms: int, n
                      started_at_ms, int(time.time() * 1000) if now_ms is None else now_ms)
 
 
-def publish_progress(plan: CopyPlan, store: MigrationStateStore, migration_dir: Path, run_id: str,
-                     started_at_ms: int, stopped: str | None = None) -> Path:
+def publish_progress(plan: CopyPlan, store: MigrationStateStore, migration_dir: StoragePath, run_id: str,
+                     started_at_ms: int, stopped: str | None = None) -> StoragePath:
     """Write the run's page as the batch stands now; ``stopped``: why the copy task ended before the batch did."""
     view = batch_view(plan, store, started_at_ms)
     if stopped:

@@ -32,7 +32,7 @@ class BatchFileRefused(Permanent, ValueError):
     """A batch id or file path handed between tasks (XCom) that is not the one the spec and the run derive."""
 
 
-def batch_files(migration: str, batch_id: str) -> tuple[StoragePath, StoragePath]:
+def batch_files(migration: str, batch_id: object) -> tuple[StoragePath, StoragePath]:
     """The plan and report files of one batch: ``<work dir of the migration>/plan-<batch id>.json`` and
     ``report-<batch id>.json``, derived from the spec's name, the configured work dir (and its connection) and
     the batch id, never taken from XCom (issue 36: whoever could edit a task's XCom could make the copy delete and

@@ -65,7 +65,7 @@ class KafkaClusterError(KafkaFerryError, RuntimeError):
                  acl: Mapping[str, tuple[str, str]] | None = None):
         code = error.code() if isinstance(error, KafkaError) else None
         reason = error.str() if isinstance(error, KafkaError) else str(error)
-        advice = _ADVICE.get(code, "")
+        advice = _ADVICE.get(code, "") if code is not None else ""
         hint = grant_hint_for_code(code, principal, acl)
         if hint:
             advice = f"{advice}: {hint}"

@@ -17,6 +17,7 @@ come from the Airflow connection's login/password or Extra ``bearer_token`` only
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -232,7 +233,7 @@ class SchemaRegistry:
             refs[ref.name] = self._with_references(reg.schema, depth + 1)
         return RegisteredSchema(schema.schema_type or "AVRO", schema.schema_str, refs)
 
-    def snapshot(self, subjects: list[str] | None = None, ids: list[int] = ()) -> RegistrySnapshot:
+    def snapshot(self, subjects: list[str] | None = None, ids: Sequence[int] = ()) -> RegistrySnapshot:
         """The named subjects (all when None) with their versions and settings, and the schemas of `ids`."""
         names = self.subjects() if subjects is None else subjects
         read = {n: s for n in names if (s := self.read_subject(n)) is not None}

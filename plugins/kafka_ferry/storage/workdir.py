@@ -34,7 +34,9 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
+
+from typing_extensions import TypeIs  # typing.TypeIs is 3.13's; pydantic depends on typing_extensions
 
 from kafka_ferry.core.failures import Permanent
 
@@ -91,7 +93,8 @@ def work_dir(migration: str, environ: Mapping[str, str] | None = None) -> Storag
     return work_base(environ) / migration
 
 
-def is_local(path: Any) -> bool:
+def is_local(path: object) -> TypeIs[Path]:
+    """A local file (a ``Path``); else an ``ObjectStoragePath`` (the type checker narrows both ways)."""
     return isinstance(path, Path)
 
 
