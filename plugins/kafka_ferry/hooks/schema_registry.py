@@ -84,5 +84,5 @@ def registry_connection(conn_id: str, host: str | None, port: int | None, path: 
     except (TypeError, ValueError):
         raise RegistryConnectionError(f"connection {conn_id!r}: Extra 'timeout_s' = {extra.get('timeout_s')!r} "
                                   f"is not a number of seconds") from None
-    return RegistryConnection(name=conn_id, url=url, basic_auth=(login, password) if login else None,
+    return RegistryConnection(name=conn_id, url=url, basic_auth=(login, password) if login and password else None,
                               bearer_token=token or None, ca_path=extra.get("ca_path") or None, timeout_s=timeout_s)
