@@ -36,12 +36,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
-from typing_extensions import TypeIs  # typing.TypeIs is 3.13's; pydantic depends on typing_extensions
-
 from kafka_ferry.core.failures import Permanent
 
 if TYPE_CHECKING:
     from airflow.sdk import ObjectStoragePath
+    from typing_extensions import TypeIs  # typing's is 3.13's; only the checker reads it (no import at run time)
 
 WORK_DIR_ENV = "KFERRY_WORK_DIR"
 CONN_ID_ENV = "KFERRY_WORK_DIR_CONN_ID"
