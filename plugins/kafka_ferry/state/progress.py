@@ -6,7 +6,7 @@ progress here, so they agree on what "copied so far" means.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kafka_ferry.core.progress import PartitionProgress
@@ -35,7 +35,7 @@ def migrated_groups(store: MigrationStateStore, state: StateSnapshot | None = No
     return {g: list(v.get("source_topics", [])) for g, v in sorted(records.items())}
 
 
-def save_migrated_groups(store: MigrationStateStore, migrated: Mapping[str, list[str]]) -> None:
+def save_migrated_groups(store: MigrationStateStore, migrated: Mapping[str, Sequence[str]]) -> None:
     """Record each migrated group with its source topics (what translation and promotion read back)."""
     store.put_many(GROUP_KIND, {g: {"source_topics": list(t)} for g, t in migrated.items()})
 
