@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: help install demo demo-secure demo-promote e2e test test-long test-matrix test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference routes-table docs lock clean
+.PHONY: help install demo demo-secure demo-promote e2e test test-long test-matrix test-faults test-unit test-integration testbed-up testbed-down testbed-status lint typecheck dags check-spec spec-reference routes-table docs lock clean
 
 ## Create ./.venv from the pinned constraints.txt (every target that needs Python runs it first).
 install: $(STAMP)
@@ -81,6 +81,11 @@ test-unit: install
 ## ruff over every Python folder.
 lint: install
 	$(VENV)/bin/ruff check plugins dags spark_jobs tests testbed bench
+
+## mypy over the package, the DAGs, the Spark launcher and the tests; strict on core/ and state/ (pyproject.toml).
+typecheck: install
+	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --no-warn-unused-configs tests/conftest.py  # beside tests/integration/conftest.py: same module name
 
 ## Write the two-line DAG file of every dags/migrations/*.yaml that lacks one.
 dags: install

@@ -42,7 +42,8 @@ def private_clusters(clusters_class: type):
 class _PrivateMixin:
     def __init__(self, specs) -> None:
         self.specs = {"source": specs[0], "destination": specs[1]}
-        super().__init__(SimpleNamespace(SOURCE=specs[0], DESTINATION=specs[1]))
+        # cooperative mixin: the next class of the MRO (conftest's clusters) takes the specs; mypy sees object
+        super().__init__(SimpleNamespace(SOURCE=specs[0], DESTINATION=specs[1]))  # type: ignore[call-arg]
         self.started: list = []
 
     # --- lifecycle --------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 from airflow.sdk import DAG, conf
 
 from kafka_ferry.copy.plan import work_dir
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.patterns import SPEC_FILE_NAME
 from kafka_ferry.core.spec import MigrationSpec, load_spec
 from kafka_ferry.core.spec_check import (
@@ -56,7 +57,7 @@ dag = dag_from_yaml(__file__, SPEC)
 '''
 
 
-class UnsafeSpecFileName(ValueError):
+class UnsafeSpecFileName(Retryable, ValueError):
     """A spec file whose name could not be a DAG file's name; no stub is written for it."""
 
 

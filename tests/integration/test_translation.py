@@ -26,7 +26,7 @@ from scenarios import (
 
 from kafka_ferry.core.mm2_wire import checkpoints_topic
 from kafka_ferry.core.offset_decisions import decide
-from kafka_ferry.core.offset_translation import AHEAD_OF_COPY
+from kafka_ferry.core.offset_translation import TranslationMethod
 from kafka_ferry.core.spec import load_spec
 from kafka_ferry.promotion.commit import GroupCommitRefused, commit_translated_offsets
 from kafka_ferry.promotion.steps import in_process_final_copy
@@ -164,7 +164,7 @@ def test_offsets_beyond_the_copy_are_clamped_and_flagged(clusters, tmp_path, cap
 
     with caplog.at_level(logging.INFO, logger="kafka_ferry.translation.translate"):
         [decision] = translate_migration(spec, source, destination, store).decisions
-    assert decision.method == AHEAD_OF_COPY and decision.flagged
+    assert decision.method == TranslationMethod.AHEAD_OF_COPY and decision.flagged
     assert decision.downstream_offset == 10 and decision.upstream_lag == -3
     # outside a catch-up (the promotion's translation) a clamp is a finding: a warning of its own
     assert [r.levelname for r in caplog.records if "[ahead-of-copy]" in r.getMessage()] == ["WARNING"]
@@ -172,7 +172,7 @@ def test_offsets_beyond_the_copy_are_clamped_and_flagged(clusters, tmp_path, cap
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="kafka_ferry.translation.translate"):
         [again] = translate_migration(spec, source, destination, store, catch_up=True).decisions
-    assert again.method == AHEAD_OF_COPY and again.flagged  # still in the summary's flagged list
+    assert again.method == TranslationMethod.AHEAD_OF_COPY and again.flagged  # still in the summary's flagged list
     # after a catch-up batch it is expected: one INFO line for the batch, no warning
     said = [(r.levelname, r.getMessage()) for r in caplog.records if "ahead-of-copy" in r.getMessage()]
     assert len(said) == 1 and said[0][0] == "INFO", said

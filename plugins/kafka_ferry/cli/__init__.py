@@ -21,6 +21,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from kafka_ferry.core.failures import Permanent
+
 # command -> the trigger form's mode (core.trigger_form.MODES)
 MODES = {"dry-run": "dry-run", "run": "catch-up", "promote": "promote", "promote-groups": "promote-groups",
          "promote-topics": "promote-topics", "rollback": "rollback", "rollback-plan": "rollback-plan"}
@@ -29,7 +31,7 @@ CONFIRMED = {"promote": "promote", "promote-groups": "promote groups of", "promo
 JSON_COMMANDS = ("check", "status", "dry-run")  # the commands with `--json`
 
 
-class UsageError(Exception):
+class UsageError(Permanent):
     """A wrong invocation (exit 2), said in one line."""
 
 

@@ -130,13 +130,13 @@ def check_report(spec_path: Path) -> CheckReport:
 
 
 def _registry_verdict(where: str, conn_id: str, conn) -> Verdict:
-    from kafka_ferry.hooks.schema_registry import SchemaRegistryError, registry_connection
+    from kafka_ferry.hooks.schema_registry import RegistryConnectionError, registry_connection
     from kafka_ferry.registry.client import SchemaRegistry, SchemaRegistryUnavailable
 
     try:
         registry = SchemaRegistry(registry_connection(conn_id, conn.host, conn.port, conn.schema, conn.login,
                                                       conn.password, conn.extra_dejson))
-    except SchemaRegistryError as exc:
+    except RegistryConnectionError as exc:
         return Verdict(where, conn_id, False, str(exc), conn.conn_type)
     try:
         subjects = registry.subjects(include_deleted=False)

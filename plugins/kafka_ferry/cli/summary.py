@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 
-def task_results(run) -> dict[str, object]:
+def task_results(run) -> dict[str, Any]:  # JSON values as the tasks returned them
     """The run's XCom return values by task id (from the metadata DB, where ``dag.test`` put them)."""
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session

@@ -134,7 +134,8 @@ def staged_for_spark(migration: str, plan_path: str | Path | StoragePath, report
         yield plan, report
         return
     scratch = local_dir(migration) / "staging"
-    local_plan, local_report = copy_file(plan, scratch / plan.name), scratch / report.name
+    local_plan, local_report = scratch / plan.name, scratch / report.name
+    copy_file(plan, local_plan)
     clear_outputs(local_report)
     try:
         yield local_plan, local_report

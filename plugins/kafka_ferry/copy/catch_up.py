@@ -25,6 +25,7 @@ from kafka_ferry.copy.lease import CopyLease
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.planning import plan_copy, record_accepted_gaps
 from kafka_ferry.copy.runner import copy_group, task_groups
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.store import MigrationStateStore
@@ -32,7 +33,7 @@ from kafka_ferry.state.store import MigrationStateStore
 RunPlan = Callable[[CopyPlan, Mapping[str, Mapping[str, Any]]], list[dict]]
 
 
-class NotCaughtUp(RuntimeError):
+class NotCaughtUp(Retryable, RuntimeError):
     """``max_batches`` batches were copied and the copy is still not caught up (producers still running?)."""
 
 

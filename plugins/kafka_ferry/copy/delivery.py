@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections import deque
 
 from kafka_ferry.copy.destination_tail import provenance_pairs
+from kafka_ferry.core.failures import Retryable
 
 MATCH_FAILED = "could not map its delivered records to destination offsets"
 
 
-class CopyError(RuntimeError):
+class CopyError(Retryable, RuntimeError):
     """A partition cannot be copied safely; the message says which and why."""
 
 

@@ -87,7 +87,7 @@ class DriverArchive:
 
     def settle(self, start: DriverStart | None, succeeded: bool) -> None:
         """After the job: a written archive of a succeeded job goes into place; any other is removed."""
-        if start is None or not start.dump_to:
+        if start is None or not start.dump_to or not start.archive:  # a dump always names its archive
             return
         written = Path(start.dump_to)
         if succeeded and written.is_file() and written.stat().st_size > 0:

@@ -18,6 +18,8 @@ from pathlib import Path
 from confluent_kafka import KafkaError
 
 from kafka_ferry.core.copy_lease import LEASE_S, RENEW_EVERY_S, Claim, CopyLeaseHeld, claims_in_log, holder, refusal
+from kafka_ferry.core.failures import Retryable
+from kafka_ferry.core.state_records import StateRecordError
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.kafka.reads import start_reader
@@ -27,7 +29,7 @@ READER_GROUP = "kafka-ferry-state-reader"  # the state store's reader group: no 
 TIMEOUT_S = 30.0
 
 
-class CopyLeaseLost(RuntimeError):
+class CopyLeaseLost(Retryable, RuntimeError):
     """The lease expired before the holder could renew it: another copy job may have run concurrently."""
 
 
@@ -159,13 +161,16 @@ class CopyLease:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 for msg in consumer.consume(500, 0.05):  # consume() waits its whole slice for a full batch
-                    if msg.error():
+                    error, offset, key = msg.error(), msg.offset(), msg.key()
+                    if error is not None:
                         raise KafkaClusterError.on(self.destination, f"read the copy lease from {self.topic}",
-                                                   msg.error(), acl={"TOPIC": ("READ", self.topic),
-                                                                     "GROUP": ("DESCRIBE", READER_GROUP)})
-                    if msg.offset() < end:
-                        out.append((msg.offset(), msg.key(), msg.value()))
-                    if msg.offset() + 1 >= end:
+                                                   error, acl={"TOPIC": ("READ", self.topic),
+                                                               "GROUP": ("DESCRIBE", READER_GROUP)})
+                    if offset is None or key is None:  # the state store writes every record with its key
+                        raise StateRecordError(f"state topic {self.topic}: a record without a key at offset {offset}")
+                    if offset < end:
+                        out.append((offset, key, msg.value()))
+                    if offset + 1 >= end:
                         return out
             raise KafkaClusterError.on(self.destination, f"read the copy lease from {self.topic}",
                                        KafkaError(KafkaError._TIMED_OUT, f"state topic not read to {end} in 60 s"))

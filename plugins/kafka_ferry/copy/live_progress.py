@@ -16,13 +16,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from pathlib import Path
 
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.core.live_progress import live_view
 from kafka_ferry.reports.publish import publish_live_batch
 from kafka_ferry.state.progress import read_progress_records
 from kafka_ferry.state.store import MigrationStateStore
+from kafka_ferry.storage.workdir import StoragePath
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +35,8 @@ def batch_view(plan: CopyPlan, store: MigrationStateStore, started_at_ms: int, n
                      started_at_ms, int(time.time() * 1000) if now_ms is None else now_ms)
 
 
-def publish_progress(plan: CopyPlan, store: MigrationStateStore, migration_dir: Path, run_id: str,
-                     started_at_ms: int, stopped: str | None = None) -> Path:
+def publish_progress(plan: CopyPlan, store: MigrationStateStore, migration_dir: StoragePath, run_id: str,
+                     started_at_ms: int, stopped: str | None = None) -> StoragePath:
     """Write the run's page as the batch stands now; ``stopped``: why the copy task ended before the batch did."""
     view = batch_view(plan, store, started_at_ms)
     if stopped:
@@ -45,7 +45,7 @@ def publish_progress(plan: CopyPlan, store: MigrationStateStore, migration_dir: 
 
 
 @contextmanager
-def live_progress_page(plan: CopyPlan, store: MigrationStateStore, migration_dir: Path, run_id: str,
+def live_progress_page(plan: CopyPlan, store: MigrationStateStore, migration_dir: StoragePath, run_id: str,
                        interval_s: float = INTERVAL_S) -> Iterator[threading.Event]:
     """While the body runs (the batch), rewrite the run's page every ``interval_s``, the first time at once; the
     thread is joined on exit. Yields an event set once the first page is written (the batch never waits for it:

@@ -82,8 +82,9 @@ class PartitionCopier:
         """Copy the task's range from its stored progress; ``share_deadline_ms``: this partition's share of the
         window (``core.batch_window.share_deadline``), where it stops as at the window's deadline."""
         started = time.monotonic()
-        previous = None
-        if progress is not None and progress.last_upstream_offset is not None:
+        previous: tuple[int, int] | None = None
+        if (progress is not None and progress.last_upstream_offset is not None
+                and progress.last_downstream_offset is not None):  # recorded together
             previous = (progress.last_upstream_offset, progress.last_downstream_offset)
         tracker = PartitionSyncTracker(self.plan.offset_sync_interval, previous=previous)
         start = max(task.start_offset, progress.next_upstream_offset if progress else 0)

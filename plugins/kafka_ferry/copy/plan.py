@@ -17,6 +17,7 @@ from typing import Any
 from kafka_ferry.core.batch_planning import PartitionRange, RetentionGap
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.rate_limit import RateLimit
+from kafka_ferry.core.schema_wire import UnknownIdPolicy
 from kafka_ferry.core.state_records import partition_key
 from kafka_ferry.storage.workdir import WORK_DIR_ENV, StoragePath, as_path, read_text, write_text
 from kafka_ferry.storage.workdir import work_dir as work_dir
@@ -32,7 +33,7 @@ class BatchFileRefused(Permanent, ValueError):
     """A batch id or file path handed between tasks (XCom) that is not the one the spec and the run derive."""
 
 
-def batch_files(migration: str, batch_id: str) -> tuple[StoragePath, StoragePath]:
+def batch_files(migration: str, batch_id: object) -> tuple[StoragePath, StoragePath]:
     """The plan and report files of one batch: ``<work dir of the migration>/plan-<batch id>.json`` and
     ``report-<batch id>.json``, derived from the spec's name, the configured work dir (and its connection) and
     the batch id, never taken from XCom (issue 36: whoever could edit a task's XCom could make the copy delete and
@@ -99,7 +100,7 @@ class CopyPlan:
     # remap-mode schema migration: source id -> destination id for the 4-byte id in wire-format keys/values
     # (JSON object keys are strings); None copies keys and values byte for byte
     schema_id_map: dict[str, int] | None = None
-    unknown_schema_id_policy: str = "fail"
+    unknown_schema_id_policy: UnknownIdPolicy = "fail"
     # remap mode: per source topic the fields the id map applies to ("key", "value", "both", "none";
     # core.serialized_fields); the others are copied byte for byte. None (a plan written before the decision
     # existed) rewrites both, as such a plan always did.

@@ -23,6 +23,7 @@ from kafka_ferry.core.batch_window import parse_window, window_deadline
 from kafka_ferry.core.batch_window import records_budget as window_budget
 from kafka_ferry.core.copy_rate import sizing_rate
 from kafka_ferry.core.dates import iso_utc
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.mm2_wire import offset_syncs_topic
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.provisioning_plan import select_topics
@@ -41,7 +42,7 @@ from kafka_ferry.state.store import MigrationStateStore
 log = logging.getLogger(__name__)
 
 
-class DestinationNotProvisioned(RuntimeError):
+class DestinationNotProvisioned(Retryable, RuntimeError):
     """A source partition has no destination partition to copy into: provisioning has not run (or lagged)."""
 
 
@@ -125,6 +126,29 @@ def build_plan(spec: MigrationSpec, positions: Sequence[PartitionPosition], sour
         planned_at_ms=int(time.time() * 1000) if now_ms is None else now_ms,
         **(schema_ids or {}),
     )
+
+
+# A copy-back copies every range it is given in one go: no per-partition cap
+UNCAPPED = 1 << 62
+
+
+def build_copy_back_plan(spec: MigrationSpec, tasks: Sequence[PartitionTask], source_cluster_id: str,
+                         destination_cluster_id: str, schema_ids: Mapping[str, Any] | None = None,
+                         now_ms: int | None = None) -> CopyPlan:
+    """A rollback's copy-back as a copy plan (pure), built here beside ``build_plan`` so that both take the same
+    settings from the spec. The copy runs destination -> source: ``source_cluster_id`` is the migration's
+    destination's id and ``destination_cluster_id`` its source's. It keeps progress in the copy-back's own state
+    topic on the source (``spec.copy_back_state_topic_name``) and syncs in the source alias's sync log, always
+    with provenance headers (they tell a later catch-up what came back), at the spec's sync interval; no cap, no
+    window and no rate limit: the rollback waits for every range it planned."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    return CopyPlan(
+        migration=spec.name, batch_id=f"rollback-{now_ms}",
+        source_cluster_id=source_cluster_id, destination_cluster_id=destination_cluster_id,
+        state_topic=spec.copy_back_state_topic_name, offset_syncs_topic=offset_syncs_topic(spec.source.alias),
+        provenance_headers=True, offset_sync_interval=spec.copy_settings.offset_sync_interval,
+        max_records_per_partition=UNCAPPED, max_bytes_per_partition=UNCAPPED, tasks=tuple(tasks),
+        **(schema_ids or {}))
 
 
 def _schema_ids(spec: MigrationSpec, store: MigrationStateStore, topics: Sequence[str],

@@ -16,8 +16,9 @@ import argparse
 import functools
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 from kafka_ferry.copy.batch import report_path_for
 from kafka_ferry.copy.batch_runner import RunTasks, in_process_engine, run_batch
@@ -49,7 +50,7 @@ def spark_engine(plan: CopyPlan) -> Iterator[RunTasks]:
     yield lambda plan, configs, fault: run_on_spark(sc, plan, configs, fault)
 
 
-def run_on_spark(sc, plan: CopyPlan, configs: dict, fault: str | None = None) -> list[dict]:
+def run_on_spark(sc, plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]], fault: str | None = None) -> list[dict]:
     groups = task_groups(plan, sc.defaultParallelism)
     sc.setJobDescription(f"kafka-ferry copy: migration {plan.migration}, batch {plan.batch_id} "
                          f"({len(plan.tasks)} partitions in {len(groups)} tasks)")

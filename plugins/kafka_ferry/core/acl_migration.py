@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka_ferry.core.acl_plan import WILDCARD_PRINCIPAL, AclEntry
 
@@ -48,7 +49,7 @@ class AclMigrationPlan:
                 + [f"! {r.describe()}" for r in self.refused]
                 + [f"- skipped (not a topic or group ACL) {e.describe()}" for e in self.skipped])
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {"create": len(self.create), "present": len(self.present), "refused": len(self.refused),
                 "skipped": len(self.skipped)}
 

@@ -83,7 +83,7 @@ def grant_hint_for_code(code: int | None, principal: str | None,
     ``needs`` maps a resource type to the (ACL operation, resource name) the failed call needed of it.
     """
     resource_type = AUTHORIZATION_CODES.get(code) if code is not None else None
-    if resource_type is None or resource_type not in (needs or {}):
+    if resource_type is None or needs is None or resource_type not in needs:
         return None  # not an authorization error, or the call did not say what it needs: no guess
     operation, name = needs[resource_type]
     return grant_hint(principal, resource_type, CLUSTER_RESOURCE if resource_type == "CLUSTER" else name, operation)
@@ -133,7 +133,7 @@ def internal_topics(spec: MigrationSpec) -> dict[str, tuple[str, ...]]:
 
 def rollback_internal_topics(spec: MigrationSpec) -> tuple[str, str]:
     """The topics a rollback creates and writes on the source: the copy-back's state topic and sync log."""
-    return f"{spec.state_topic_name}.rollback", offset_syncs_topic(spec.source.alias)
+    return spec.copy_back_state_topic_name, offset_syncs_topic(spec.source.alias)
 
 
 def minimum_acls(spec: MigrationSpec, source_principal: str, destination_principal: str,

@@ -40,6 +40,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from itertools import pairwise
+from typing import Any
 
 from kafka_ferry.core.copy_rate import NOT_MEASURED, RATE_HISTORY, MeasuredRate, measured_rate
 
@@ -178,7 +179,7 @@ def eta(backlog: int, label: str, records_per_s: float | None, inflow_per_s: flo
     reason = (f"{backlog} records left at {records_per_s:,.0f} records/s"
               + (f" minus {inflow:,.0f} records/s the producers add" if inflow else "")
               + ("" if inflow_per_s is not None else ", producers' rate not measured yet (needs two batches)"))
-    if cycle is None:
+    if cycle is None or window is None:  # a cycle is only set with a window
         return Eta(label, seconds, records_per_s, math.ceil(seconds / window) if window else None, window, reason)
     waiting = until_next_window_s if until_next_window_s and until_next_window_s > 0 else 0.0
     before_window = inflow * waiting  # what the producers add until the next window opens
@@ -268,7 +269,7 @@ class BacklogEstimate:
     def sentence(self) -> str:
         return "; ".join(e.sentence for e in self.etas)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["etas"] = [{**asdict(e), "sentence": e.sentence} for e in self.etas]
         out["sentence"] = self.sentence
@@ -405,7 +406,7 @@ def batch_eta(partition_lags: Sequence[int], records_per_s: float, fixed_s: floa
         return BatchEta(None, None, "neither a batch's cost nor a cap is known")
     per_partition_inflow = max(0.0, inflow_per_s) / len(lags)
     budget = None if not window_s else max(0.0, (window_s - fixed_s) * records_per_s)
-    if budget is not None and budget <= 0:
+    if window_s and budget is not None and budget <= 0:
         return BatchEta(None, None, f"the window ({format_duration(window_s)}) is no longer than a batch's fixed "
                                     f"cost ({format_duration(fixed_s)}): no batch copies anything")
     gap = max(0.0, gap_s)

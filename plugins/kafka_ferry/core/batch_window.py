@@ -56,7 +56,17 @@ class Window:
     end: tuple[int, int] | None = None
 
     def __str__(self) -> str:
-        return f"{self.seconds} s" if self.seconds is not None else f"until {self.end[0]:02d}:{self.end[1]:02d}"
+        if self.seconds is not None:
+            return f"{self.seconds} s"
+        hour, minute = self.until
+        return f"until {hour:02d}:{minute:02d}"
+
+    @property
+    def until(self) -> tuple[int, int]:
+        """(hour, minute) of a window that ends at a wall-clock time."""
+        if self.end is None:
+            raise ValueError(f"a window of {self.seconds} s has no end time")
+        return self.end
 
 
 def parse_window(text: str) -> Window:
@@ -98,7 +108,7 @@ def window_deadline(window: Window, due_ms: int, timezone: str = "UTC") -> int:
         return due_ms + window.seconds * 1000
     tz = zone(timezone)
     due = datetime.fromtimestamp(due_ms / 1000, tz)
-    hour, minute = window.end
+    hour, minute = window.until
     day = due.date()
     for _ in range(3):  # today, tomorrow (a DST gap can only push it forward, never past the day after)
         # The day clocks go back shows the end time twice (fold 0, then fold 1, an hour later): a run due
@@ -125,7 +135,7 @@ def window_length_s(window: Window, schedule: str | None = None) -> float | None
     start = _daily_start(schedule)
     if start is None:
         return None
-    hour, minute = window.end
+    hour, minute = window.until
     return float((hour * 3600 + minute * 60 - start) % _DAY or _DAY)
 
 

@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.state_records import LEASE_KIND
 
 # Airflow retries copy_batch after 30 s (the DAG's retry_delay): a crashed holder's lease has expired by then.
@@ -31,7 +32,7 @@ LEASE_S = 30.0
 RENEW_EVERY_S = 5.0
 
 
-class CopyLeaseHeld(RuntimeError):
+class CopyLeaseHeld(Retryable, RuntimeError):
     """Another copy job of this migration holds the lease; the message names it."""
 
 

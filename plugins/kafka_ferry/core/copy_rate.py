@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_ferry.core.batch_window import STOP_DEADLINE, STOP_LIMIT
 from kafka_ferry.core.rate_limit import RateLimit
@@ -67,7 +68,7 @@ NOT_MEASURED = ("no busy batch yet: none has copied a record, or every one caugh
                 "which says how much was new, not how fast the copy goes)")
 
 
-def is_busy(batch: Mapping) -> bool:
+def is_busy(batch: Mapping[str, Any]) -> bool:
     """The batch copied something and ran to a deadline or a limit, with a usable duration and byte count."""
     return (batch.get("stop_reason") in BUSY
             and isinstance(batch.get("records_copied"), int) and batch["records_copied"] > 0
@@ -75,7 +76,7 @@ def is_busy(batch: Mapping) -> bool:
             and isinstance(batch.get("bytes_copied"), int))
 
 
-def measured_rate(batches: Iterable[Mapping], last: int = RATE_HISTORY) -> MeasuredRate | None:
+def measured_rate(batches: Iterable[Mapping[str, Any]], last: int = RATE_HISTORY) -> MeasuredRate | None:
     """The rate of the newest ``last`` busy batches (by ``finished_at_ms``); None before any (``NOT_MEASURED``)."""
     useful = sorted((b for b in batches if is_busy(b)), key=lambda b: b.get("finished_at_ms") or 0)
     recent = useful[-last:]

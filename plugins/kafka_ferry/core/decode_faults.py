@@ -49,7 +49,7 @@ class FaultClassifier:
 
     def source_id(self, payload: bytes | None) -> int | None:
         destination_id = schema_id_of(payload)
-        if destination_id is None:
+        if payload is None or destination_id is None:
             return None
         source_id = self._inverse.get(destination_id, destination_id)
         verdict = self._check(with_schema_id(payload, source_id))

@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafka_ferry.core.failures import Retryable
+
 # Kafka's own rule for a topic name (kafka.common.internals.Topic): legal characters, at most 249.
 TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 # A host: DNS name or IPv4 (letters, digits, dots, hyphens, underscores), or an IPv6 literal in brackets.
@@ -30,7 +32,7 @@ MAX_PARTITIONS_IN_EXTRA = 256
 MIGRATION_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,79}")
 
 
-class AssetNameError(ValueError):
+class AssetNameError(Retryable, ValueError):
     """A bootstrap address or topic name that cannot name an Asset or a lineage dataset."""
 
 
@@ -141,4 +143,4 @@ def _bound_offsets(extra: dict[str, Any]) -> dict[str, Any]:
 
 def is_promotion_event(extra: Mapping[str, Any] | None) -> bool:
     """True for the event a promotion emits (a downstream post-cutover check ignores the catch-up copies')."""
-    return bool(extra) and extra.get("kind") == "promoted" and extra.get("promoted") is True
+    return extra is not None and extra.get("kind") == "promoted" and extra.get("promoted") is True

@@ -20,7 +20,8 @@ from kafka_ferry.core.state_records import WRITTEN_AT
 
 
 def live_view(migration: str, batch_id: str, tasks: Iterable[Mapping[str, Any]],
-              progress: Mapping[tuple[str, int], Mapping[str, Any]], started_at_ms: int, as_of_ms: int) -> dict:
+              progress: Mapping[tuple[str, int], Mapping[str, Any]], started_at_ms: int,
+              as_of_ms: int) -> dict[str, Any]:
     """The in-progress view of batch ``batch_id``: rows per planned partition, totals, rate, time to the end.
 
     ``tasks``: the plan's partition tasks as dicts (source_topic, partition, start_offset, end_offset);
@@ -30,8 +31,11 @@ def live_view(migration: str, batch_id: str, tasks: Iterable[Mapping[str, Any]],
         planned = max(0, task["end_offset"] - task["start_offset"])
         record = progress.get((task["source_topic"], task["partition"]))
         done = record is not None and record.get("batch_id") == batch_id
-        copied = min(planned, max(0, record["next_upstream_offset"] - task["start_offset"])) if done else 0
-        finished_ms = record.get(WRITTEN_AT) if done else None
+        if record is not None and done:
+            copied = min(planned, max(0, record["next_upstream_offset"] - task["start_offset"]))
+            finished_ms = record.get(WRITTEN_AT)
+        else:
+            copied, finished_ms = 0, None
         if finished_ms:
             newest = max(newest or 0, finished_ms)
         rows.append({"source_topic": task["source_topic"], "partition": task["partition"],

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kafka_ferry.core.failures import Retryable
+
 PREFIX = "kafka_ferry"
 MAX_NAME = 250  # Airflow's stat name limit (its metrics validator refuses longer names)
 _PART = re.compile(r"[A-Za-z0-9_-]{1,80}")
@@ -23,7 +25,7 @@ _MIGRATION = re.compile(r"[a-z0-9][a-z0-9_.-]{0,79}")
 Kind = Literal["incr", "gauge", "timing"]
 
 
-class MetricNameError(ValueError):
+class MetricNameError(Retryable, ValueError):
     """A value that cannot be a part of a metric name."""
 
 

@@ -14,11 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from kafka_ferry.core.failures import Retryable
+
 STRING_MAX_BYTES = 32767
 CURRENT_VERSION = 0
 
 
-class WireFormatError(ValueError):
+class WireFormatError(Retryable, ValueError):
     """A record cannot be encoded or decoded; the message names the layout, field and value."""
 
 

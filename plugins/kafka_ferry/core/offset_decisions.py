@@ -20,17 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from kafka_ferry.core.offset_sync_policy import SyncPoint
-from kafka_ferry.core.offset_translation import AHEAD_OF_COPY, BEFORE_FIRST_SYNC, PartitionOffsetMap
+from kafka_ferry.core.offset_translation import PartitionOffsetMap, TranslationMethod
 from kafka_ferry.core.progress import PartitionProgress
 
 FIRST_COPIED_RECORD: Final = "first-copied-record"
 BELOW_LOG_START: Final = "below-source-log-start"
 NOTHING_COPIED: Final = "nothing-copied"
 NOT_COPIED: Final = "not-copied"
-FLAGGED_METHODS: Final = frozenset({AHEAD_OF_COPY, BEFORE_FIRST_SYNC, BELOW_LOG_START, NOT_COPIED})
+FLAGGED_METHODS: Final = frozenset({TranslationMethod.AHEAD_OF_COPY, TranslationMethod.BEFORE_FIRST_SYNC,
+                                    BELOW_LOG_START, NOT_COPIED})
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ class OffsetDecision:
             return None
         return max(0, self.downstream_end - self.downstream_offset)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "flagged": self.flagged, "upstream_lag": self.upstream_lag,
                 "downstream_lag": self.downstream_lag}
 
@@ -128,13 +129,13 @@ def decide(group: str, upstream_offset: int, metadata: str, copy: PartitionCopy 
 
     if not copy.offset_map.syncs:
         if upstream_offset > copy.copied_upstream_end:
-            return made(copy.downstream_start, AHEAD_OF_COPY,
+            return made(copy.downstream_start, TranslationMethod.AHEAD_OF_COPY,
                         f"ahead of the copied end {copy.copied_upstream_end} where nothing was copied: "
                         f"clamped to the destination start {copy.downstream_start}")
         return made(copy.downstream_start, NOTHING_COPIED,
                     f"no record copied below {copy.copied_upstream_end}: destination start {copy.downstream_start}")
     translation = copy.offset_map.translate_exact(upstream_offset, copy.copied_upstream_end)
-    if translation.method != BEFORE_FIRST_SYNC:
+    if translation.method != TranslationMethod.BEFORE_FIRST_SYNC:
         return made(translation.downstream_offset, translation.method, translation.reason)
     first = copy.offset_map.syncs[0]
     if upstream_offset >= copy.source_log_start:

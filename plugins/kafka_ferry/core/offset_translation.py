@@ -28,22 +28,33 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Final
 
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.offset_sync_policy import SyncPoint
 
-EXACT_RUN: Final = "exact-run"
-HOLE_NEXT_RECORD: Final = "hole-next-record"
-AT_COPIED_END: Final = "at-copied-end"
-AHEAD_OF_COPY: Final = "ahead-of-copy"
-BEFORE_FIRST_SYNC: Final = "before-first-sync"
-MM2_SYNC: Final = "mm2-sync"
-MM2_PLUS_ONE: Final = "mm2-plus-one"
-EXACT_METHODS: Final = (EXACT_RUN, HOLE_NEXT_RECORD, AT_COPIED_END, AHEAD_OF_COPY, BEFORE_FIRST_SYNC)
-MM2_METHODS: Final = (MM2_SYNC, MM2_PLUS_ONE, BEFORE_FIRST_SYNC)
+
+class TranslationMethod(StrEnum):
+    """How one translation was decided: stored with the decision and logged beside the committed offset (a str, so
+    records and reports carry the value itself)."""
+
+    EXACT_RUN = "exact-run"  # U inside a run: the same distance past its sync downstream
+    HOLE_NEXT_RECORD = "hole-next-record"  # U inside a hole: the next copied record
+    AT_COPIED_END = "at-copied-end"  # past the last sync, within the copy: the copied end downstream
+    AHEAD_OF_COPY = "ahead-of-copy"  # above the copy: clamped to the copied end, flagged
+    BEFORE_FIRST_SYNC = "before-first-sync"  # below the first sync: not translated, like MM2
+    MM2_SYNC = "mm2-sync"  # MirrorMaker 2's rule, on a sync
+    MM2_PLUS_ONE = "mm2-plus-one"  # MirrorMaker 2's rule, after a sync: sync.down + 1
 
 
-class SyncConflictError(ValueError):
+_M = TranslationMethod  # short within this module
+EXACT_METHODS: Final = frozenset({_M.EXACT_RUN, _M.HOLE_NEXT_RECORD, _M.AT_COPIED_END, _M.AHEAD_OF_COPY,
+                                  _M.BEFORE_FIRST_SYNC})
+MM2_METHODS: Final = frozenset({_M.MM2_SYNC, _M.MM2_PLUS_ONE, _M.BEFORE_FIRST_SYNC})
+
+
+class SyncConflictError(Retryable, ValueError):
     """The sync log breaks invariant A (e.g. a failed batch's syncs mixed with its retry's)."""
 
 
@@ -53,13 +64,13 @@ class Translation:
 
     upstream_offset: int
     downstream_offset: int | None
-    method: str
+    method: TranslationMethod
     reason: str
 
     def __post_init__(self) -> None:
-        if self.method not in EXACT_METHODS + MM2_METHODS:
+        if self.method not in EXACT_METHODS | MM2_METHODS:
             raise ValueError(f"unknown translation method {self.method!r}")
-        if (self.downstream_offset is None) != (self.method == BEFORE_FIRST_SYNC):
+        if (self.downstream_offset is None) != (self.method == _M.BEFORE_FIRST_SYNC):
             raise ValueError(f"method {self.method!r} with downstream_offset {self.downstream_offset!r}")
 
 
@@ -105,7 +116,7 @@ class PartitionOffsetMap:
             reason = "no offset syncs for this partition"
         else:
             reason = f"below the first sync {tuple(self._syncs[0])}: nothing copied at or before it is known"
-        return Translation(upstream_offset, None, BEFORE_FIRST_SYNC, reason)
+        return Translation(upstream_offset, None, _M.BEFORE_FIRST_SYNC, reason)
 
     def translate_mm2(self, upstream_offset: int) -> Translation:
         """MirrorMaker 2 (3.5+): the floor sync's downstream, plus one unless U is exactly on it."""
@@ -114,10 +125,10 @@ class PartitionOffsetMap:
             return self._before_first(upstream_offset)
         s = self._syncs[i]
         if upstream_offset == s.upstream_offset:
-            return Translation(upstream_offset, s.downstream_offset, MM2_SYNC, f"on sync {tuple(s)}")
+            return Translation(upstream_offset, s.downstream_offset, _M.MM2_SYNC, f"on sync {tuple(s)}")
         # One past the sync, never more: going further could skip records MM2 cannot see.
         return Translation(
-            upstream_offset, s.downstream_offset + 1, MM2_PLUS_ONE, f"after sync {tuple(s)}: sync.down + 1"
+            upstream_offset, s.downstream_offset + 1, _M.MM2_PLUS_ONE, f"after sync {tuple(s)}: sync.down + 1"
         )
 
     def translate_exact(self, upstream_offset: int, copied_upstream_end: int) -> Translation:
@@ -132,16 +143,16 @@ class PartitionOffsetMap:
             return self._before_first(upstream_offset)
         s1 = self._syncs[i]
         if upstream_offset == s1.upstream_offset:
-            return Translation(upstream_offset, s1.downstream_offset, EXACT_RUN, f"on sync {tuple(s1)}")
+            return Translation(upstream_offset, s1.downstream_offset, _M.EXACT_RUN, f"on sync {tuple(s1)}")
 
         if i == len(self._syncs) - 1:
             # Invariant C: s1 is the last copied record, so everything above it maps to its successor.
             down = s1.downstream_offset + 1
             if upstream_offset <= copied_upstream_end:
                 reason = f"after the last sync {tuple(s1)}, within copied end {copied_upstream_end}"
-                return Translation(upstream_offset, down, AT_COPIED_END, reason)
+                return Translation(upstream_offset, down, _M.AT_COPIED_END, reason)
             reason = f"ahead of the copied end {copied_upstream_end}: clamped to last sync {tuple(s1)} + 1"
-            return Translation(upstream_offset, down, AHEAD_OF_COPY, reason)
+            return Translation(upstream_offset, down, _M.AHEAD_OF_COPY, reason)
 
         s2 = self._syncs[i + 1]
         #   upstream    s1.up ... U ... s2.up
@@ -153,11 +164,11 @@ class PartitionOffsetMap:
         if s2.upstream_offset - s1.upstream_offset == s2.downstream_offset - s1.downstream_offset:
             down = s1.downstream_offset + (upstream_offset - s1.upstream_offset)
             reason = f"between {tuple(s1)} and {tuple(s2)}, equal spans (a run): sync.down + (U - sync.up)"
-            return Translation(upstream_offset, down, EXACT_RUN, reason)
+            return Translation(upstream_offset, down, _M.EXACT_RUN, reason)
         return Translation(
             upstream_offset,
             s2.downstream_offset,
-            HOLE_NEXT_RECORD,
+            _M.HOLE_NEXT_RECORD,
             f"in the hole between {tuple(s1)} and {tuple(s2)}: next copied record",
         )
 

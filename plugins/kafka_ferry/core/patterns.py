@@ -13,7 +13,11 @@ later, somewhere else. Every name rule here is applied with ``fullmatch`` (whole
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
+
+from kafka_ferry.core.failures import Retryable
 
 # A spec regex longer than this is a mistake or an attack; RE2 bounds its memory, this bounds the text.
 MAX_PATTERN_LENGTH = 1000
@@ -21,11 +25,11 @@ MAX_PATTERN_LENGTH = 1000
 _MAX_MEM = 8 << 20
 
 
-class PatternError(ValueError):
+class PatternError(Retryable, ValueError):
     """A spec regex RE2 cannot compile; the message says why (e.g. a backreference or lookaround)."""
 
 
-def _options():
+def _options() -> Any:  # re2.Options: google-re2 ships no types
     import re2
 
     options = re2.Options()
@@ -35,7 +39,7 @@ def _options():
 
 
 @lru_cache(maxsize=4096)
-def compiled(pattern: str):
+def compiled(pattern: str) -> Any:  # an re2 program (google-re2 ships no types)
     """The RE2 program of a spec regex (cached: the same patterns are matched against every topic name)."""
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise PatternError(f"a regex of {len(pattern)} characters; at most {MAX_PATTERN_LENGTH}")
@@ -60,7 +64,7 @@ def full_match(pattern: str, text: str) -> bool:
     return compiled(pattern).fullmatch(text) is not None
 
 
-def any_full_match(patterns, text: str) -> bool:
+def any_full_match(patterns: Iterable[str], text: str) -> bool:
     return any(full_match(p, text) for p in patterns)
 
 

@@ -8,6 +8,7 @@ source and destination offsets (None before the first record), which resume and 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from kafka_ferry.core.state_records import partition_key
 
@@ -27,10 +28,10 @@ class PartitionProgress:
     def key(self) -> str:
         return partition_key(self.source_topic, self.partition)
 
-    def as_record(self) -> dict:
+    def as_record(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_record(cls, value: dict) -> PartitionProgress:
+    def from_record(cls, value: dict[str, Any]) -> PartitionProgress:
         fields = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in value.items() if k in fields})

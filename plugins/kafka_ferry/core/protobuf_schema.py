@@ -19,9 +19,14 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from google.protobuf import descriptor_pb2
-from google.protobuf.message import DecodeError
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import DecodeError, Message
+
+from kafka_ferry.core.failures import Retryable
 
 F = descriptor_pb2.FieldDescriptorProto
 _SCALARS = {F.TYPE_DOUBLE: "double", F.TYPE_FLOAT: "float", F.TYPE_INT64: "int64", F.TYPE_UINT64: "uint64",
@@ -33,7 +38,7 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 _MAX = {False: 536870912, True: 2147483647}
 
 
-class UnrenderableDescriptor(ValueError):
+class UnrenderableDescriptor(Retryable, ValueError):
     """A serialized descriptor uses something .proto text rendering here does not keep (the message says what)."""
 
 
@@ -85,7 +90,7 @@ def render(fdp: descriptor_pb2.FileDescriptorProto) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _options(options) -> list[tuple[str, str]]:
+def _options(options: Message) -> list[tuple[str, str]]:
     """The set standard options with scalar values, as (name, .proto literal)."""
     out = []
     for field, value in options.ListFields():
@@ -95,13 +100,13 @@ def _options(options) -> list[tuple[str, str]]:
     return out
 
 
-def _literal(field, value) -> str:
+def _literal(field: FieldDescriptor, value: Any) -> str:
     if field.type == F.TYPE_STRING:
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
     if field.type == F.TYPE_BOOL:
         return "true" if value else "false"
-    if field.type == F.TYPE_ENUM:
-        return field.enum_type.values_by_number[value].name
+    if field.type == F.TYPE_ENUM and field.enum_type is not None:  # an enum field always names its type
+        return str(field.enum_type.values_by_number[value].name)
     return str(value)
 
 
@@ -144,7 +149,8 @@ def _message(message: descriptor_pb2.DescriptorProto, pad: str, syntax: str) -> 
     return [*lines, f"{pad}}}"]
 
 
-def _field(field: descriptor_pb2.FieldDescriptorProto, maps: dict, syntax: str, in_oneof: bool = False) -> str:
+def _field(field: descriptor_pb2.FieldDescriptorProto, maps: dict[str, Any], syntax: str,
+           in_oneof: bool = False) -> str:
     if field.type == F.TYPE_GROUP:
         raise UnrenderableDescriptor(f"field {field.name}: proto2 groups")
     entry = next((m for name, m in maps.items() if field.type_name.endswith(name)), None)
@@ -165,7 +171,7 @@ def _field(field: descriptor_pb2.FieldDescriptorProto, maps: dict, syntax: str, 
     return f"{label}{kind} {field.name} = {field.number}{suffix};"
 
 
-def _label(field, syntax: str, in_oneof: bool) -> str:
+def _label(field: F, syntax: str, in_oneof: bool) -> str:
     if in_oneof:
         return ""
     if field.label == F.LABEL_REPEATED:
@@ -177,15 +183,18 @@ def _label(field, syntax: str, in_oneof: bool) -> str:
     return ""
 
 
-def _type(field) -> str:
+def _type(field: F) -> str:
     return _SCALARS.get(field.type) or field.type_name
 
 
-def _field_options(options) -> str:
+def _field_options(options: descriptor_pb2.FieldOptions | descriptor_pb2.EnumValueOptions) -> str:
     return " [deprecated = true]" if options.deprecated else ""
 
 
-def _reserved(ranges, names, pad: str, inclusive_end: bool) -> list[str]:
+ReservedRange = descriptor_pb2.DescriptorProto.ReservedRange | descriptor_pb2.EnumDescriptorProto.EnumReservedRange
+
+
+def _reserved(ranges: Sequence[ReservedRange], names: Sequence[str], pad: str, inclusive_end: bool) -> list[str]:
     """Message ranges end exclusive in descriptors, enum ranges inclusive; .proto writes both inclusive."""
     lines = []
     if ranges:

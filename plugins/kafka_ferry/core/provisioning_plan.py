@@ -82,7 +82,7 @@ class TopicPlan:
     def timestamp_lines(self) -> list[str]:
         return [line for a in self.actions if a.time for line in a.time.describe()]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "changes": [a.describe() for a in self.changes],
             "unchanged": [a.destination_topic for a in self.actions if a.action == "none"],
@@ -164,7 +164,7 @@ class GroupPlan:
         if self.refusals:
             raise ProvisioningRefused(list(self.refusals))
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"migrated": {g: list(t) for g, t in self.migrated.items()}, "skipped": dict(self.skipped),
                 "refusals": list(self.refusals), "promoted": {g: list(t) for g, t in self.promoted.items()}}
 

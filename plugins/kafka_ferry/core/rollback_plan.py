@@ -27,7 +27,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
-from typing import Final
+from typing import Any, Final
 
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.offset_decisions import OffsetDecision, PartitionCopy
@@ -59,7 +59,7 @@ class Resume:
         if self.from_offset < 0 or self.to_offset < 0:
             raise ValueError(f"negative offset in {self!r}")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -115,9 +115,9 @@ def resume_point(originals: Iterable[tuple[int, int]], copies: Iterable[tuple[in
     na, nb = _next_record(a, offset), _next_record(b, offset)
     # Equal spans across a hole look like a run; the other log's records inside the span tell (R1, R2). A true
     # run is never refuted, and of two false claims one always is (the other's next record lies in its span).
-    if _refuted(na, b):
+    if na is not None and _refuted(na, b):
         na = _next_record(a, na.span_end)
-    if _refuted(nb, a):
+    if nb is not None and _refuted(nb, a):
         nb = _next_record(b, nb.span_end)
     if na is not None and nb is not None and na.here == nb.here:
         raise RollbackPlanError(f"offset {na.here} is claimed by both sync logs ({na.there} and {nb.there})")
@@ -172,7 +172,7 @@ class CopyBackRange:
     def offsets(self) -> int:
         return max(0, self.end - self.start)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

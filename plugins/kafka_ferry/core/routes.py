@@ -29,21 +29,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# the form's modes are the route table's columns, re-exported: a reader of the table names them through routes
+from kafka_ferry.core.trigger_form import CATCH_UP as CATCH_UP
 from kafka_ferry.core.trigger_form import (
-    CATCH_UP,
     CONFIRM_FIELD,
     CONFIRMED_MODES,
-    DRY_RUN,
     GROUPS_FIELD,
     MODES,
-    PROMOTE,
-    PROMOTE_GROUPS,
-    PROMOTE_TOPICS,
-    ROLLBACK,
-    ROLLBACK_PLAN,
     TOPICS_FIELD,
     WAIVE_FIELD,
 )
+from kafka_ferry.core.trigger_form import DRY_RUN as DRY_RUN
+from kafka_ferry.core.trigger_form import PROMOTE as PROMOTE
+from kafka_ferry.core.trigger_form import PROMOTE_GROUPS as PROMOTE_GROUPS
+from kafka_ferry.core.trigger_form import PROMOTE_TOPICS as PROMOTE_TOPICS
+from kafka_ferry.core.trigger_form import ROLLBACK as ROLLBACK
+from kafka_ferry.core.trigger_form import ROLLBACK_PLAN as ROLLBACK_PLAN
 
 REWIND_FIELD = "allow_rewind"  # the form's field (dag_promotion.trigger_params); only promote reads it
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,6 +39,7 @@ import jsonschema
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from kafka_ferry.core.failures import Permanent, Retryable
 from kafka_ferry.core.protobuf_schema import serialized_descriptor
 from kafka_ferry.core.schema_wire import HEADER_SIZE, schema_id_of
 
@@ -67,11 +68,11 @@ class Verdict:
 PLAIN = Verdict("plain")
 
 
-class _Unusable(Exception):
+class _Unusable(Permanent):
     """A schema that cannot be used to decode anything (the reason is the message)."""
 
 
-class DecodeFailure(ValueError):
+class DecodeFailure(Retryable, ValueError):
     """A payload that does not decode, said by positions, schema paths, keywords and types only.
 
     Why a class of its own: a failure reason reaches the run page, XCom and logs for everyone who can read the
@@ -110,7 +111,7 @@ class PayloadChecker:
 
     def check(self, payload: bytes | None) -> Verdict:
         schema_id = schema_id_of(payload)
-        if schema_id is None:
+        if payload is None or schema_id is None:
             return PLAIN
         parsed = self._parsed.get(schema_id)
         if parsed is None:
@@ -203,7 +204,7 @@ def _json_schema_failure(error: jsonschema.ValidationError) -> str:
     return f"at {path}: fails '{error.validator}' (schema path {schema_path}); the field is a {kind}"
 
 
-def _all_references(registered: RegisteredSchema):
+def _all_references(registered: RegisteredSchema) -> Iterator[tuple[str, RegisteredSchema]]:
     for name, ref in registered.references.items():
         yield name, ref
         yield from _all_references(ref)

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.schema_wire import SchemaIdRewriter, schema_id_of
 from kafka_ferry.core.serialized_fields import FieldDecision, FieldsUndecided
 
 
-class ReverseMapBroken(ValueError):
+class ReverseMapBroken(Retryable, ValueError):
     """The reverse map would break an invariant (never expected: the forward map is a function)."""
 
 
@@ -55,7 +57,7 @@ class ReverseIdMap:
         (an id passed through would name another schema on the source, or none)."""
         return SchemaIdRewriter(self.to_source, "fail")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"destination_to_source": {str(d): s for d, s in sorted(self.to_source.items())},
                 "shared": {str(d): list(s) for d, s in sorted(self.shared.items())}}
 
@@ -91,7 +93,7 @@ class UnmappedRecord:
         return (f"{self.topic}-{self.partition} at offset {self.offset}: the {self.field} carries destination schema "
                 f"id {self.schema_id}, which the forward schema migration never mapped")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition, "offset": self.offset, "field": self.field,
                 "schema_id": self.schema_id}
 

@@ -21,9 +21,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.patterns import any_full_match
 from kafka_ferry.core.protobuf_schema import UnrenderableDescriptor
-from kafka_ferry.core.schema_forms import canonical, registrable_text
+from kafka_ferry.core.schema_forms import canonical as canonical  # schemas.schemas compares forms through it
+from kafka_ferry.core.schema_forms import registrable_text
 
 MigrationMode = Literal["preserve", "remap"]
 
@@ -131,7 +133,7 @@ class SchemaPlan:
         return lines
 
 
-class SchemaPlanError(ValueError):
+class SchemaPlanError(Retryable, ValueError):
     """The source itself cannot be migrated as asked (a reference cycle, a reference to a missing version)."""
 
 
@@ -197,7 +199,7 @@ def select_versions(source: RegistrySnapshot, subjects: Iterable[str], include_d
                                       f"version {ref.version}, which the source registry does not have")
             # A referenced subject comes whole (its live history), and the referenced version even if soft-deleted.
             pending.append(match[0])
-            pending.extend(r for r in target.versions if include_deleted or not r.deleted)
+            pending.extend(r for r in (target.versions if target else ()) if include_deleted or not r.deleted)
     return chosen
 
 
@@ -300,7 +302,7 @@ def _with_settings(source: RegistrySnapshot, destination: RegistrySnapshot, smap
         if level and (dst_subject in touched or there != level):
             after.append(SetCompatibility(dst_subject, level))
         restore_mode = src.mode and src.mode != "READWRITE" and (dst.mode if dst else None) != src.mode
-        if dst_subject not in touched and restore_mode:
+        if dst_subject not in touched and restore_mode and src.mode:
             after.append(SetMode(dst_subject, src.mode))
     return (*before, *registrations, *after)
 

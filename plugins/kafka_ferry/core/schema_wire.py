@@ -21,6 +21,8 @@ import struct
 from collections.abc import Mapping
 from typing import Literal
 
+from kafka_ferry.core.failures import Retryable
+
 MAGIC_BYTE = 0
 HEADER = struct.Struct(">bI")  # magic byte, schema id
 HEADER_SIZE = HEADER.size  # 5
@@ -29,7 +31,7 @@ UnknownIdPolicy = Literal["fail", "pass-through"]
 UNKNOWN_ID_POLICIES: tuple[UnknownIdPolicy, ...] = ("fail", "pass-through")
 
 
-class UnknownSchemaId(KeyError):
+class UnknownSchemaId(Retryable, KeyError):
     """A record carries a schema id the id map does not know (the caller adds topic, partition, offset)."""
 
     def __init__(self, schema_id: int):
@@ -44,7 +46,8 @@ def schema_id_of(payload: bytes | None) -> int | None:
     """The schema id of a wire-format payload, or None when the payload does not carry one."""
     if payload is None or len(payload) < HEADER_SIZE or payload[0] != MAGIC_BYTE:
         return None
-    return HEADER.unpack_from(payload)[1]
+    schema_id: int = HEADER.unpack_from(payload)[1]
+    return schema_id
 
 
 def with_schema_id(payload: bytes, schema_id: int) -> bytes:

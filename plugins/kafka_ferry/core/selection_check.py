@@ -62,6 +62,6 @@ def check_selections(spec: MigrationSpec, source_topics: Sequence[str], source_g
     problems = [empty_selection_problem("topics", spec.topics, topics, "source topics")]
     if "groups" in spec.model_fields_set:
         problems.append(empty_selection_problem("groups", spec.groups, list(source_groups), "source groups"))
-    problems = [p for p in problems if p]
-    if problems:
-        raise EmptySelection(f"migration {spec.name!r}: nothing selected, nothing was changed: " + "; ".join(problems))
+    refused = [p for p in problems if p]
+    if refused:
+        raise EmptySelection(f"migration {spec.name!r}: nothing selected, nothing was changed: " + "; ".join(refused))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.patterns import any_full_match, full_match
@@ -56,11 +57,11 @@ class FieldDecision:
     def describe(self) -> str:
         return f"{self.topic}: {self.fields} ({self.reason})"
 
-    def as_record(self) -> dict:
+    def as_record(self) -> dict[str, Any]:
         return {"key": self.key, "value": self.value, "reason": self.reason}
 
     @classmethod
-    def from_record(cls, topic: str, record: Mapping) -> FieldDecision:
+    def from_record(cls, topic: str, record: Mapping[str, Any]) -> FieldDecision:
         return cls(topic, bool(record["key"]), bool(record["value"]), str(record.get("reason", "")))
 
     @classmethod

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.offset_translation import AHEAD_OF_COPY, AT_COPIED_END, EXACT_RUN, HOLE_NEXT_RECORD
+from kafka_ferry.core.offset_translation import TranslationMethod
 
 OFFSETS_DIR: Final = "offsets"
 COMMITS_DIR: Final = "commits"
@@ -54,12 +54,12 @@ OFFSET_MAP_SCHEMA_VERSION: Final = 1
 HANDOVER_SCHEMA_VERSION: Final = 1
 
 # the exact methods and the refusal above the copied end are the group translation's own (one name per decision)
-IN_RUN: Final = EXACT_RUN
+IN_RUN: Final = TranslationMethod.EXACT_RUN
 BEFORE_COPY: Final = "before-first-copied-record"
 NOT_IN_MAP: Final = "not-in-offset-map"
 UNRESOLVED: Final = "unresolved-position"
-EXACT_METHODS: Final = (IN_RUN, HOLE_NEXT_RECORD, AT_COPIED_END)
-REFUSED_METHODS: Final = (AHEAD_OF_COPY, BEFORE_COPY, NOT_IN_MAP, UNRESOLVED)
+EXACT_METHODS: Final = (IN_RUN, TranslationMethod.HOLE_NEXT_RECORD, TranslationMethod.AT_COPIED_END)
+REFUSED_METHODS: Final = (TranslationMethod.AHEAD_OF_COPY, BEFORE_COPY, NOT_IN_MAP, UNRESOLVED)
 
 _BATCH_ID = re.compile(r"0|[1-9][0-9]{0,18}")
 _VERSION = re.compile(r"v([1-9][0-9]{0,8})")
@@ -268,7 +268,7 @@ def parse_offset_map(document: Any, where: str) -> dict[tuple[str, int], MappedP
         out[key] = MappedPartition(
             topic, key[1], dest, _int(p.get("copied_upstream_end"), f"{at}.copied_upstream_end"),
             _int(p.get("next_downstream_offset"), f"{at}.next_downstream_offset"),
-            tuple(tuple(_int(v, f"{at}.runs") for v in r) for r in runs))
+            tuple((_int(r[0], f"{at}.runs"), _int(r[1], f"{at}.runs"), _int(r[2], f"{at}.runs")) for r in runs))
     return out
 
 
@@ -301,7 +301,7 @@ class PositionDecision:
         to = "refused" if self.refused else f"-> {self.destination_topic}-{self.partition}@{self.downstream_offset}"
         return f"{self.source_topic}-{self.partition}@{self.upstream_offset} {to} [{self.method}] {self.reason}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"source_topic": self.source_topic, "partition": self.partition, "upstream_offset": self.upstream_offset,
                 "destination_topic": self.destination_topic, "downstream_offset": self.downstream_offset,
                 "method": self.method, "reason": self.reason}
@@ -320,11 +320,12 @@ def decide_position(mapped: MappedPartition | None, topic: str, partition: int, 
     made = mapped.destination_topic
     end = mapped.copied_upstream_end
     if offset > end:
-        return refuse(AHEAD_OF_COPY, f"above the copied end {end}: the query read records the copy has not copied "
-                                     "(promote first: the final copy copies up to the source's end)")
+        return refuse(TranslationMethod.AHEAD_OF_COPY, f"above the copied end {end}: the query read records the copy "
+                      "has not copied (promote first: the final copy copies up to the source's end)")
     runs = mapped.runs
     if offset == end or (runs and offset > runs[-1][1]):
-        return PositionDecision(topic, partition, offset, made, mapped.next_downstream_offset, AT_COPIED_END,
+        return PositionDecision(topic, partition, offset, made, mapped.next_downstream_offset,
+                                TranslationMethod.AT_COPIED_END,
                                 f"at the copied end {end} (nothing copied in between): the destination's end of "
                                 f"the copied data, {mapped.next_downstream_offset}")
     if not runs or offset < runs[0][0]:
@@ -338,7 +339,7 @@ def decide_position(mapped: MappedPartition | None, topic: str, partition: int, 
         return PositionDecision(topic, partition, offset, made, down, IN_RUN,
                                 f"inside run {list(runs[i])}: downstream_first + (U - upstream_first)")
     nxt = runs[i + 1]  # offset < runs[-1] end was handled above, so a next run exists
-    return PositionDecision(topic, partition, offset, made, nxt[2], HOLE_NEXT_RECORD,
+    return PositionDecision(topic, partition, offset, made, nxt[2], TranslationMethod.HOLE_NEXT_RECORD,
                             f"in the hole between runs {list(runs[i])} and {list(nxt)} (no copied record there): "
                             "the next run's first record")
 
@@ -381,7 +382,7 @@ class RewritePlan:
         lines = tuple(s.new_line or s.line for s in self.sources)
         return OffsetSeqFile(current.version, current.metadata, lines)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"from_batch": self.batch, "refused": list(self.refused),
                 "sources": [{"index": s.index, "source_id": s.line.source_id, "rewritten": s.new_line is not None,
                              "kept_because": s.kept_because, "decisions": [d.as_dict() for d in s.decisions]}

@@ -30,6 +30,7 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from kafka_ferry.core.failures import Permanent
@@ -97,7 +98,7 @@ def delivery_for(target: SparkTarget, kubernetes_secret: str | None = None,
     return CredentialDelivery("env", needs_secret_env=True)
 
 
-def secret_values(configs: dict[str, dict]) -> list[str]:
+def secret_values(configs: dict[str, dict[str, Any]]) -> list[str]:
     """The values of the clusters' configs that must never appear in a command, conf or page (for checks)."""
     marks = ("password", "secret", "sasl.jaas.config", "ssl.key.pem", "token", "credentials")
     return sorted({str(v) for config in configs.values() for k, v in config.items()

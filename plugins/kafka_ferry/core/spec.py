@@ -34,12 +34,12 @@ from kafka_ferry.core.rate_limit import RateLimit
 from kafka_ferry.core.spec_source import (
     Location,
     Position,
-    SpecError,
     SpecProblem,
     located,
     read_yaml,
     validation_problems,
 )
+from kafka_ferry.core.spec_source import SpecError as SpecError  # load_spec raises it: callers catch it from here
 
 # The name rules (full-match patterns: `$` would let a final newline through) and the RE2 matching of regexes.
 TOPIC_CHARS = TOPIC_NAME  # a prefix is prepended to topic names: it holds only topic characters
@@ -393,6 +393,13 @@ class MigrationSpec(_Frozen):
     @property
     def state_topic_name(self) -> str:
         return self.state_topic or f"kafka-ferry.{self.name}.state"
+
+    @property
+    def copy_back_state_topic_name(self) -> str:
+        """Where a rollback's copy-back keeps its progress: on the source, beside the state topic's name (the
+        partition copier writes progress to its own destination's state topic, and the copy-back's destination is
+        the source). Named here once: the rollback writes it, its minimum ACLs grant it."""
+        return f"{self.state_topic_name}.rollback"
 
 
 # MM2 can keep offset syncs on either cluster; kafka-ferry writes and reads them on the destination only.

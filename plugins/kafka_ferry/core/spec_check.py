@@ -224,7 +224,7 @@ def check_files(paths: Sequence[str | Path], tenants_path: str | Path | None = N
         if twins:
             errors.append(SpecError(path, [duplicate_name_problem(spec.name, twins, positions)]))
             continue
-        if tenants is not None:
+        if tenants is not None and tenants_path is not None:  # loaded from it, above
             try:
                 check_tenant(spec, path, tenants, tenants_path)
             except SpecError as exc:

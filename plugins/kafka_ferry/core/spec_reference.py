@@ -179,12 +179,13 @@ def _own_field_comments(model: type[BaseModel]) -> dict[str, str]:
     for node in getattr(cls, "body", []):
         if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
             continue
-        above, i = [], node.lineno - 2
+        above: list[str] = []
+        i = node.lineno - 2
         while i >= 0 and lines[i].strip().startswith("#"):
             above.insert(0, lines[i].strip().lstrip("#").strip())
             i -= 1
-        beside = lines[node.end_lineno - 1].split("  # ", 1)[1].strip() if "  # " in lines[node.end_lineno - 1] \
-            else ""
+        last = lines[(node.end_lineno or node.lineno) - 1]
+        beside = last.split("  # ", 1)[1].strip() if "  # " in last else ""
         comments[node.target.id] = " ".join(above + ([beside] if beside else []))
     return comments
 
@@ -273,10 +274,11 @@ def keys(model: type[BaseModel], prefix: str = "", only_when: str = "", tag: str
                       text, "—", meaning or (_doc(sections[0]) if len(sections) == 1 else ""))
             for section in sections:
                 when = ""
-                if len(sections) > 1 and info.discriminator:
-                    tag = section.model_fields[info.discriminator].annotation
-                    when = f" (with {info.discriminator}: {', '.join(map(str, typing.get_args(tag)))})"
-                yield from keys(section, f"{path}.", when, info.discriminator)
+                discriminator = info.discriminator if isinstance(info.discriminator, str) else None
+                if len(sections) > 1 and discriminator:
+                    literal = section.model_fields[discriminator].annotation
+                    when = f" (with {discriminator}: {', '.join(map(str, typing.get_args(literal)))})"
+                yield from keys(section, f"{path}.", when, discriminator)
             continue
         yield Key(path, type_name(info.annotation, info.metadata), "required" if default is ... else _yaml(default),
                   _example(path, info, default), meaning or UNDESCRIBED)

@@ -53,7 +53,7 @@ class SpecProblem:
             text = f"{where}: field '{self.field}' = {self.value!r}: {self.problem}"
         return text + (f"\n{self.excerpt}" if self.excerpt else "")
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[Any, ...]:
         # Problems without a line (a missing top-level field) go last: they belong to no line of the file.
         return (self.line is None, self.line or 0, self.column or 0, self.field or "")
 
@@ -140,17 +140,18 @@ def _bounded_events(text: str) -> list[SpecProblem]:
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             mark = event.start_mark
-            where = {"line": mark.line + 1, "column": mark.column + 1} if mark is not None else {}
-            if isinstance(event, yaml.AliasEvent):
-                problems.append(SpecProblem(None, None, f"YAML alias '*{event.anchor}' refused: a migration spec "
-                                                        "holds no anchors or aliases (write the value out)", **where))
-            elif getattr(event, "anchor", None):
-                problems.append(SpecProblem(None, None, f"YAML anchor '&{event.anchor}' refused: a migration spec "
-                                                        "holds no anchors or aliases (write the value out)", **where))
+            line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+            anchor = getattr(event, "anchor", None)  # alias events and node events carry one
+            refused = (f"alias '*{anchor}'" if isinstance(event, yaml.AliasEvent)
+                       else f"anchor '&{anchor}'" if anchor else "")
+            if refused:
+                problems.append(SpecProblem(None, None, f"YAML {refused} refused: a migration spec holds no anchors "
+                                                        "or aliases (write the value out)", line=line, column=column))
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    problems.append(SpecProblem(None, None, f"nested deeper than {MAX_DEPTH} levels", **where))
+                    problems.append(SpecProblem(None, None, f"nested deeper than {MAX_DEPTH} levels", line=line,
+                                                column=column))
                     break
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
@@ -215,7 +216,7 @@ def dotted(location: Location) -> str:
     return "".join(parts) or "<root>"
 
 
-def position_of(location: Location, positions: dict[Location, Position]) -> Position | None:
+def position_of(location: Location, positions: Mapping[Location, Position]) -> Position | None:
     """Where a field is, or where its nearest given parent is (a missing field has no position of its own)."""
     for end in range(len(location), 0, -1):
         if location[:end] in positions:
@@ -252,7 +253,7 @@ def _pydantic_problem(error: Mapping[str, Any], positions: Mapping[Location, Pos
     return located(location, error.get("input"), error["msg"].removeprefix("Value error, "), positions)
 
 
-def _follows_from_another(error: Mapping[str, Any], errors: list) -> bool:
+def _follows_from_another(error: Mapping[str, Any], errors: list[Any]) -> bool:
     """A list too short only because its bad items were dropped: the bad items are the problems to show."""
     loc = tuple(error["loc"])
     return error["type"] == "too_short" and any(tuple(e["loc"])[:len(loc)] == loc and e is not error for e in errors)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, StateKind
@@ -48,7 +49,7 @@ class UnitPromotion:
     def promoted(self) -> bool:
         return PROMOTED in self.steps_done
 
-    def to_record(self) -> dict:
+    def to_record(self) -> dict[str, Any]:
         out = asdict(self)
         out["steps_done"] = list(self.steps_done)
         out["detail"] = dict(self.detail)
@@ -64,9 +65,17 @@ class UnitPromotion:
         run_id = record.get("run_id")
         if not isinstance(run_id, str) or not run_id:
             raise StagedCutoverError(f"state record {kind}/{key}: field run_id={run_id!r} is not a non-empty string")
+        started, promoted, detail = record.get("started_at_ms") or 0, record.get("promoted_at_ms"), record.get("detail")
+        for name, value, expected in (("started_at_ms", started, isinstance(started, int)),
+                                       ("promoted_at_ms", promoted, promoted is None or isinstance(promoted, int)),
+                                       ("detail", detail, detail is None or isinstance(detail, Mapping))):
+            if not expected:
+                raise StagedCutoverError(f"state record {kind}/{key}: field {name}={value!r} is not "
+                                         + ("a mapping" if name == "detail" else "an epoch-ms integer"))
         return cls(name=key, run_id=run_id, steps_done=tuple(s for s in steps if s in done),
-                   started_at_ms=int(record.get("started_at_ms") or 0),
-                   promoted_at_ms=record.get("promoted_at_ms"), detail=dict(record.get("detail") or {}))
+                   started_at_ms=started if isinstance(started, int) else 0,
+                   promoted_at_ms=promoted if isinstance(promoted, int) else None,
+                   detail=dict(detail) if isinstance(detail, Mapping) else {})
 
     def with_step(self, kind: StateKind, step: str, now_ms: int, **detail: object) -> UnitPromotion:
         """This record with ``step`` done (idempotent); the ``promoted`` step stamps ``promoted_at_ms`` once."""

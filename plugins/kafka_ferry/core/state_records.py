@@ -21,12 +21,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
+
+from kafka_ferry.core.failures import Retryable
 
 WRITTEN_AT = "written_at_ms"
 
 
-class StateRecordError(ValueError):
+class StateRecordError(Retryable, ValueError):
     """A state record that breaks its declaration; the message names kind, key, field and value."""
 
 
@@ -59,9 +61,13 @@ class StateKind:
                                    f"(every {self.name} record carries {', '.join(self.fields)})")
         return record_key, json.dumps({**value, WRITTEN_AT: written_at_ms}, sort_keys=True).encode()
 
-    def records(self, state: Mapping[StateKind, Mapping[str, dict]]) -> dict[str, dict]:
+    def records(self, state: StateSnapshot) -> dict[str, dict[str, Any]]:
         """This kind's live records in a ``read_all`` snapshot, by key."""
         return dict(state.get(self, {}))
+
+
+# A ``read_all()`` of the state topic, as readers take it: {kind: {key: value}}. Readers that get one skip the read.
+StateSnapshot: TypeAlias = Mapping[StateKind, Mapping[str, dict[str, Any]]]
 
 
 def decode(raw_key: bytes, raw_value: bytes | None) -> tuple[str, str, dict[str, Any] | None]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
@@ -62,13 +63,13 @@ class TopicTimePlan:
                              f"kept), back to {restored} at promotion")
         return lines
 
-    def as_record(self) -> dict:
+    def as_record(self) -> dict[str, Any]:
         return {"source_topic": self.source_topic, "destination_topic": self.destination_topic,
                 "source_timestamp_type": self.source_timestamp_type, "during": dict(self.during),
                 "at_promotion": dict(self.at_promotion)}
 
     @classmethod
-    def from_record(cls, value: Mapping) -> TopicTimePlan:
+    def from_record(cls, value: Mapping[str, Any]) -> TopicTimePlan:
         return cls(value["source_topic"], value["destination_topic"], value["source_timestamp_type"],
                    dict(value["during"]), dict(value.get("at_promotion", {})))
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_ferry.core.cluster_model import TopicInfo
 from kafka_ferry.core.provisioning_plan import TopicAction
@@ -68,7 +69,7 @@ class OwnershipPlan:
     def with_status(self, status: str) -> list[str]:
         return [d.destination_topic for d in self.decisions if d.status == status]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"create": self.with_status(CREATE), "owned": self.with_status(OWNED),
                 "adopt": {d.destination_topic: list(d.changes) for d in self.decisions if d.status == ADOPT},
                 "refusals": list(self.refusals),

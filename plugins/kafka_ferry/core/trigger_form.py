@@ -112,7 +112,7 @@ def check_trigger(migration: str, params: Mapping[str, Any], conf_keys: Iterable
     problems = trigger_problems(migration, params, conf_keys, known_keys)
     if problems:
         raise TriggerRefused(f"run of migration {migration!r} refused: " + "; ".join(problems))
-    return params.get("mode", CATCH_UP)
+    return str(params.get("mode", CATCH_UP))  # a valid mode, checked above
 
 
 def is_dry_run(mode: Any) -> bool:

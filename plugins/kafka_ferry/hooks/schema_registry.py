@@ -28,8 +28,11 @@ from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry, url_
 CONN_TYPE = SCHEMA_REGISTRY
 
 
-class SchemaRegistryError(Permanent, ValueError):
-    """The connection cannot describe a registry; names the connection and the field, never a secret."""
+class RegistryConnectionError(Permanent, ValueError):
+    """The Airflow connection cannot describe a registry; names the connection and the field, never a secret.
+
+    Named apart from confluent-kafka's ``SchemaRegistryError`` (an error the registry answered, which
+    ``registry.client`` reads): this one is raised before any request, from the connection's fields."""
 
 
 class SchemaRegistryHook(BaseHook):
@@ -61,7 +64,7 @@ def registry_connection(conn_id: str, host: str | None, port: int | None, path: 
                         password: str | None, extra: dict[str, Any]) -> RegistryConnection:
     """The registry a connection's fields describe; a missing or malformed field is named (never its secret)."""
     if not host:
-        raise SchemaRegistryError(f"connection {conn_id!r}: field 'host' is empty; set it to the registry's URL")
+        raise RegistryConnectionError(f"connection {conn_id!r}: field 'host' is empty; set it to the registry's URL")
     url = host.rstrip("/") if "://" in host else f"https://{host}"
     if "://" not in host and port:
         url += f":{port}"
@@ -69,17 +72,17 @@ def registry_connection(conn_id: str, host: str | None, port: int | None, path: 
         url += "/" + path.strip("/")
     problem = url_problem(url)
     if problem:  # never echo the value: it may hold a secret
-        raise SchemaRegistryError(f"connection {conn_id!r}: field 'host' is refused: {problem}; credentials go in "
+        raise RegistryConnectionError(f"connection {conn_id!r}: field 'host' is refused: {problem}; credentials go in "
                                   "'login'/'password' (or Extra 'bearer_token'), never in the URL")
     if bool(login) != bool(password):
-        raise SchemaRegistryError(f"connection {conn_id!r}: basic auth needs both 'login' and 'password'")
+        raise RegistryConnectionError(f"connection {conn_id!r}: basic auth needs both 'login' and 'password'")
     token = extra.get("bearer_token")
     if token and login:
-        raise SchemaRegistryError(f"connection {conn_id!r}: set either 'login'/'password' or Extra 'bearer_token'")
+        raise RegistryConnectionError(f"connection {conn_id!r}: set either 'login'/'password' or Extra 'bearer_token'")
     try:
         timeout_s = float(extra.get("timeout_s", 30.0))
     except (TypeError, ValueError):
-        raise SchemaRegistryError(f"connection {conn_id!r}: Extra 'timeout_s' = {extra.get('timeout_s')!r} "
+        raise RegistryConnectionError(f"connection {conn_id!r}: Extra 'timeout_s' = {extra.get('timeout_s')!r} "
                                   f"is not a number of seconds") from None
-    return RegistryConnection(name=conn_id, url=url, basic_auth=(login, password) if login else None,
+    return RegistryConnection(name=conn_id, url=url, basic_auth=(login, password) if login and password else None,
                               bearer_token=token or None, ca_path=extra.get("ca_path") or None, timeout_s=timeout_s)

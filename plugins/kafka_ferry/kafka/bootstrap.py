@@ -56,7 +56,8 @@ def unreachable(servers: str | None, timeout_s: float = PROBE_TIMEOUT_S) -> dict
         reasons = list(pool.map(lambda a: _connect(a, timeout_s), addresses))
     if any(reason is None for reason in reasons):
         return None
-    return {_address(host, port): reason for (host, port), reason in zip(addresses, reasons, strict=True)}
+    return {_address(host, port): reason for (host, port), reason in zip(addresses, reasons, strict=True)
+            if reason is not None}  # every one is, checked above
 
 
 def _address(host: str, port: int) -> str:

@@ -289,8 +289,13 @@ class KafkaCluster(AdminWaits):
     def list_offsets(self, partitions: Iterable[tuple[str, int]], which: str = "latest",
                      timestamp_ms: int | None = None, read_committed: bool = True) -> dict[tuple[str, int], int]:
         """Earliest, latest (the last stable offset under read_committed) or by-time offsets per partition."""
-        spec = {"earliest": OffsetSpec.earliest, "latest": OffsetSpec.latest}.get(which)
-        offset_spec = OffsetSpec.for_timestamp(timestamp_ms) if which == "time" else spec()
+        if which == "time" and timestamp_ms is not None:
+            offset_spec = OffsetSpec.for_timestamp(timestamp_ms)
+        elif which in ("earliest", "latest"):
+            offset_spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
+        else:
+            raise ValueError(f"list_offsets: which={which!r} (with timestamp_ms={timestamp_ms!r}) is not 'earliest', "
+                             "'latest' or 'time' with a timestamp")
         request = {TopicPartition(t, p): offset_spec for t, p in partitions}
         if not request:
             return {}
@@ -380,7 +385,8 @@ class KafkaCluster(AdminWaits):
 
         Why: a promotion commits every migrated group; one request after another costs a round trip per group.
         The client takes one group per request, so they go out together and are then awaited."""
-        pending, outcome = dict(commits), {}
+        pending = dict(commits)
+        outcome: dict[str, KafkaClusterError | None] = {}
         for delay in (*RETRY_DELAYS_S, None):
             futures = {}
             for group, (offsets, metadata) in pending.items():
@@ -402,7 +408,7 @@ class KafkaCluster(AdminWaits):
                         retry[group] = pending[group]
                     else:
                         outcome[group] = exc
-            if not retry:
+            if not retry or delay is None:  # nothing is retried after the last delay
                 break
             log.info("transient Kafka error committing %d group(s), retrying in %.1f s", len(retry), delay)
             time.sleep(delay)

@@ -14,6 +14,7 @@ from typing import Any
 from confluent_kafka import KafkaError
 
 from kafka_ferry.core.acl_plan import grant_hint_for_code
+from kafka_ferry.core.failures import KafkaFerryError
 
 _ADVICE = {
     KafkaError._TRANSPORT: "the cluster is unreachable: check bootstrap.servers and the network",
@@ -49,7 +50,7 @@ def bootstrap_addresses(servers: str | None) -> str:
     return ",".join(s.strip().rsplit("@", 1)[-1] for s in (servers or "").split(",") if s.strip())
 
 
-class KafkaClusterError(RuntimeError):
+class KafkaClusterError(KafkaFerryError, RuntimeError):
     """A Kafka call failed; the message names the connection, the addresses tried, the operation and what to check.
 
     ``permanent`` says the cluster refused as configured: retrying the task cannot help. ``acl``: resource type
@@ -57,12 +58,14 @@ class KafkaClusterError(RuntimeError):
     ``principal``.
     """
 
+    permanent = False  # decided per instance, from the error code (PERMANENT_CODES)
+
     def __init__(self, connection_id: str, operation: str, error: KafkaError | Exception,
                  bootstrap_servers: str | None = None, *, principal: str | None = None,
                  acl: Mapping[str, tuple[str, str]] | None = None):
         code = error.code() if isinstance(error, KafkaError) else None
         reason = error.str() if isinstance(error, KafkaError) else str(error)
-        advice = _ADVICE.get(code, "")
+        advice = _ADVICE.get(code, "") if code is not None else ""
         hint = grant_hint_for_code(code, principal, acl)
         if hint:
             advice = f"{advice}: {hint}"

@@ -51,15 +51,17 @@ def read_ranges(
             batch = consumer.consume(num_messages=1000, timeout=0.2)
             touched: set[tuple[str, int]] = set()
             for msg in batch:
-                tp = (msg.topic(), msg.partition())
-                touched.add(tp)
-                if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                topic, partition, offset, error = msg.topic(), msg.partition(), msg.offset(), msg.error()
+                if topic is not None and partition is not None:
+                    touched.add((topic, partition))
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
                         continue
-                    raise KafkaClusterError.on(cluster, f"read {tp[0]}-{tp[1]}", msg.error(),
-                                               acl={"TOPIC": ("READ", tp[0]),
+                    raise KafkaClusterError.on(cluster, f"read {topic}-{partition}", error,
+                                               acl={"TOPIC": ("READ", str(topic)),
                                                "GROUP": ("DESCRIBE", "kafka-ferry-range-reader")})
-                if tp in pending and msg.offset() < pending[tp][1]:
+                tp = (topic, partition)  # a record (no error) always names both, and its offset
+                if tp in pending and offset is not None and offset < pending[tp][1]:
                     yield msg
             # Only a partition that delivered something can have moved; an empty poll re-checks them all.
             _drop_finished(consumer, pending, touched if batch else None)

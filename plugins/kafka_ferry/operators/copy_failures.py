@@ -58,12 +58,12 @@ def failure_message(spec: MigrationSpec, record: Mapping[str, Any]) -> str:
 
 
 def _source_versions(spec: MigrationSpec, schema_id: int) -> list[tuple[str, int, bool]] | None:
-    from kafka_ferry.hooks.schema_registry import SchemaRegistryError
+    from kafka_ferry.hooks.schema_registry import RegistryConnectionError
     from kafka_ferry.operators.schemas import registry
 
     try:
         source = registry(spec.schema_registry.source_connection_id)
-    except SchemaRegistryError:  # the source registry's connection is malformed: nothing to ask
+    except RegistryConnectionError:  # the source registry's connection is malformed: nothing to ask
         return None
     try:
         return source.versions_of_id(schema_id)

@@ -83,7 +83,7 @@ class MigrateSchemasOperator(DryRunOperator):
 
 
 def registry(conn_id: str) -> SchemaRegistry:
-    return SchemaRegistryHook(conn_id).get_conn()  # a malformed connection: SchemaRegistryError, Permanent
+    return SchemaRegistryHook(conn_id).get_conn()  # a malformed connection: RegistryConnectionError, Permanent
 
 
 class DecodeCheckOperator(DryRunOperator):

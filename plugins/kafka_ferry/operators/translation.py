@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 from kafka_ferry.airflow_native.announce import translation_measured
@@ -24,6 +23,7 @@ from kafka_ferry.reports.publish import publish_batch_run
 from kafka_ferry.state.batches import batch_history
 from kafka_ferry.state.promotion import promotion_status
 from kafka_ferry.state.staged_cutover import without_promoted_groups
+from kafka_ferry.storage.workdir import StoragePath
 from kafka_ferry.translation.translate import checkpoint_translations, export_offset_map, translate_migration
 
 
@@ -95,7 +95,7 @@ class TranslateOffsetsOperator(DryRunOperator):
         write_ready_file(work_dir(self.spec.name), readiness, now_ms)
         return [line.group for line in readiness if line.ready]
 
-    def publish_run_page(self, context: Any, groups: list[dict]) -> Path | None:
+    def publish_run_page(self, context: Any, groups: list[dict]) -> StoragePath | None:
         """The run's HTML page (batch, translated groups, lag chart) when this run copied or reported a batch."""
         ti = context.get("ti")
         plan = ti.xcom_pull(task_ids=self.plan_task_id) if ti is not None else None

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kafka_ferry.core.cluster_model import GroupInfo
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.offset_decisions import OffsetDecision
 from kafka_ferry.kafka.cluster import KafkaCluster
 
@@ -33,7 +34,7 @@ class GroupCommit:
         return {"group": self.group, "committed": self.committed, "skipped": self.skipped, "refused": self.refused}
 
 
-class GroupCommitRefused(RuntimeError):
+class GroupCommitRefused(Retryable, RuntimeError):
     """A destination group could not be committed (members present, broker refusal)."""
 
 

@@ -18,6 +18,7 @@ import time
 
 from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until
 from kafka_ferry.copy.plan import CopyPlan
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import StagedCutoverError, UnitPromotion, next_step, start_or_resume
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
@@ -35,7 +36,7 @@ from kafka_ferry.translation.translate import load_partition_copies, translate_m
 log = logging.getLogger(__name__)
 
 
-class GroupPromotionRefused(RuntimeError):
+class GroupPromotionRefused(Retryable, RuntimeError):
     """A step's precondition does not hold (members on the source, an inexact translation, a mismatch)."""
 
 

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.offset_decisions import PartitionCopy, decide
 from kafka_ferry.core.serialized_fields import RecordRewriter
 from kafka_ferry.core.spec import MigrationSpec
@@ -31,7 +32,7 @@ from kafka_ferry.translation.translate import load_partition_copies
 log = logging.getLogger(__name__)
 
 
-class ReconciliationMismatch(RuntimeError):
+class ReconciliationMismatch(Retryable, RuntimeError):
     """Source and destination differ; ``report`` names every differing partition."""
 
     def __init__(self, report: ReconciliationReport) -> None:

@@ -34,9 +34,10 @@ from functools import cached_property
 from pathlib import Path
 
 from kafka_ferry.copy.destination_tail import copied_pairs
-from kafka_ferry.copy.plan import CopyPlan, PartitionTask
+from kafka_ferry.copy.plan import PartitionTask
+from kafka_ferry.copy.planning import build_copy_back_plan
 from kafka_ferry.copy.runner import copy_group
-from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.failures import Permanent, Retryable
 from kafka_ferry.core.mm2_wire import offset_syncs_topic
 from kafka_ferry.core.offset_decisions import PartitionCopy
 from kafka_ferry.core.provenance import read_provenance
@@ -59,19 +60,17 @@ from kafka_ferry.translation.translate import copied_back, default_work_dir, loa
 
 log = logging.getLogger(__name__)
 
-BIG = 1 << 62
-
 
 class RollbackRefused(Permanent, RuntimeError):
     """No retry can heal it: the migration (or unit) is not promoted, a group reading a topic that stays promoted,
     a schema id the forward map never knew. The message names the object and the cause; nothing was changed."""
 
 
-class DestinationNotQuiet(RuntimeError):
+class DestinationNotQuiet(Retryable, RuntimeError):
     """Producers or consumers still use the destination; a later try may find it quiet."""
 
 
-class SourceGroupBusy(RuntimeError):
+class SourceGroupBusy(Retryable, RuntimeError):
     """A group to commit has members on the source (its consumers started early); a later try may find it empty."""
 
 
@@ -274,16 +273,10 @@ class RollbackRunner:
         rb.copy_back_store(self.spec, self.source).ensure_topic()
         syncs_topic = offset_syncs_topic(self.spec.source.alias)
         self.source.create_topic(syncs_topic, 1, rf, {"cleanup.policy": "compact"})
-        plan = CopyPlan(
-            migration=self.spec.name, batch_id=f"rollback-{int(time.time() * 1000)}",
-            source_cluster_id=self.destination.describe_cluster().cluster_id,
-            destination_cluster_id=self.source.describe_cluster().cluster_id,
-            state_topic=rb.copy_back_state_topic(self.spec), offset_syncs_topic=syncs_topic,
-            provenance_headers=True, offset_sync_interval=self.spec.copy_settings.offset_sync_interval,
-            max_records_per_partition=BIG, max_bytes_per_partition=BIG,
-            tasks=tuple(PartitionTask(r.destination_topic, r.partition, r.source_topic, r.start, r.end,
-                                      resume_after=forward_read.get((r.source_topic, r.partition)))
-                        for r in ranges), **remap)
+        plan = build_copy_back_plan(
+            self.spec, [PartitionTask(r.destination_topic, r.partition, r.source_topic, r.start, r.end,
+                                      resume_after=forward_read.get((r.source_topic, r.partition))) for r in ranges],
+            self.destination.describe_cluster().cluster_id, self.source.describe_cluster().cluster_id, remap)
         configs = {"source": self.destination.client_config, "destination": self.source.client_config}
         rows = copy_group(plan, plan.tasks, configs)
         return {"partitions": len(rows), "records_copied": sum(r.get("records_copied", 0) for r in rows),

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until, spark_connect_engine, threads_engine
 from kafka_ferry.core.decode_faults import MigrationFaultsFound, blocking
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.groups_ahead import refuse_groups_ahead
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.time_fidelity import LOG_APPEND_TIME, TIMESTAMP_TYPE, TopicTimePlan
@@ -58,7 +59,7 @@ log = logging.getLogger(__name__)
 FinalCopy = Callable[[MigrationSpec, KafkaCluster, KafkaCluster, MigrationStateStore], dict]
 
 
-class FinalCopyIncomplete(RuntimeError):
+class FinalCopyIncomplete(Retryable, RuntimeError):
     """The final copy did not bring every partition to lag 0 (producers still running?)."""
 
 

@@ -98,7 +98,7 @@ def compute_group_plan(spec: MigrationSpec, source: KafkaCluster, destination: K
     # selected by name alone, and reading each of them cost a request per group of the whole cluster.
     all_groups = source.list_group_ids()
     candidates = [g for g in all_groups if spec.groups.matches(g)]
-    group_topics = {g: set() for g in all_groups}
+    group_topics: dict[str, set[str]] = {g: set() for g in all_groups}
     group_topics.update({g: {t for t, _ in offsets} for g, offsets in source.groups_offsets(candidates).items()})
     existing = set(destination.list_group_ids())
     destination_groups = destination.describe_groups(g for g in candidates if g in existing)

@@ -17,6 +17,7 @@ come from the Airflow connection's login/password or Extra ``bearer_token`` only
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -26,7 +27,7 @@ import httpx2
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.failures import Permanent, Retryable
 from kafka_ferry.core.schema_compat import own_level
 from kafka_ferry.core.schema_decode import RegisteredSchema
 from kafka_ferry.core.schema_forms import canonical
@@ -86,7 +87,7 @@ class RegistryConnection:
                                      "login/password (or Extra bearer_token), never in the URL")
 
 
-class SchemaRegistryUnavailable(RuntimeError):
+class SchemaRegistryUnavailable(Retryable, RuntimeError):
     """The registry did not answer or refused a call; names the registry, the URL and the operation."""
 
     def __init__(self, conn: RegistryConnection, operation: str, cause: object):
@@ -232,7 +233,7 @@ class SchemaRegistry:
             refs[ref.name] = self._with_references(reg.schema, depth + 1)
         return RegisteredSchema(schema.schema_type or "AVRO", schema.schema_str, refs)
 
-    def snapshot(self, subjects: list[str] | None = None, ids: list[int] = ()) -> RegistrySnapshot:
+    def snapshot(self, subjects: list[str] | None = None, ids: Sequence[int] = ()) -> RegistrySnapshot:
         """The named subjects (all when None) with their versions and settings, and the schemas of `ids`."""
         names = self.subjects() if subjects is None else subjects
         read = {n: s for n in names if (s := self.read_subject(n)) is not None}

@@ -6,7 +6,7 @@ Rendered to inline SVG text, so a report page needs no file next to it and no as
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,7 +22,7 @@ def time_window(times: Sequence[datetime]) -> tuple[datetime, datetime]:
     return middle - MIN_SPAN / 2, middle + MIN_SPAN / 2
 
 
-def lag_chart_svg(history: Sequence[dict[str, Any]], title: str = "Lag per batch") -> str:
+def lag_chart_svg(history: Sequence[Mapping[str, Any]], title: str = "Lag per batch") -> str:
     """SVG of lag before/after per batch (x: batch end time); a note instead of a chart for no batches."""
     batches = sorted((b for b in history if b.get("finished_at_ms")), key=lambda b: b["finished_at_ms"])
     if not batches:
@@ -45,7 +45,7 @@ def lag_chart_svg(history: Sequence[dict[str, Any]], title: str = "Lag per batch
         plt.close(figure)
 
 
-def backlog_chart_svg(history: Sequence[dict[str, Any]], title: str = "Backlog over the migration's runs",
+def backlog_chart_svg(history: Sequence[Mapping[str, Any]], title: str = "Backlog over the migration's runs",
                       size: tuple[float, float] = (8, 2.8)) -> str:
     """SVG of the backlog (uncopied offsets) before and after each run, the newest point labelled with its
     estimated size; a note instead of a chart before any run. ``history``: a report's ``backlog.history`` rows."""

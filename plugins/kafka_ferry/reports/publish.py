@@ -23,7 +23,13 @@ from typing import Any
 from kafka_ferry.core.patterns import MIGRATION_NAME
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_STEPS
-from kafka_ferry.core.state_records import GROUP_KIND, GROUP_PROMOTION_KIND, TOPIC_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.state_records import (
+    GROUP_KIND,
+    GROUP_PROMOTION_KIND,
+    TOPIC_KIND,
+    TOPIC_PROMOTION_KIND,
+    StateSnapshot,
+)
 from kafka_ferry.reports.render import batch_page, overview_backlog_chart, promotion_page, rollback_page, staged_page
 from kafka_ferry.reports.unit_status import counts, unit_statuses, units_section
 from kafka_ferry.storage.workdir import StoragePath, as_path, read_text, write_text
@@ -75,8 +81,8 @@ def run_page_path(migration_dir: Path | StoragePath, run_id: str) -> StoragePath
     return as_path(migration_dir) / "runs" / (run_file_name(run_id) + ".html")
 
 
-def publish_batch_run(spec: MigrationSpec, migration_dir: Path, run_id: str, report: Mapping[str, Any],
-                      groups: Sequence[Mapping[str, Any]], history: Sequence[Mapping[str, Any]]) -> Path:
+def publish_batch_run(spec: MigrationSpec, migration_dir: StoragePath, run_id: str, report: Mapping[str, Any],
+                      groups: Sequence[Mapping[str, Any]], history: Sequence[Mapping[str, Any]]) -> StoragePath:
     path = _write(run_page_path(migration_dir, run_id), batch_page(report, groups, history, run_id))
     _update_overview(spec, migration_dir, run_id, last_batch=report.get("batch_id"),
                      last_batch_at_ms=report.get("finished_at_ms"), lag=report.get("lag_after_total"),
@@ -96,8 +102,8 @@ def overview_backlog(report: Mapping[str, Any]) -> dict[str, Any]:
             [-OVERVIEW_BACKLOG_POINTS:]}
 
 
-def publish_promotion_run(spec: MigrationSpec, migration_dir: Path, run_id: str, report: Mapping[str, Any],
-                          history: Sequence[Mapping[str, Any]]) -> Path:
+def publish_promotion_run(spec: MigrationSpec, migration_dir: StoragePath, run_id: str, report: Mapping[str, Any],
+                          history: Sequence[Mapping[str, Any]]) -> StoragePath:
     path = _write(run_page_path(migration_dir, run_id), promotion_page(report, history, run_id))
     rec = report.get("reconciliation") or {}
     verdict = None if not rec else ("ok" if not rec.get("mismatched") else "mismatch: " + ", ".join(rec["mismatched"]))
@@ -130,8 +136,9 @@ def _units(state: Mapping[Any, Mapping]) -> dict[str, Any]:
     return unit_statuses(state, GROUP_KIND.records(state), TOPIC_KIND.records(state))
 
 
-def publish_staged_run(spec: MigrationSpec, migration_dir: Path, run_id: str, state: Mapping[str, Mapping],
-                       wanted_groups: Sequence[str], wanted_topics: Sequence[str], this_run: Sequence[str]) -> Path:
+def publish_staged_run(spec: MigrationSpec, migration_dir: StoragePath, run_id: str, state: StateSnapshot,
+                       wanted_groups: Sequence[str], wanted_topics: Sequence[str],
+                       this_run: Sequence[str]) -> StoragePath:
     """A promote-groups or promote-topics run's page, from the state topic's promotion records."""
     groups, topics = GROUP_PROMOTION_KIND.records(state), TOPIC_PROMOTION_KIND.records(state)
     units = unit_statuses(state, wanted_groups, wanted_topics)
@@ -166,7 +173,7 @@ def overview_chart(work_base: Path | StoragePath, row: Mapping[str, Any]) -> str
     return svg if svg.startswith("<svg") else None
 
 
-def _update_overview(spec: MigrationSpec, migration_dir: Path, run_id: str, **fields: Any) -> None:
+def _update_overview(spec: MigrationSpec, migration_dir: StoragePath, run_id: str, **fields: Any) -> None:
     path = as_path(migration_dir) / OVERVIEW_FILE
     try:
         row = json.loads(read_text(path))

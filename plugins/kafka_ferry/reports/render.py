@@ -287,7 +287,7 @@ def backlog_section(backlog: Mapping[str, Any]) -> str:
                 ("backlog after (offsets)", backlog.get("backlog_after")),
                 ("backlog after, estimated", _mb(backlog.get("backlog_bytes_after"))),
                 ("copy rate, records/s", None if rate is None else f"{rate:,.0f}"),
-                ("copy rate", _mb(backlog.get("copy_bytes_per_s")) and _mb(backlog.get("copy_bytes_per_s")) + "/s"),
+                ("copy rate", f"{mb}/s" if (mb := _mb(backlog.get("copy_bytes_per_s"))) else mb),
                 ("producers add, records/s", backlog.get("inflow_records_per_s")),
                 ("bytes per record", backlog.get("bytes_per_record"))]),
         f'<p class="muted">rate: {escape(str(backlog.get("rate_reason") or "—"))}; bytes of backlog are estimated '

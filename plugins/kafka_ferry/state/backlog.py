@@ -6,21 +6,21 @@ history to measure the rate; the run pages, pre-flight and the dry run read it f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafka_ferry.core.backlog_eta import RunPoint
-from kafka_ferry.core.state_records import BACKLOG_KIND
+from kafka_ferry.core.state_records import BACKLOG_KIND, StateSnapshot
 from kafka_ferry.state.store import MigrationStateStore
 
 
-def read_backlog(store: MigrationStateStore, state: Mapping | None = None) -> list[dict[str, Any]]:
+def read_backlog(store: MigrationStateStore, state: StateSnapshot | None = None) -> list[dict[str, Any]]:
     """Every batch's backlog record, oldest first; ``state``: an already read ``read_all()``."""
     records = BACKLOG_KIND.records(state if state is not None else store.read_all())
     return sorted(records.values(), key=lambda r: (r.get("finished_at_ms") or 0, r.get("batch_id", "")))
 
 
-def run_points(records: list[Mapping[str, Any]]) -> list[RunPoint]:
+def run_points(records: Sequence[Mapping[str, Any]]) -> list[RunPoint]:
     """The records as the ETA arithmetic takes them."""
     return [RunPoint(str(r["batch_id"]), int(r["finished_at_ms"] or 0), float(r["duration_s"] or 0),
                      int(r["records_copied"] or 0), int(r["bytes_copied"] or 0), int(r["backlog_before"] or 0),

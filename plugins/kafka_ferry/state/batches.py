@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_ferry.core.copy_rate import MeasuredRate, measured_rate
-from kafka_ferry.core.state_records import BATCH_KIND
+from kafka_ferry.core.state_records import BATCH_KIND, StateSnapshot
 from kafka_ferry.state.store import MigrationStateStore
 
 # The state record keeps totals and gaps; per-partition rows stay in the JSON file (a record has a size cap).
@@ -28,13 +28,13 @@ def save_batch(store: MigrationStateStore, report: Mapping[str, Any]) -> None:
               {k: report[k] for k in STATE_FIELDS} | {"report_path": report["report_path"]})
 
 
-def batch_history(store: MigrationStateStore, state: Mapping | None = None) -> list[dict[str, Any]]:
+def batch_history(store: MigrationStateStore, state: StateSnapshot | None = None) -> list[dict[str, Any]]:
     """Every batch record of the migration (totals, lag before/after), oldest first (by ``finished_at_ms``);
     ``state``: an already read ``store.read_all()``."""
     records = BATCH_KIND.records(state) if state is not None else store.read_kind(BATCH_KIND)
     return sorted(records.values(), key=lambda b: b.get("finished_at_ms") or 0)
 
 
-def migration_rate(store: MigrationStateStore, state: Mapping | None = None) -> MeasuredRate | None:
+def migration_rate(store: MigrationStateStore, state: StateSnapshot | None = None) -> MeasuredRate | None:
     """The rate of the migration's recent busy batches, end to end (``core.copy_rate``); None before the first."""
     return measured_rate(batch_history(store, state))

@@ -7,15 +7,16 @@ The decode check (``schemas.decode_check``) writes them; promotion reads them to
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from kafka_ferry.core.state_records import DECODE_CHECK_KIND
 from kafka_ferry.state.store import MigrationStateStore
 
 
-def decode_marks(store: MigrationStateStore) -> dict[str, dict]:
+def decode_marks(store: MigrationStateStore) -> dict[str, dict[str, Any]]:
     """Every partition's mark, by ``partition_key(topic, partition)``."""
     return store.read_kind(DECODE_CHECK_KIND)
 
 
-def save_decode_marks(store: MigrationStateStore, marks: Mapping[str, Mapping | None]) -> None:
+def save_decode_marks(store: MigrationStateStore, marks: Mapping[str, Mapping[str, Any] | None]) -> None:
     store.put_many(DECODE_CHECK_KIND, marks)

@@ -7,8 +7,9 @@ Only what the migration owns is recorded, and a record is written before its ACL
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from kafka_ferry.core.state_records import FENCE_KIND
+from kafka_ferry.core.state_records import FENCE_KIND, StateSnapshot
 from kafka_ferry.state.store import MigrationStateStore
 
 
@@ -20,12 +21,12 @@ def topic_fence_key(mirror_topic: str) -> str:
     return f"TOPIC:{mirror_topic}"
 
 
-def recorded_fences(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, dict]:
+def recorded_fences(store: MigrationStateStore, state: StateSnapshot | None = None) -> dict[str, dict[str, Any]]:
     """Every fence record, by fence key; ``state``: an already read ``read_all()``."""
     return FENCE_KIND.records(state if state is not None else store.read_all())
 
 
-def save_fences(store: MigrationStateStore, entries: Mapping[str, Sequence[dict] | None]) -> None:
+def save_fences(store: MigrationStateStore, entries: Mapping[str, Sequence[dict[str, Any]] | None]) -> None:
     """Store each fence's entries (None: the fence is gone)."""
     store.put_many(FENCE_KIND, {key: None if e is None else {"entries": list(e)} for key, e in entries.items()})
 

@@ -6,12 +6,13 @@ Read by the promotion steps and the readiness checks; the decisions themselves a
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from kafka_ferry.core.offset_decisions import OffsetDecision
 from kafka_ferry.core.state_records import TRANSLATION_PREFIX, under
 
 
-def stored_decisions(state: dict[str, dict]) -> list[OffsetDecision]:
+def stored_decisions(state: dict[str, dict[str, Any]]) -> list[OffsetDecision]:
     """The final translation as ``final_translation`` recorded it."""
     fields = set(OffsetDecision.__dataclass_fields__)
     out = []

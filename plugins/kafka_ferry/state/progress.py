@@ -6,14 +6,16 @@ progress here, so they agree on what "copied so far" means.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.state_records import GROUP_KIND, PROGRESS_KIND
+from kafka_ferry.core.state_records import GROUP_KIND, PROGRESS_KIND, StateKind, StateSnapshot
 from kafka_ferry.state.store import MigrationStateStore
 
 
-def read_progress(store: MigrationStateStore, state: Mapping | None = None) -> dict[tuple[str, int], PartitionProgress]:
+def read_progress(store: MigrationStateStore,
+                  state: StateSnapshot | None = None) -> dict[tuple[str, int], PartitionProgress]:
     """Every partition's progress record, by (source topic, partition); ``state``: an already read ``read_all()``."""
     records = PROGRESS_KIND.records(state or store.read_all())
     progress = [PartitionProgress.from_record(v) for v in records.values()]
@@ -27,18 +29,19 @@ def save_progress(store: MigrationStateStore, progress: Iterable[PartitionProgre
         store.put_many(PROGRESS_KIND, records)
 
 
-def migrated_groups(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, list[str]]:
+def migrated_groups(store: MigrationStateStore, state: StateSnapshot | None = None) -> dict[str, list[str]]:
     """Groups recorded by ProvisionMirrorGroupsOperator -> their migrated source topics."""
     records = GROUP_KIND.records(state or store.read_all())
     return {g: list(v.get("source_topics", [])) for g, v in sorted(records.items())}
 
 
-def save_migrated_groups(store: MigrationStateStore, migrated: Mapping[str, list[str]]) -> None:
+def save_migrated_groups(store: MigrationStateStore, migrated: Mapping[str, Sequence[str]]) -> None:
     """Record each migrated group with its source topics (what translation and promotion read back)."""
     store.put_many(GROUP_KIND, {g: {"source_topics": list(t)} for g, t in migrated.items()})
 
 
-def read_progress_records(store: MigrationStateStore, state: Mapping | None = None) -> dict[tuple[str, int], dict]:
+def read_progress_records(store: MigrationStateStore,
+                          state: StateSnapshot | None = None) -> dict[tuple[str, int], dict[str, Any]]:
     """Every partition's progress record as stored, ``written_at_ms`` included (when each partition finished):
     what a batch's live view needs beyond ``read_progress``."""
     records = PROGRESS_KIND.records(state or store.read_all())
@@ -49,18 +52,18 @@ class PlannedGroups:
     """The migration's state as reads would see it once ``migrated`` groups are recorded (what a dry run's fence
     plan reads: it writes nothing, so the groups it would record are not there yet); writes are refused."""
 
-    def __init__(self, store, migrated) -> None:
+    def __init__(self, store: MigrationStateStore, migrated: Mapping[str, Iterable[str]]) -> None:
         self.topic = store.topic
         self._store, self._migrated = store, migrated
 
-    def read_all(self) -> dict:
+    def read_all(self) -> dict[StateKind, dict[str, dict[str, Any]]]:
         state = dict(self._store.read_all())
         state[GROUP_KIND] = {**state.get(GROUP_KIND, {}),
                              **{g: {"source_topics": list(t)} for g, t in self._migrated.items()}}
         return state
 
-    def read_kind(self, kind) -> dict:
+    def read_kind(self, kind: StateKind) -> dict[str, dict[str, Any]]:
         return dict(self.read_all().get(kind, {}))
 
-    def put_many(self, *_args, **_kwargs) -> None:
+    def put_many(self, *_args: object, **_kwargs: object) -> None:
         raise RuntimeError("a dry run writes no state")

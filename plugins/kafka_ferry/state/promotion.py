@@ -31,33 +31,33 @@ from kafka_ferry.state.store import MigrationStateStore
 PROMOTED = "promoted"
 
 
-def promotion_records(store: MigrationStateStore) -> dict[str, dict]:
+def promotion_records(store: MigrationStateStore) -> dict[str, dict[str, Any]]:
     """Every promotion record, by key (``stored_decisions`` and ``completed_steps`` read this snapshot)."""
     return store.read_kind(PROMOTION_KIND)
 
 
-def promotion_status(store: MigrationStateStore) -> dict | None:
+def promotion_status(store: MigrationStateStore) -> dict[str, Any] | None:
     """The migration's promoted mark (status, promoted_at_ms, topics, groups), or None before promotion."""
     return promotion_records(store).get(MIGRATION_KEY)
 
 
-def completed_steps(records: Mapping[str, Mapping], steps: Iterable[str]) -> list[str]:
+def completed_steps(records: Mapping[str, Mapping[str, Any]], steps: Iterable[str]) -> list[str]:
     """The ``steps`` (in their order) marked done in ``records``."""
     return [s for s in steps if step_done(records, s)]
 
 
-def step_done(records: Mapping[str, Mapping], step: str) -> bool:
+def step_done(records: Mapping[str, Mapping[str, Any]], step: str) -> bool:
     return records.get(STEP_PREFIX + step, {}).get("status") == "done"
 
 
-def save_step_done(store: MigrationStateStore, step: str, summary: dict, duration_s: float) -> None:
+def save_step_done(store: MigrationStateStore, step: str, summary: dict[str, Any], duration_s: float) -> None:
     """Mark ``step`` done; written only after its effects are durable, so a resumed run skips it."""
     store.put(PROMOTION_KIND, STEP_PREFIX + step, {"status": "done", "finished_at_ms": int(time.time() * 1000),
                                                    "duration_s": round(duration_s, 3), "summary": summary})
 
 
-def save_final_translation(store: MigrationStateStore, by_group: Mapping[str, list[dict]],
-                           records: Mapping[str, Mapping]) -> None:
+def save_final_translation(store: MigrationStateStore, by_group: Mapping[str, list[dict[str, Any]]],
+                           records: Mapping[str, Mapping[str, Any]]) -> None:
     """The final translation's decisions per group; a group of an earlier translation (in ``records``) that this
     one no longer has is deleted, so ``commit_offsets`` commits exactly this translation."""
     stale = [TRANSLATION_PREFIX + g for g in under(records, TRANSLATION_PREFIX) if g not in by_group]
@@ -76,7 +76,7 @@ def save_promoted(store: MigrationStateStore, topics: Mapping[str, str], groups:
     store.put_many(PROMOTION_KIND, records)
 
 
-def quiesce_mark(store: MigrationStateStore) -> dict | None:
+def quiesce_mark(store: MigrationStateStore) -> dict[str, Any] | None:
     """The quiesce gate's last seen source end offsets (fingerprint) and since when (since_s), or None."""
     return promotion_records(store).get(QUIESCE_KEY)
 
@@ -89,7 +89,7 @@ class RollbackStillPossible(Permanent, RuntimeError):
     """A reset of a promoted migration whose rollback has not run would drop what the rollback needs; refused."""
 
 
-def rollback_possible(store: MigrationStateStore, records: Mapping[str, Mapping] | None = None) -> bool:
+def rollback_possible(store: MigrationStateStore, records: Mapping[str, Mapping[str, Any]] | None = None) -> bool:
     """Promoted, and no finished rollback recorded for this promotion (``state.rollback``'s ``migration`` record)."""
     status = (promotion_records(store) if records is None else records).get(MIGRATION_KEY) or {}
     if status.get("status") != PROMOTED:

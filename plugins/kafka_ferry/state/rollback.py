@@ -20,7 +20,7 @@ from kafka_ferry.core.acl_plan import COPY_BACK_READ_OPERATIONS, grant_hint
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import ROLLBACK_KIND, WRITTEN_AT, under
+from kafka_ferry.core.state_records import ROLLBACK_KIND, WRITTEN_AT, StateSnapshot, under
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.store import MigrationStateStore
@@ -32,7 +32,7 @@ RESUME = "resume/"
 
 
 def copy_back_state_topic(spec: MigrationSpec) -> str:
-    return f"{spec.state_topic_name}.rollback"
+    return spec.copy_back_state_topic_name
 
 
 def copy_back_store(spec: MigrationSpec, source: KafkaCluster) -> MigrationStateStore:
@@ -45,7 +45,7 @@ class CopyBackNotVisible(Permanent, RuntimeError):
     empty: deciding without it would resume groups past copied-back records. No retry grants the ACL."""
 
 
-def recorded_copy_back(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, int]:
+def recorded_copy_back(store: MigrationStateStore, state: StateSnapshot | None = None) -> dict[str, int]:
     """What the copy-backs recorded on the destination say the source holds: the most ``partitions`` and
     ``records_copied`` of a done ``copy_back`` step, the whole migration's or a staged topic's (zeros when none ran).
 
@@ -75,7 +75,7 @@ def refuse_unseen_copy_back(source: KafkaCluster, store: MigrationStateStore, to
 
 
 def copy_back_progress(spec: MigrationSpec, source: KafkaCluster, store: MigrationStateStore,
-                       state: Mapping | None = None) -> dict[tuple[str, int], PartitionProgress]:
+                       state: StateSnapshot | None = None) -> dict[tuple[str, int], PartitionProgress]:
     """The copy-back's progress per destination partition (empty before any copy-back; creates nothing).
 
     ``store``: the destination's (``state``: its ``read_all()``, when read already); a copy-back it records whose
@@ -89,11 +89,11 @@ def copy_back_progress(spec: MigrationSpec, source: KafkaCluster, store: Migrati
     return progress
 
 
-def rollback_records(store: MigrationStateStore) -> dict[str, dict]:
+def rollback_records(store: MigrationStateStore) -> dict[str, dict[str, Any]]:
     return store.read_kind(ROLLBACK_KIND)
 
 
-def rollback_status(store: MigrationStateStore) -> dict | None:
+def rollback_status(store: MigrationStateStore) -> dict[str, Any] | None:
     return rollback_records(store).get(MIGRATION)
 
 
@@ -109,11 +109,11 @@ def save_step(store: MigrationStateStore, step: str, promoted_at_ms: int | None,
                                            "finished_at_ms": finished_at_ms, "summary": dict(summary)})
 
 
-def save_resumes(store: MigrationStateStore, resumes: Mapping[str, list[dict]]) -> None:
+def save_resumes(store: MigrationStateStore, resumes: Mapping[str, list[dict[str, Any]]]) -> None:
     store.put_many(ROLLBACK_KIND, {RESUME + g: {"partitions": rows} for g, rows in resumes.items()})
 
 
-def stored_resumes(store: MigrationStateStore) -> dict[str, list[dict]]:
+def stored_resumes(store: MigrationStateStore) -> dict[str, list[dict[str, Any]]]:
     return {g: v.get("partitions", []) for g, v in under(rollback_records(store), RESUME).items()}
 
 
@@ -126,7 +126,7 @@ def mark_rolled_back(store: MigrationStateStore, promoted_at_ms: int | None, now
 GROUP = "group/"  # group/<group>: a staged group's rollback (status, promoted_at_ms, rolled_back_at_ms, offsets)
 
 
-def group_rollback(store: MigrationStateStore, group: str) -> dict | None:
+def group_rollback(store: MigrationStateStore, group: str) -> dict[str, Any] | None:
     """A staged group's rollback record as it was saved (without the store's write time)."""
     record = rollback_records(store).get(GROUP + group)
     return None if record is None else {k: v for k, v in record.items() if k != WRITTEN_AT}
@@ -136,28 +136,30 @@ def save_group_rollback(store: MigrationStateStore, group: str, record: Mapping[
     store.put(ROLLBACK_KIND, GROUP + group, dict(record))
 
 
-def group_resume(store: MigrationStateStore, group: str, promoted_at_ms: int | None) -> list[dict] | None:
+def group_resume(store: MigrationStateStore, group: str, promoted_at_ms: int | None) -> list[dict[str, Any]] | None:
     """A staged group's decided source offsets, when decided for this promotion of it."""
     record = rollback_records(store).get(RESUME + group)
     if record is None or record.get("promoted_at_ms") != promoted_at_ms:
         return None
-    return record.get("partitions", [])
+    partitions: list[dict[str, Any]] = record.get("partitions", [])
+    return partitions
 
 
-def save_group_resume(store: MigrationStateStore, group: str, rows: list[dict], promoted_at_ms: int | None) -> None:
+def save_group_resume(store: MigrationStateStore, group: str, rows: list[dict[str, Any]],
+                      promoted_at_ms: int | None) -> None:
     store.put(ROLLBACK_KIND, RESUME + group, {"partitions": rows, "promoted_at_ms": promoted_at_ms})
 
 
 TOPIC = "topic/"  # topic/<topic>: a staged topic's rollback (status, promoted_at_ms, steps, groups, rolled_back_at_ms)
 
 
-def topic_rollback(store: MigrationStateStore, topic: str) -> dict | None:
+def topic_rollback(store: MigrationStateStore, topic: str) -> dict[str, Any] | None:
     """A staged topic's rollback record as it was saved (without the store's write time)."""
     record = rollback_records(store).get(TOPIC + topic)
     return None if record is None else {k: v for k, v in record.items() if k != WRITTEN_AT}
 
 
-def topic_rollbacks(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, dict]:
+def topic_rollbacks(store: MigrationStateStore, state: StateSnapshot | None = None) -> dict[str, dict[str, Any]]:
     """Every staged topic's rollback record, by topic (one read of the state topic, or of ``state``)."""
     records = ROLLBACK_KIND.records(state) if state is not None else rollback_records(store)
     return {t: {k: v for k, v in r.items() if k != WRITTEN_AT} for t, r in under(records, TOPIC).items()}
@@ -167,7 +169,7 @@ def save_topic_rollback(store: MigrationStateStore, topic: str, record: Mapping[
     store.put(ROLLBACK_KIND, TOPIC + topic, dict(record))
 
 
-def unit_rollbacks(store: MigrationStateStore) -> dict[str, dict[str, dict]]:
+def unit_rollbacks(store: MigrationStateStore) -> dict[str, dict[str, dict[str, Any]]]:
     """Every staged unit's rollback record: {"groups": {group: record}, "topics": {topic: record}}."""
     records = rollback_records(store)
     return {"groups": under(records, GROUP), "topics": under(records, TOPIC)}

@@ -14,16 +14,17 @@ from kafka_ferry.core.serialized_fields import RecordRewriter
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import SCHEMA_ID_KIND
 from kafka_ferry.state.serialized_fields import rewriter_from_store
+from kafka_ferry.state.store import MigrationStateStore
 
 log = logging.getLogger(__name__)
 
 
-def stored_id_map(store) -> dict[int, int]:
+def stored_id_map(store: MigrationStateStore) -> dict[int, int]:
     """The source -> destination schema ids `migrate_schemas` stored in the state topic (empty before it ran)."""
     return {int(k): int(v["destination_id"]) for k, v in store.read_kind(SCHEMA_ID_KIND).items() if v}
 
 
-def id_map_storer(store, mode: str, run_id: str) -> Callable[[dict[int, int]], None]:
+def id_map_storer(store: MigrationStateStore, mode: str, run_id: str) -> Callable[[dict[int, int]], None]:
     """What `migrate_schemas` calls with the finished id map: stores only the entries the state topic lacks or
     holds differently, so a complete rerun writes nothing."""
     stored = stored_id_map(store)
@@ -38,7 +39,7 @@ def id_map_storer(store, mode: str, run_id: str) -> Callable[[dict[int, int]], N
     return store_ids
 
 
-def record_rewriter(spec: MigrationSpec, store) -> RecordRewriter | None:
+def record_rewriter(spec: MigrationSpec, store: MigrationStateStore) -> RecordRewriter | None:
     """How copied keys and values get their destination schema ids: only in remap mode (preserve keeps ids),
     and only in the fields decided registry-serialized per topic (`state.serialized_fields`).
 

@@ -6,47 +6,48 @@ catch-up exclusions (a promoted group's offsets are never committed again, a pro
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from typing import Any
 
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import UnitPromotion, groups_to_commit, promoted_names
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, StateKind, StateSnapshot
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.store import MigrationStateStore
 
 
-def read_promotions(store: MigrationStateStore, kind: str,
-                    state: Mapping[str, Mapping] | None = None) -> dict[str, UnitPromotion]:
+def read_promotions(store: MigrationStateStore, kind: StateKind,
+                    state: StateSnapshot | None = None) -> dict[str, UnitPromotion]:
     """Every stored promotion record of ``kind`` (group or topic), by name."""
     records = (state if state is not None else store.read_all()).get(kind, {})
     return {k: UnitPromotion.from_record(kind, k, v) for k, v in sorted(records.items())}
 
 
-def save_promotion(store: MigrationStateStore, kind: str, record: UnitPromotion) -> None:
+def save_promotion(store: MigrationStateStore, kind: StateKind, record: UnitPromotion) -> None:
     store.put(kind, record.name, record.to_record())
 
 
-def promoted_groups(store: MigrationStateStore, state: Mapping[str, Mapping] | None = None) -> list[str]:
+def promoted_groups(store: MigrationStateStore, state: StateSnapshot | None = None) -> list[str]:
     return promoted_names((state if state is not None else store.read_all()).get(GROUP_PROMOTION_KIND, {}),
                           GROUP_PROMOTION_KIND)
 
 
-def promoted_topics(store: MigrationStateStore, state: Mapping[str, Mapping] | None = None) -> list[str]:
+def promoted_topics(store: MigrationStateStore, state: StateSnapshot | None = None) -> list[str]:
     return promoted_names((state if state is not None else store.read_all()).get(TOPIC_PROMOTION_KIND, {}),
                           TOPIC_PROMOTION_KIND)
 
 
-def without_promoted_groups(store: MigrationStateStore, decisions: Iterable) -> list:
+def without_promoted_groups(store: MigrationStateStore, decisions: Iterable[Any]) -> list[Any]:
     """The decisions a catch-up run may commit: none of a promoted group (its consumers own its offsets)."""
     decisions = list(decisions)
     allowed = set(groups_to_commit({d.group for d in decisions}, promoted_groups(store)))
     return [d for d in decisions if d.group in allowed]
 
 
-def reset_staged_promotions(store: MigrationStateStore) -> dict[str, list[str]]:
+def reset_staged_promotions(store: MigrationStateStore) -> dict[StateKind, list[str]]:
     """Delete every group and topic promotion record (an explicit reset, like ``reset_promotion``)."""
     state = store.read_all()
-    out = {}
+    out: dict[StateKind, list[str]] = {}
     for kind in (GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND):
         keys = sorted(state.get(kind, {}))
         if keys:

@@ -17,7 +17,7 @@ from typing import Any
 from confluent_kafka import KafkaError
 
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
-from kafka_ferry.core.state_records import KINDS, StateKind, decode, state_topic_problem
+from kafka_ferry.core.state_records import KINDS, StateKind, StateRecordError, decode, state_topic_problem
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.kafka.reads import start_reader
@@ -123,16 +123,20 @@ class MigrationStateStore:
                 msg = consumer.poll(1.0)
                 if msg is None:
                     continue
-                if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        if msg.offset() >= end:
+                error, offset = msg.error(), msg.offset()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        if offset is not None and offset >= end:
                             return
                         continue
-                    raise KafkaClusterError.on(self.cluster, f"read state from {self.topic}", msg.error(),
+                    raise KafkaClusterError.on(self.cluster, f"read state from {self.topic}", error,
                                                acl={"TOPIC": ("READ", self.topic),
                                                "GROUP": ("DESCRIBE", "kafka-ferry-state-reader")})
-                yield msg.key(), msg.value()
-                if msg.offset() + 1 >= end:
+                key = msg.key()
+                if key is None or offset is None:  # the store writes every record with its key
+                    raise StateRecordError(f"state topic {self.topic}: a record without a key at offset {offset}")
+                yield key, msg.value()
+                if offset + 1 >= end:
                     return
             raise KafkaClusterError.on(self.cluster, f"read state from {self.topic}",
                                        KafkaError(KafkaError._TIMED_OUT, "state topic not read to its end in 60 s"))

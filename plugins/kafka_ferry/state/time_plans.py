@@ -5,6 +5,7 @@ limits had before provisioning lifted them, so promotion restores them (``core.t
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from kafka_ferry.core.provisioning_plan import TopicPlan
 from kafka_ferry.core.spec import MigrationSpec
@@ -33,11 +34,11 @@ def record_time_plans(spec: MigrationSpec, plan: TopicPlan, destination: KafkaCl
                                      for a in plan.actions if a.time and a.source_topic not in recorded})
 
 
-def time_plan_records(store: MigrationStateStore) -> dict[str, dict]:
+def time_plan_records(store: MigrationStateStore) -> dict[str, dict[str, Any]]:
     """Every stored timestamp plan as its record (with its status: copying, or switched by the promotion)."""
     return store.read_kind(TIMESTAMPS_KIND)
 
 
-def save_time_plan_records(store: MigrationStateStore, records: Mapping[str, Mapping]) -> None:
+def save_time_plan_records(store: MigrationStateStore, records: Mapping[str, Mapping[str, Any]]) -> None:
     """Write plan records back (the promotion's ``switch_timestamps`` sets status switched)."""
     store.put_many(TIMESTAMPS_KIND, records)

@@ -4,11 +4,11 @@ created or adopted, recorded before it does (``provision.topic_ownership`` decid
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import Any
 
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused, TopicPlan
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import OWNED_TOPIC_KIND, TOPIC_KIND
+from kafka_ferry.core.state_records import OWNED_TOPIC_KIND, TOPIC_KIND, StateSnapshot
 from kafka_ferry.core.topic_ownership import ADOPT, ADOPTED_HOW, CREATED_HOW, OWNED
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.store import MigrationStateStore
@@ -22,7 +22,7 @@ def owned_topics(spec: MigrationSpec, destination: KafkaCluster) -> set[str]:
         v["destination_topic"] for v in TOPIC_KIND.records(state).values() if v.get("destination_topic")}
 
 
-def mirrored_topics(store: MigrationStateStore, state: Mapping | None = None) -> dict[str, dict]:
+def mirrored_topics(store: MigrationStateStore, state: StateSnapshot | None = None) -> dict[str, dict[str, Any]]:
     """The ``topic`` records provisioning wrote, by source topic (destination_topic, partitions)."""
     return TOPIC_KIND.records(state if state is not None else store.read_all())
 

@@ -34,12 +34,13 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
 
 from kafka_ferry.core.failures import Permanent
 
 if TYPE_CHECKING:
     from airflow.sdk import ObjectStoragePath
+    from typing_extensions import TypeIs  # typing's is 3.13's; only the checker reads it (no import at run time)
 
 WORK_DIR_ENV = "KFERRY_WORK_DIR"
 CONN_ID_ENV = "KFERRY_WORK_DIR_CONN_ID"
@@ -91,7 +92,8 @@ def work_dir(migration: str, environ: Mapping[str, str] | None = None) -> Storag
     return work_base(environ) / migration
 
 
-def is_local(path: Any) -> bool:
+def is_local(path: object) -> TypeIs[Path]:
+    """A local file (a ``Path``); else an ``ObjectStoragePath`` (the type checker narrows both ways)."""
     return isinstance(path, Path)
 
 

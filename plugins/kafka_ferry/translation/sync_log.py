@@ -36,10 +36,13 @@ def read_offset_syncs(cluster: KafkaCluster, topic: str) -> dict[tuple[str, int]
         return {}
     syncs: dict[tuple[str, int], list[SyncPoint]] = defaultdict(list)
     for msg in read_whole_partitions(cluster, [(topic, 0)]):
-        if msg.value() is None:
+        key, value = msg.key(), msg.value()
+        if value is None:
             continue
+        if key is None:
+            raise WireFormatError(f"{topic}@{msg.offset()}: an offset sync without a key")
         try:
-            sync = OffsetSync.from_record(msg.key(), msg.value())
+            sync = OffsetSync.from_record(key, value)
         except WireFormatError as exc:
             raise WireFormatError(f"{topic}@{msg.offset()}: {exc}") from exc
         syncs[(sync.topic, sync.partition)].append(SyncPoint(sync.upstream_offset, sync.downstream_offset))
@@ -57,9 +60,12 @@ def read_checkpoints(cluster: KafkaCluster, topic: str) -> dict[tuple[str, str, 
         return {}
     latest: dict[tuple[str, str, int], Checkpoint] = {}
     for msg in read_whole_partitions(cluster, [(topic, 0)]):
-        if msg.value() is None:
+        key, value = msg.key(), msg.value()
+        if value is None:
             continue
-        cp = Checkpoint.from_record(msg.key(), msg.value())
+        if key is None:
+            raise WireFormatError(f"{topic}@{msg.offset()}: a checkpoint without a key")
+        cp = Checkpoint.from_record(key, value)
         latest[(cp.consumer_group, cp.topic, cp.partition)] = cp
     return latest
 

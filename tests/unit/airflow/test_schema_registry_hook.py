@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_ferry.hooks.schema_registry import SchemaRegistryError, registry_connection
+from kafka_ferry.hooks.schema_registry import RegistryConnectionError, registry_connection
 
 
 def test_a_full_url_in_host_is_used_as_it_is():
@@ -37,7 +37,7 @@ def test_a_bearer_token_goes_to_the_client_and_not_to_repr():
      "connection 'sr': Extra 'timeout_s' = 'soon' is not a number of seconds"),
 ])
 def test_a_connection_that_describes_no_registry_is_named_with_its_field(host, login, password, extra, message):
-    with pytest.raises(SchemaRegistryError) as err:
+    with pytest.raises(RegistryConnectionError) as err:
         registry_connection("sr", host, None, None, login, password, extra)
     assert str(err.value) == message
     assert "pw" not in str(err.value)
@@ -52,7 +52,7 @@ def test_a_connection_that_describes_no_registry_is_named_with_its_field(host, l
 ])
 def test_a_registry_url_with_credentials_is_refused_without_echoing_it(host, path, problem):
     """Issue #36 case 5: user info in the URL reached every SchemaRegistryUnavailable message and log line."""
-    with pytest.raises(SchemaRegistryError) as err:
+    with pytest.raises(RegistryConnectionError) as err:
         registry_connection("sr", host, 8081, path, None, None, {})
     assert str(err.value) == (f"connection 'sr': field 'host' is refused: {problem}; credentials go in "
                               "'login'/'password' (or Extra 'bearer_token'), never in the URL")

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask, work_dir
-from kafka_ferry.copy.planning import build_plan
+from kafka_ferry.copy.planning import UNCAPPED, build_copy_back_plan, build_plan
 from kafka_ferry.core.batch_planning import PartitionPosition, RetentionGap, compute_batch_id
 from kafka_ferry.core.spec import parse_spec
 
@@ -75,6 +75,23 @@ def test_the_spec_copy_settings_reach_the_plan_the_copier_reads():
     assert plan.batch_id == compute_batch_id([t.as_range() for t in plan.tasks], (), 5, 1 << 20)
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.batch_id = "other"  # type: ignore[misc]
+
+
+def test_the_copy_back_plan_runs_the_other_way_into_its_own_state_topic():
+    """A rollback's copy-back (destination -> source) is built beside the forward plan, from the same spec: its own
+    state topic on the source, the source alias's sync log, provenance always on, the spec's sync interval, no cap,
+    no window, no rate limit; the remap fields pass through."""
+    spec = parse_spec({**SPEC, "copy": {"max_records_per_partition": 5, "offset_sync_interval": 7,
+                                         "provenance_headers": False, "max_records_per_second": 10}}, "acme.yaml")
+    task = PartitionTask("orders", 0, "orders", 100, 120, resume_after=99)
+    plan = build_copy_back_plan(spec, [task], "dst-id", "src-id", {"schema_id_map": {"7": 1}}, now_ms=42)
+    assert (plan.batch_id, plan.source_cluster_id, plan.destination_cluster_id) == ("rollback-42", "dst-id", "src-id")
+    assert plan.state_topic == spec.copy_back_state_topic_name == f"{spec.state_topic_name}.rollback"
+    assert plan.offset_syncs_topic == f"mm2-offset-syncs.{spec.source.alias}.internal"
+    assert (plan.provenance_headers, plan.offset_sync_interval) == (True, 7)
+    assert (plan.max_records_per_partition, plan.max_bytes_per_partition) == (UNCAPPED, UNCAPPED)
+    assert (plan.max_records_per_second, plan.window, plan.deadline_ms) == (None, None, None)
+    assert plan.tasks == (task,) and plan.schema_id_map == {"7": 1}
 
 
 def test_a_remap_plan_carries_the_per_topic_fields_through_its_file(tmp_path):

@@ -10,16 +10,10 @@ from hypothesis import strategies as st
 
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
 from kafka_ferry.core.offset_translation import (
-    AHEAD_OF_COPY,
-    AT_COPIED_END,
-    BEFORE_FIRST_SYNC,
-    EXACT_RUN,
-    HOLE_NEXT_RECORD,
-    MM2_PLUS_ONE,
-    MM2_SYNC,
     PartitionOffsetMap,
     SyncConflictError,
     Translation,
+    TranslationMethod,
     normalize_syncs,
     translate_exact,
     translate_mm2,
@@ -42,19 +36,19 @@ class TestExactCases:
     @pytest.mark.parametrize(
         ("upstream", "downstream", "method"),
         [
-            (100, 0, EXACT_RUN),
-            (101, 1, EXACT_RUN),
-            (107, 7, EXACT_RUN),
-            (109, 9, EXACT_RUN),
-            (110, 10, HOLE_NEXT_RECORD),
-            (119, 10, HOLE_NEXT_RECORD),
-            (120, 10, EXACT_RUN),
-            (123, 13, EXACT_RUN),
-            (124, 14, EXACT_RUN),
-            (125, 15, AT_COPIED_END),
-            (127, 15, AT_COPIED_END),
-            (128, 15, AHEAD_OF_COPY),
-            (10**9, 15, AHEAD_OF_COPY),
+            (100, 0, TranslationMethod.EXACT_RUN),
+            (101, 1, TranslationMethod.EXACT_RUN),
+            (107, 7, TranslationMethod.EXACT_RUN),
+            (109, 9, TranslationMethod.EXACT_RUN),
+            (110, 10, TranslationMethod.HOLE_NEXT_RECORD),
+            (119, 10, TranslationMethod.HOLE_NEXT_RECORD),
+            (120, 10, TranslationMethod.EXACT_RUN),
+            (123, 13, TranslationMethod.EXACT_RUN),
+            (124, 14, TranslationMethod.EXACT_RUN),
+            (125, 15, TranslationMethod.AT_COPIED_END),
+            (127, 15, TranslationMethod.AT_COPIED_END),
+            (128, 15, TranslationMethod.AHEAD_OF_COPY),
+            (10**9, 15, TranslationMethod.AHEAD_OF_COPY),
         ],
     )
     def test_methods(self, upstream, downstream, method):
@@ -66,14 +60,14 @@ class TestExactCases:
     @pytest.mark.parametrize("upstream", [0, 99])
     def test_before_first_sync(self, upstream):
         result = translate_exact(SYNCS, upstream, COPIED_END)
-        assert result == Translation(upstream, None, BEFORE_FIRST_SYNC, result.reason)
+        assert result == Translation(upstream, None, TranslationMethod.BEFORE_FIRST_SYNC, result.reason)
         assert "(100, 0)" in result.reason
 
     def test_no_syncs(self):
         result = translate_exact([], 5, 10)
         assert (result.downstream_offset, result.method, result.reason) == (
             None,
-            BEFORE_FIRST_SYNC,
+            TranslationMethod.BEFORE_FIRST_SYNC,
             "no offset syncs for this partition",
         )
 
@@ -119,11 +113,11 @@ class TestMm2Cases:
 
     def test_methods_and_reasons(self):
         offset_map = PartitionOffsetMap(SYNCS)
-        assert offset_map.translate_mm2(104).method == MM2_SYNC
+        assert offset_map.translate_mm2(104).method == TranslationMethod.MM2_SYNC
         result = offset_map.translate_mm2(106)
-        assert (result.method, result.downstream_offset) == (MM2_PLUS_ONE, 5)
+        assert (result.method, result.downstream_offset) == (TranslationMethod.MM2_PLUS_ONE, 5)
         assert "(104, 4)" in result.reason
-        assert offset_map.translate_mm2(1).method == BEFORE_FIRST_SYNC
+        assert offset_map.translate_mm2(1).method == TranslationMethod.BEFORE_FIRST_SYNC
 
     def test_no_syncs(self):
         assert translate_mm2([], 0) is None
@@ -151,11 +145,11 @@ class TestValidation:
 
     def test_translation_rejects_inconsistent_values(self):
         with pytest.raises(ValueError, match="unknown"):
-            Translation(1, 1, "guess", "")
+            Translation(1, 1, "guess", "")  # type: ignore[arg-type]  # refused at run time too
         with pytest.raises(ValueError):
-            Translation(1, None, EXACT_RUN, "")
+            Translation(1, None, TranslationMethod.EXACT_RUN, "")
         with pytest.raises(ValueError):
-            Translation(1, 5, BEFORE_FIRST_SYNC, "")
+            Translation(1, 5, TranslationMethod.BEFORE_FIRST_SYNC, "")
 
     def test_map_is_normalized_once(self):
         offset_map = PartitionOffsetMap([(5, 5), (1, 1), (5, 5)])
@@ -212,7 +206,7 @@ def assert_translations(copied, syncs, copied_end, interval):
     copied_downs = [r[1] for r in copied]
     downstream_contiguous = copied_downs == list(range(copied_downs[0], copied_downs[-1] + 1))
     if first_up > 0:
-        assert offset_map.translate_exact(first_up - 1, copied_end).method == BEFORE_FIRST_SYNC
+        assert offset_map.translate_exact(first_up - 1, copied_end).method == TranslationMethod.BEFORE_FIRST_SYNC
     for upstream in range(first_up, copied_end + 1):
         exact = offset_map.translate_exact(upstream, copied_end)
         want = expected_downstream(copied, upstream)
@@ -228,7 +222,7 @@ def assert_translations(copied, syncs, copied_end, interval):
         assert redelivered <= interval
         assert redelivered <= max(0, interval - 2)  # at most interval records apart, minus both ends
     ahead = offset_map.translate_exact(copied_end + 1, copied_end)
-    assert (ahead.downstream_offset, ahead.method) == (last[1] + 1, AHEAD_OF_COPY)
+    assert (ahead.downstream_offset, ahead.method) == (last[1] + 1, TranslationMethod.AHEAD_OF_COPY)
 
 
 @given(copied_partition(downstream_holes=False), st.integers(1, 10))

@@ -73,7 +73,8 @@ def test_the_minimum_reads_the_copy_back_topics_so_revoking_the_rollback_acls_ke
 
 def test_the_rollback_writes_the_source_topics_the_acls_name():
     """The names the code writes on the source are the ones granted (a rename there would need a new grant)."""
-    state_module = (PACKAGE / "state" / "rollback.py").read_text()
+    from kafka_ferry.state.rollback import copy_back_state_topic
+
     rollback = (PACKAGE / "promotion" / "rollback.py").read_text()
-    assert 'f"{spec.state_topic_name}.rollback"' in state_module
+    assert copy_back_state_topic(spec()) == rollback_internal_topics(spec())[0]  # one name: the spec's
     assert "offset_syncs_topic(self.spec.source.alias)" in rollback

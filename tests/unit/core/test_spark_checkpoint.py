@@ -11,12 +11,10 @@ from hypothesis import strategies as st
 
 from kafka_ferry.core.offset_decisions import decide, partition_copy
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
+from kafka_ferry.core.offset_translation import TranslationMethod
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.spark_checkpoint import (
-    AHEAD_OF_COPY,
-    AT_COPIED_END,
     BEFORE_COPY,
-    HOLE_NEXT_RECORD,
     IN_RUN,
     NOT_IN_MAP,
     UNRESOLVED,
@@ -42,6 +40,10 @@ from kafka_ferry.core.spark_checkpoint import (
     sink_entries,
 )
 from kafka_ferry.translation.offset_map import offset_map_document
+
+# the group translation's methods, which the hand-over's decisions share
+AHEAD_OF_COPY, AT_COPIED_END, HOLE_NEXT_RECORD = (TranslationMethod.AHEAD_OF_COPY, TranslationMethod.AT_COPIED_END,
+                                                 TranslationMethod.HOLE_NEXT_RECORD)
 
 # offsets/3 of a query reading two topics into a file sink, as Spark 4.2 wrote it (no newline at the end)
 SPARK_OFFSETS = (

@@ -15,7 +15,7 @@ from kafka_ferry.core.offset_decisions import (
     translate_groups,
 )
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
-from kafka_ferry.core.offset_translation import AHEAD_OF_COPY, AT_COPIED_END, EXACT_RUN, HOLE_NEXT_RECORD
+from kafka_ferry.core.offset_translation import TranslationMethod
 from kafka_ferry.core.progress import PartitionProgress
 
 # Upstream 100..109 -> 0..9, hole 110..119, 120..124 -> 10..14, copied end 127 (tracker interval 4).
@@ -31,14 +31,14 @@ def test_syncs_of_a_batch_without_progress_are_ignored():
     copy = partition_copy(progress(), SYNCS + crashed, source_log_start=100, downstream_end=17)
     assert copy.offset_map.syncs[-1] == (124, 14)
     assert decide("g", 127, "", copy).downstream_offset == 15
-    assert decide("g", 131, "", copy).method == AHEAD_OF_COPY
+    assert decide("g", 131, "", copy).method == TranslationMethod.AHEAD_OF_COPY
 
 
 def test_progress_last_record_closes_the_log_when_its_sync_is_missing():
     copy = partition_copy(progress(), SYNCS[:-1], source_log_start=100)
     d = decide("g", 123, "", copy)
-    assert (d.downstream_offset, d.method) == (13, EXACT_RUN)
-    assert decide("g", 125, "", copy).method == AT_COPIED_END
+    assert (d.downstream_offset, d.method) == (13, TranslationMethod.EXACT_RUN)
+    assert decide("g", 125, "", copy).method == TranslationMethod.AT_COPIED_END
 
 
 def test_below_the_first_sync():
@@ -52,7 +52,7 @@ def test_below_the_first_sync():
 def test_partition_with_nothing_copied_resumes_at_the_destination_start():
     copy = partition_copy(progress(end=40, last=None), [], source_log_start=0, downstream_start=3, downstream_end=3)
     assert (decide("g", 12, "", copy).downstream_offset, decide("g", 12, "", copy).method) == (3, NOTHING_COPIED)
-    assert decide("g", 41, "", copy).method == AHEAD_OF_COPY
+    assert decide("g", 41, "", copy).method == TranslationMethod.AHEAD_OF_COPY
 
 
 def test_untouched_partition_and_unmigrated_topic():
@@ -60,7 +60,7 @@ def test_untouched_partition_and_unmigrated_topic():
     commits = {"g": {("t", 0): (112, "meta"), ("t", 1): (5, ""), ("other", 0): (1, "")}}
     decisions = translate_groups(commits, copies, topics=["t"])
     assert [(d.partition, d.downstream_offset, d.method) for d in decisions] == [
-        (0, 10, HOLE_NEXT_RECORD), (1, None, NOT_COPIED)]
+        (0, 10, TranslationMethod.HOLE_NEXT_RECORD), (1, None, NOT_COPIED)]
     assert decisions[0].metadata == "meta" and decisions[0].upstream_lag == 15
     assert decisions[1].flagged
 
