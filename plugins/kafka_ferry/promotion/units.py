@@ -34,8 +34,8 @@ class MigrationUnits:
 
     def lines(self) -> list[str]:
         """What the pre-flight logs and the CLI prints, one line each."""
-        out = [f"transaction log: {self.transaction_log}"]
-        out += [f"unit {u.name} ({u.reason}): " + ", ".join(
+        out = [f"transaction log {self.transaction_log}"]
+        out += [f"coupled unit {u.name} ({u.reason}): " + ", ".join(
             [f"topic {t}" for t in sorted(u.topics)] + [f"group {g}" for g in sorted(u.groups)])
             for u in self.units]
         return out + list(self.notes)
