@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kafka_ferry.core.coupling import CoupledUnit, UnitSplit, check_unit_splits, transaction_units
+from kafka_ferry.core.coupling import CoupledUnit, UnitSplit, check_unit_splits, transaction_units, writers_beyond
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.transaction_log import TRANSACTION_STATE_TOPIC
 from kafka_ferry.kafka.transaction_log import read_transaction_state
@@ -75,6 +75,10 @@ def migration_units(spec: MigrationSpec, source, selected_topics: Iterable[str],
             units += found
             said = (f"{TRANSACTION_STATE_TOPIC} read: {reading.records} record(s), {len(reading.writes)} "
                     f"transactional id(s) with topics, {len(found)} unit(s) among this migration's topics")
+            for tid, others in writers_beyond(reading.writes, topics).items():
+                notes.append(f"transactional.id {tid} also writes {', '.join(others[:5])}"
+                             f"{f' and {len(others) - 5} more' if len(others) > 5 else ''}, which this migration "
+                             "does not move: its transactions will span both clusters once its producer moves")
             if reading.undecodable:
                 said += (f"; {reading.undecodable} record(s) of an unknown format skipped (first: "
                          f"{reading.first_problem})")
