@@ -41,9 +41,10 @@ from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics, r
 from kafka_ferry.state.time_plans import record_time_plans
 from kafka_ferry.state.topic_ownership import record_ownership, record_topics
 
-# the modes whose pre-flight reads the coupled units: the dry run shows them, the promotions check or list them
-# (a catch-up run does not: it moves no unit, and reading the transaction log each batch would cost every run)
-UNIT_MODES = (DRY_RUN, PROMOTE, PROMOTE_GROUPS, PROMOTE_TOPICS)
+# the modes whose pre-flight reads the coupled units: the dry run shows them, the staged promotions check them.
+# Not catch-up (it moves no unit) nor the whole promote (it moves every unit whole by construction): reading the
+# transaction log there would cost every scheduled run and every cutover without deciding anything.
+UNIT_MODES = (DRY_RUN, PROMOTE_GROUPS, PROMOTE_TOPICS)
 NO_OP_KEY = "staged_no_op"  # the pre-flight's XCom: every unit the staged mode names is promoted already
 
 
