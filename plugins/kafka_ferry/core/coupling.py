@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_ferry.core.staged_cutover import SHOWN, StagedCutoverError
 
@@ -62,7 +63,7 @@ class CoupledUnit:
     def size(self) -> int:
         return len(self.topics) + len(self.groups)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The unit as the pre-flight's XCom and ``--json`` show it."""
         return {"name": self.name, "topics": sorted(self.topics), "groups": sorted(self.groups),
                 "reason": self.reason}
@@ -85,7 +86,7 @@ class UnitSplit:
         return (f"unit {self.unit.name!r} ({self.unit.reason}): this step moves {moving} and would leave "
                 f"{_members(self.left_topics, self.left_groups)} behind")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"unit": self.unit.name, "reason": self.unit.reason,
                 "moving": {"topics": sorted(self.moving_topics), "groups": sorted(self.moving_groups)},
                 "left": {"topics": sorted(self.left_topics), "groups": sorted(self.left_groups)}}

@@ -120,7 +120,7 @@ class Array:
         count = UVARINT.encode(where, len(value) + 1) if self.compact else INT32.encode(where, len(value))
         return count + b"".join(self.item.encode(f"{where}[{i}]", v) for i, v in enumerate(value))
 
-    def decode(self, where: str, data: bytes, pos: int) -> tuple[list | None, int]:
+    def decode(self, where: str, data: bytes, pos: int) -> tuple[list[Any] | None, int]:
         if self.compact:
             count, pos = UVARINT.decode(f"{where} count", data, pos)
             count -= 1
@@ -273,7 +273,7 @@ def transaction_key_bytes(transactional_id: str) -> bytes:
 
 def decode_key(key: Any) -> str:
     """The transactional.id of a ``__transaction_state`` key."""
-    return _versioned("TransactionLogKey", KEY_LAYOUTS, key)[1]["TransactionalId"]
+    return str(_versioned("TransactionLogKey", KEY_LAYOUTS, key)[1]["TransactionalId"])
 
 
 def decode_record(key: Any, value: Any) -> tuple[str, TransactionState | None]:

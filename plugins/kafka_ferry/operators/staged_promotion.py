@@ -7,6 +7,7 @@ inside the window, as the whole-migration promotion's in-process final copy).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kafka_ferry.airflow_native.announce import TopicLineage, announce_promotion
@@ -36,7 +37,7 @@ class StagedPromotionOperator(MigrationOperator):
 
     ui_color = "#f8e0c8"
 
-    def check_units(self, step: str, topics: list[str] = (), groups: list[str] = ()) -> None:
+    def check_units(self, step: str, topics: Sequence[str] = (), groups: Sequence[str] = ()) -> None:
         """The pre-flight's unit check again, on the names not promoted yet (a run can race another): a step that
         would split a coupled unit the spec does not accept splitting is refused before this task changes anything."""
         state = self.state_store.read_all()

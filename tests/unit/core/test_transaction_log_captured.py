@@ -63,6 +63,7 @@ def raw(text: str) -> bytes:
 def test_captured_record_decodes_and_encodes_back(label):
     key, value, status, partitions, last_update, start, previous = CAPTURED[label]
     tid, state = decode_record(raw(key), raw(value))
+    assert state is not None
     assert tid == ("kf-txvec-src39" if label.startswith("3.9") else "kf-txvec-dst43")
     assert state.version == (0 if label.startswith("3.9") else 1)
     assert (state.producer_id, state.producer_epoch, state.timeout_ms) == (
