@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from kafka_ferry.core import streams_apps
 from kafka_ferry.core.batch_window import parse_window
 from kafka_ferry.core.driver_jvm import ARCHIVE_DIR
 from kafka_ferry.core.patterns import (
@@ -332,6 +333,35 @@ class ConsumerSettings(_Frozen):
         return v
 
 
+class StreamsApplicationSpec(_Frozen):
+    """A Kafka Streams application that moves as one unit (core.streams_apps)."""
+
+    # The application's `application.id`: its group, and the prefix of its `<id>-<name>-changelog` and
+    # `<id>-<name>-repartition` topics.
+    application_id: str = Field(min_length=1, max_length=200)
+    # Topics the application writes its results to (not seen from names): selected, provisioned and promoted with it.
+    output_topics: tuple[str, ...] = Field(default=(), max_length=1000)
+
+    @field_validator("application_id")
+    @classmethod
+    def _application_id(cls, v: str) -> str:
+        if not is_topic_name(v):
+            raise ValueError("not a legal Kafka Streams application.id (letters, digits, '.', '_', '-': it prefixes "
+                             "the application's topic names)")
+        return v
+
+    @field_validator("output_topics")
+    @classmethod
+    def _outputs(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            if not is_topic_name(name):
+                raise ValueError(f"{name!r} is not a legal Kafka topic name")
+        duplicates = sorted(n for n, count in Counter(v).items() if count > 1)
+        if duplicates:
+            raise ValueError(f"{duplicates[0]!r} is listed twice")
+        return v
+
+
 class MigrationSpec(_Frozen):
     name: str
     tenant: str = Field(min_length=1, max_length=100)
@@ -348,6 +378,11 @@ class MigrationSpec(_Frozen):
     state_topic: str | None = None
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     consumers: ConsumerSettings = Field(default_factory=ConsumerSettings)
+    # Kafka Streams applications that move as one unit: the group `application_id`, its changelog and repartition
+    # topics, its input topics (which topics.include must select) and `output_topics` are selected, provisioned and
+    # promoted together; a staged step that would split one is refused. Groups detected as Streams applications
+    # from their topics' names are units too, without being listed here.
+    applications: tuple[StreamsApplicationSpec, ...] = Field(default=(), max_length=1000)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -385,6 +420,31 @@ class MigrationSpec(_Frozen):
         if v is not None and not is_topic_name(v):
             raise ValueError("not a legal Kafka topic name (1-249 of letters, digits, '.', '_', '-'; not '.' or '..')")
         return v
+
+    @field_validator("applications")
+    @classmethod
+    def _unique_applications(cls, v: tuple[StreamsApplicationSpec, ...]) -> tuple[StreamsApplicationSpec, ...]:
+        duplicates = sorted(n for n, count in Counter(a.application_id for a in v).items() if count > 1)
+        if duplicates:
+            raise ValueError(f"application_id {duplicates[0]!r} is listed twice")
+        return v
+
+    @property
+    def declared_applications(self) -> dict[str, tuple[str, ...]]:
+        """application id -> output topics, of the applications the spec names."""
+        return {a.application_id: a.output_topics for a in self.applications}
+
+    def selects_topic(self, name: str) -> bool:
+        """The spec selects this source topic: by topics.include/exclude, or as a named application's changelog,
+        repartition or output topic (an application moves whole; core.streams_apps)."""
+        if self.topics.matches(name):
+            return True
+        apps = self.declared_applications
+        return any(name in outputs for outputs in apps.values()) or streams_apps.owner(name, apps) is not None
+
+    def selects_group(self, name: str) -> bool:
+        """The spec selects this source group: by groups.include/exclude, or as a named application's group."""
+        return self.groups.matches(name) or name in self.declared_applications
 
     @property
     def dag_id(self) -> str:

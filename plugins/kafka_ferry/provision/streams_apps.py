@@ -1,0 +1,40 @@
+"""The source's Kafka Streams applications this migration touches, read from the source (core.streams_apps says
+what an application holds; this reads the names and committed offsets it needs). Read-only."""
+
+from __future__ import annotations
+
+from kafka_ferry.core import streams_apps
+from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.provisioning_plan import select_topics
+from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.kafka.cluster import KafkaCluster
+
+
+class ApplicationSplit(Permanent, ValueError):
+    """The spec's selection would take part of a Streams application; the same on every try (the names decide)."""
+
+
+def source_applications(spec: MigrationSpec, source: KafkaCluster) -> list[streams_apps.StreamsApplication]:
+    """The applications the spec names and those detected on the source, with their topics (one listing of the
+    source's topics and groups, one read of the applications' committed offsets)."""
+    topics, groups = source.list_topic_names(), source.list_group_ids()
+    declared = spec.declared_applications
+    ids = sorted({*declared, *streams_apps.detect(groups, topics)})
+    offsets = source.groups_offsets([g for g in ids if g in set(groups)]) if ids else {}
+    committed = {g: {t for t, _ in tps} for g, tps in offsets.items()}
+    return streams_apps.applications(declared, groups, topics, committed)
+
+
+def check_applications(spec: MigrationSpec, source: KafkaCluster) -> list[streams_apps.StreamsApplication]:
+    """The applications this migration selects (whole); refuses, naming each, a selection that takes part of one."""
+    apps = source_applications(spec, source)
+    if not apps:
+        return []
+    source_topics = source.list_topic_names()
+    selected_topics = select_topics(spec, source_topics)
+    selected_groups = [g for g in source.list_group_ids() if spec.selects_group(g)]
+    problems = streams_apps.selection_problems(apps, selected_topics, selected_groups, source_topics)
+    if problems:
+        raise ApplicationSplit(f"migration {spec.name!r}: nothing was changed: " + "; ".join(problems))
+    chosen = set(selected_topics)
+    return [a for a in apps if a.declared or any(t in chosen for t in a.topics)]
