@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kafka_ferry.core import streams_apps
 from kafka_ferry.core.batch_window import parse_window
+from kafka_ferry.core.coupling import CoupledUnit
 from kafka_ferry.core.driver_jvm import ARCHIVE_DIR
 from kafka_ferry.core.patterns import (
     CLUSTER_ALIAS,
@@ -361,6 +362,100 @@ class StreamsApplicationSpec(_Frozen):
             raise ValueError(f"{duplicates[0]!r} is listed twice")
         return v
 
+UNIT_NAME_MAX = 1000  # a unit found in __transaction_state is named after its transactional ids
+
+
+def _unit_name(value: str) -> str:
+    if not value.strip() or not value.isprintable() or len(value) > UNIT_NAME_MAX:
+        raise ValueError(f"a unit name is 1-{UNIT_NAME_MAX} printable characters")
+    return value
+
+
+UnitName = Annotated[str, AfterValidator(_unit_name)]
+
+
+class DeclaredUnit(_Frozen):
+    """Topics and groups that must be promoted together (core.coupling): a staged cutover that would move some of
+    them and leave others is refused, unless `coupling.accept_split` names the unit."""
+
+    # The unit's name, said in every refusal and listed in `coupling.accept_split` to accept splitting it.
+    name: UnitName
+    # Source topic names (exact names, not regexes) of the unit.
+    topics: tuple[str, ...] = Field(default=(), max_length=10_000)
+    # Consumer group ids (exact names) of the unit.
+    groups: tuple[str, ...] = Field(default=(), max_length=10_000)
+    # Why they belong together, said in every refusal.
+    reason: str = Field(default="declared in the spec", max_length=1000)
+
+    @field_validator("topics")
+    @classmethod
+    def _topics(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            if not is_topic_name(name):
+                raise ValueError(f"{name!r} is not a legal Kafka topic name")
+        return _no_duplicates(v)
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            if not name or not name.isprintable():
+                raise ValueError(f"{name!r} is not a group id (empty, or a control character)")
+        return _no_duplicates(v)
+
+    @field_validator("reason")
+    @classmethod
+    def _reason(cls, v: str) -> str:
+        if not v.isprintable():
+            raise ValueError("reason holds a control character (a newline?)")
+        return v
+
+    @model_validator(mode="after")
+    def _two_members(self) -> DeclaredUnit:
+        if len(self.topics) + len(self.groups) < 2:
+            raise ValueError(f"unit {self.name!r} names {len(self.topics) + len(self.groups)} topic(s) and "
+                             "group(s): a unit has at least two members (nothing can split one)")
+        return self
+
+    def unit(self) -> CoupledUnit:
+        return CoupledUnit(self.name, frozenset(self.topics), frozenset(self.groups), self.reason)
+
+
+def _no_duplicates(v: tuple[str, ...]) -> tuple[str, ...]:
+    duplicates = sorted(n for n, count in Counter(v).items() if count > 1)
+    if duplicates:
+        raise ValueError(f"{duplicates[0]!r} is listed twice")
+    return v
+
+
+class CouplingSettings(_Frozen):
+    """Units of topics and groups that move together in a staged cutover (docs/promotion.md, units and coupling)."""
+
+    # Read the source's `__transaction_state` (when the principal may) to find topics written in the same
+    # transactions; each such set is a unit named `transactions:<transactional ids>`.
+    discover_transactions: bool = True
+    # Units declared by hand: where `__transaction_state` cannot be read, or for any other coupling.
+    units: tuple[DeclaredUnit, ...] = Field(default=(), max_length=1000)
+    # Names of units (declared or found) a staged cutover may split: their members may run on different
+    # clusters for a while. Explicit, per unit.
+    accept_split: tuple[UnitName, ...] = Field(default=(), max_length=1000)
+
+    @field_validator("units")
+    @classmethod
+    def _unique(cls, v: tuple[DeclaredUnit, ...]) -> tuple[DeclaredUnit, ...]:
+        duplicates = sorted(n for n, count in Counter(u.name for u in v).items() if count > 1)
+        if duplicates:
+            raise ValueError(f"unit {duplicates[0]!r} is declared twice")
+        return v
+
+    @field_validator("accept_split")
+    @classmethod
+    def _accepted(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return _no_duplicates(v)
+
+    def declared_units(self) -> list[CoupledUnit]:
+        return [u.unit() for u in self.units]
+
 
 class MigrationSpec(_Frozen):
     name: str
@@ -383,6 +478,7 @@ class MigrationSpec(_Frozen):
     # promoted together; a staged step that would split one is refused. Groups detected as Streams applications
     # from their topics' names are units too, without being listed here.
     applications: tuple[StreamsApplicationSpec, ...] = Field(default=(), max_length=1000)
+    coupling: CouplingSettings = Field(default_factory=CouplingSettings)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
