@@ -5,8 +5,8 @@ Why: a Streams application reads its input topics under its ``application.id`` g
 under ``exactly_once_v2`` it writes output, changelog, repartition records and its offsets in one transaction.
 Moving part of it (the group without its changelog, the input topic without the group) corrupts its state or its
 output, silently. So an application is selected, provisioned and promoted as a whole, and a staged step that
-would split it is refused (the refusal itself is the coupled units' one: ``core.coupling``; this module only says
-what an application holds).
+would split it is refused: ``StreamsApplication.unit`` makes it a ``core.coupling.CoupledUnit``, and the one split
+check every unit goes through refuses it (this module only says what an application holds).
 
 An application is named in the spec (``applications: [{application_id: ...}]``) or detected: a source group
 ``G`` with a topic ``G-<name>-changelog`` or ``G-<name>-repartition`` on the source is a Streams application
@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from kafka_ferry.core.coupling import CoupledUnit
 
 CHANGELOG_SUFFIX = "-changelog"
 REPARTITION_SUFFIX = "-repartition"
@@ -85,6 +87,12 @@ class StreamsApplication:
     @property
     def reason(self) -> str:
         return REASON.format(self.application_id)
+
+    def unit(self) -> CoupledUnit:
+        """The application as a coupled unit (``core.coupling``): a staged step moving part of it is refused by the
+        one split check every unit goes through. Named by its application id, which ``coupling.accept_split``
+        names to accept a split."""
+        return CoupledUnit(self.application_id, frozenset(self.topics), frozenset({self.group}), self.reason)
 
     def describe(self) -> str:
         """One line for the pre-flight and the dry run."""

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_ferry.core import streams_apps
+from kafka_ferry.core.coupling import UnitSplitRefused, check_unit_splits
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec import SpecError, parse_spec
 
@@ -119,3 +120,19 @@ def test_every_internal_topic_has_one_owner_and_it_is_the_longest_fitting_id(app
     for topic, who in owners.items():
         assert len(who) == 1
         assert who[0] == max((a for a in apps if topic.startswith(f"{a}-")), key=len)
+
+
+def test_promoting_the_applications_group_alone_or_its_input_topic_alone_is_refused_naming_the_unit():
+    app = streams_apps.StreamsApplication("wc", ("text.in",), ("wc-counts-changelog",), ("wc-words-repartition",),
+                                          ("words.out",), declared=True)
+    unit = app.unit()
+    assert (unit.name, unit.groups, unit.reason) == ("wc", frozenset({"wc"}), "Kafka Streams application wc")
+    assert unit.topics == frozenset(app.topics)
+    with pytest.raises(UnitSplitRefused, match=r"unit 'wc' \(Kafka Streams application wc\): this step moves group "
+                                               r"wc and would leave topics text.in, wc-counts-changelog"):
+        check_unit_splits([unit], groups=["wc"], step="promote-groups")
+    with pytest.raises(UnitSplitRefused, match=r"moves topic text.in and would leave topics wc-counts-changelog, "
+                                               r"wc-words-repartition, words.out and group wc behind"):
+        check_unit_splits([unit], topics=["text.in"], step="promote-topics")
+    assert check_unit_splits([unit], topics=app.topics, groups=["wc"]) == []  # the whole unit moves
+    assert len(check_unit_splits([unit], groups=["wc"], accepted=["wc"])) == 1  # coupling.accept_split: [wc]
