@@ -103,7 +103,8 @@ class StreamsRun:
 
 
 def start(home: Path, *, bootstrap: str, application_id: str, input_topic: str, output_topic: str,
-          state_dir: Path, group_protocol: str = "classic", config_file: Path | None = None,
+          state_dir: Path, group_protocol: str = "classic", purge_interval_ms: int = 30_000,
+          config_file: Path | None = None,
           ready_timeout_s: float = 180.0, version: str = STREAMS_VERSION) -> StreamsRun:
     """Start the application and wait until Streams reports RUNNING; a run that ends or errs first is stopped and
     fails with its log's tail."""
@@ -111,7 +112,8 @@ def start(home: Path, *, bootstrap: str, application_id: str, input_topic: str, 
     home.mkdir(parents=True, exist_ok=True)
     cp = os.pathsep.join([str(classes), *(str(j) for j in classpath(version))])
     args = ["--bootstrap", bootstrap, "--application-id", application_id, "--input", input_topic,
-            "--output", output_topic, "--state-dir", str(state_dir), "--group-protocol", group_protocol]
+            "--output", output_topic, "--state-dir", str(state_dir), "--group-protocol", group_protocol,
+            "--purge-interval-ms", str(purge_interval_ms)]
     if config_file is not None:
         args += ["--config-file", str(config_file)]
     heap = os.environ.get("KFERRY_STREAMS_APP_HEAP", "256m")

@@ -26,7 +26,8 @@ import org.apache.kafka.streams.kstream.Produced;
  * input, the output holds for each word the counts 1..n exactly once, which is what the migration's acceptance test
  * compares with its reference computation.
  *
- * <p>Arguments are {@code --name value} pairs (bootstrap, application-id, input, output, state-dir, group-protocol);
+ * <p>Arguments are {@code --name value} pairs (bootstrap, application-id, input, output, state-dir, group-protocol,
+ * purge-interval-ms);
  * client settings that may hold secrets come only from {@code --config-file}, never the command line. Lifecycle lines
  * ("state RUNNING", "stopped") go to stdout for the launcher to wait on.
  */
@@ -56,7 +57,15 @@ public final class WordCount {
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
-        props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, opts.getOrDefault("group-protocol", "classic"));
+        String protocol = opts.getOrDefault("group-protocol", "classic");
+        props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, protocol);
+        if (protocol.equals("classic")) {
+            // Streams does not leave a classic group on close: its member stays until the session times out
+            props.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 10000);
+        }
+        // How soon Streams deletes the repartition records it has processed (moves their log start)
+        props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG,
+                  Long.parseLong(opts.getOrDefault("purge-interval-ms", "30000")));
         props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
 
         StreamsBuilder builder = new StreamsBuilder();

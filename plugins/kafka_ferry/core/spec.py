@@ -586,7 +586,7 @@ def load_spec(path: str | Path) -> MigrationSpec:
 
 
 def _cross_field_problems(data: Mapping[str, Any], positions: Mapping[Location, Position]) -> list[SpecProblem]:
-    problems = _window_problems(data, positions)
+    problems = _window_problems(data, positions) + _application_rename_problems(data, positions)
     source, destination = data.get("source"), data.get("destination")
     if not (isinstance(source, dict) and isinstance(destination, dict)):
         return problems
@@ -611,3 +611,17 @@ def _window_problems(data: Mapping[str, Any], positions: Mapping[Location, Posit
     return [located(("copy", "window"), window, f"is {seconds} s, longer than timeouts.copy_seconds ({limit} s): "
                     "the copy task would time out before its deadline; shorten the window or raise the timeout",
                     positions)]
+
+
+def _application_rename_problems(data: Mapping[str, Any], positions: Mapping[Location, Position]
+                                 ) -> list[SpecProblem]:
+    """Streams applications with renamed topics: an application finds its changelog and repartition topics by its
+    application.id alone, so on the destination they must keep their names (a prefixed changelog is a new, empty
+    one: the application would restore no state)."""
+    topics, apps = data.get("topics"), data.get("applications")
+    rename = topics.get("rename") if isinstance(topics, dict) else None
+    if not apps or not isinstance(rename, dict) or rename.get("policy", "identity") == "identity":
+        return []
+    return [located(("topics", "rename", "policy"), rename.get("policy"), "a spec with applications (Kafka Streams) "
+                    "keeps topic names: an application finds its changelog and repartition topics by its "
+                    "application.id, so a renamed changelog would restore no state; use policy identity", positions)]

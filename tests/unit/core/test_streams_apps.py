@@ -103,6 +103,15 @@ def test_bad_applications_name_file_field_and_value(applications, message):
     assert message in str(raised.value) and str(raised.value).startswith("migrations/wc.yaml")
 
 
+def test_applications_keep_topic_names():
+    data = spec_with([{"application_id": "wc"}])
+    data["topics"]["rename"] = {"policy": "prefix", "prefix": "old."}
+    with pytest.raises(SpecError) as raised:
+        parse_spec(data, "migrations/wc.yaml")
+    assert str(raised.value).startswith("migrations/wc.yaml: field 'topics.rename.policy' = 'prefix': a spec with "
+                                        "applications (Kafka Streams) keeps topic names")
+
+
 ids = st.from_regex(r"[a-z]{1,3}(-[a-z]{1,3}){0,2}", fullmatch=True)
 
 
