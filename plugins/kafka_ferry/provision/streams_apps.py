@@ -37,4 +37,11 @@ def check_applications(spec: MigrationSpec, source: KafkaCluster) -> list[stream
     if problems:
         raise ApplicationSplit(f"migration {spec.name!r}: nothing was changed: " + "; ".join(problems))
     chosen = set(selected_topics)
-    return [a for a in apps if a.declared or any(t in chosen for t in a.topics)]
+    taken = [a for a in apps if a.declared or any(t in chosen for t in a.topics)]
+    if taken and spec.topics.rename.policy != "identity":  # named ones are refused by the spec check already
+        raise ApplicationSplit(
+            f"migration {spec.name!r}: nothing was changed: topics.rename.policy {spec.topics.rename.policy!r} "
+            f"renames the topics of {', '.join(a.reason for a in taken)}; Streams finds its changelog and "
+            "repartition topics by its application.id, so a renamed changelog would restore no state: use policy "
+            "identity, or leave the application's topics out")
+    return taken
