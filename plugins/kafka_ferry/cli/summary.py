@@ -59,6 +59,17 @@ def dry_run_lines(plan: dict[str, Any]) -> list[str]:
     return lines
 
 
+def coupling_lines(units: dict | None) -> list[str]:
+    """The pre-flight's coupled units (``promotion.units``): what the transaction log said, then each unit."""
+    if not units:
+        return []
+    lines = [f"coupling: transaction log {units.get('transaction_log')}"]
+    for unit in units.get("units") or []:
+        members = [f"topic {t}" for t in unit["topics"]] + [f"group {g}" for g in unit["groups"]]
+        lines.append(f"coupled unit {unit['name']} ({unit['reason']}): {', '.join(members)}")
+    return lines + [f"coupling: {note}" for note in units.get("notes") or []]
+
+
 def print_summary(run, migration: str) -> None:
     from kafka_ferry.copy.plan import planned_files, work_dir
     from kafka_ferry.copy.report import report_lines
@@ -73,6 +84,8 @@ def print_summary(run, migration: str) -> None:
         print(f"  pre-flight: {line}")
     for group, topics in ((diff.get("groups") or {}).get("migrated") or {}).items():
         print(f"  pre-flight: migrate group {group} ({', '.join(topics)})")
+    for line in coupling_lines(diff.get("coupled_units")):
+        print(f"  pre-flight: {line}")
     schemas = results.get("migrate_schemas") or {}
     if schemas:
         print(f"  schemas ({schemas['mode']}): {len(schemas['subjects'])} subject(s), {schemas['registered']} "

@@ -145,8 +145,8 @@ def transaction_units(writes: Mapping[str, Iterable[str]], selected_topics: Iter
     """Units from ``__transaction_state``: ``writes`` maps each transactional.id to the topics its transactions
     wrote; topics connected through a shared id (or a chain of ids) form one unit. Only the migration's
     ``selected_topics`` count (a topic it does not move cannot be split from it by a staged step), and a unit
-    needs two of them. Named ``transactions:<ids>`` (sorted, comma-separated), so ``coupling.accept_split`` can
-    name it; the reason names every id."""
+    needs two of them. Named ``transactions:<ids>`` (sorted, comma-separated, the first five and how many more),
+    so ``coupling.accept_split`` can name it; the reason names the ids too."""
     selected = set(selected_topics)
     parent: dict[str, str] = {}
 
@@ -176,6 +176,20 @@ def transaction_units(writes: Mapping[str, Iterable[str]], selected_topics: Iter
         ids = sorted(set().union(*(ids_of[t] for t in members)))
         shown = ", ".join(ids[:SHOWN]) + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
         verb = "writes" if len(ids) == 1 else "write"
-        out.append(CoupledUnit(name=TRANSACTIONS_PREFIX + ",".join(ids), topics=frozenset(members),
+        named = ",".join(ids[:SHOWN]) + (f",+{len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+        out.append(CoupledUnit(name=TRANSACTIONS_PREFIX + named, topics=frozenset(members),
                                reason=f"transactional.id {shown} {verb} them in the same transactions"))
     return sorted(out, key=lambda u: u.name)
+
+
+def writers_beyond(writes: Mapping[str, Iterable[str]], selected_topics: Iterable[str]) -> dict[str, list[str]]:
+    """The transactional.ids that write both topics the migration moves and topics it does not, with the latter:
+    promoting the migration's topics moves that producer while part of its transactions stays behind on the
+    source (the pre-flight says it; the unit check cannot, as the other topics are no part of the migration)."""
+    selected = set(selected_topics)
+    out = {}
+    for tid, written in sorted(writes.items()):
+        written = set(written)
+        if written & selected and written - selected:
+            out[tid] = sorted(written - selected)
+    return out

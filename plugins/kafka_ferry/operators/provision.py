@@ -10,6 +10,7 @@ from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.selection_check import check_selections
 from kafka_ferry.core.staged_cutover import check_topic_promotion, validate_selection
 from kafka_ferry.core.trigger_form import (
+    DRY_RUN,
     GROUPS_FIELD,
     PROMOTE,
     PROMOTE_GROUPS,
@@ -24,6 +25,7 @@ from kafka_ferry.core.trigger_form import (
 from kafka_ferry.operators.base import DryRunOperator, MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
+from kafka_ferry.promotion.units import MigrationUnits, check_staged_units, migration_units
 from kafka_ferry.provision.fences import check_fenceable, has_authorizer, put_fences, wanted_fences
 from kafka_ferry.provision.provision import (
     apply_topic_plan,
@@ -40,6 +42,10 @@ from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics, r
 from kafka_ferry.state.time_plans import record_time_plans
 from kafka_ferry.state.topic_ownership import record_ownership, record_topics
 
+# the modes whose pre-flight reads the coupled units: the dry run shows them, the staged promotions check them.
+# Not catch-up (it moves no unit) nor the whole promote (it moves every unit whole by construction): reading the
+# transaction log there would cost every scheduled run and every cutover without deciding anything.
+UNIT_MODES = (DRY_RUN, PROMOTE_GROUPS, PROMOTE_TOPICS)
 NO_OP_KEY = "staged_no_op"  # the pre-flight's XCom: every unit the staged mode names is promoted already
 
 
@@ -130,10 +136,19 @@ class MigrationPreflightOperator(MigrationOperator):
                 self.log.info("  registry-serialized %s", line)
             diff["schema_compatibility"] = self.global_compatibility_line()
             self.log.info("  schemas %s", diff["schema_compatibility"])
+        units = None
+        if mode in UNIT_MODES:  # the coupled units a staged step may not split, shown by the dry run
+            units = migration_units(self.spec, self.source_cluster,
+                                    select_topics(self.spec, self.source_cluster.list_topic_names()),
+                                    {*group_plan.migrated, *diff["groups"]["promoted"]}, applications)
+            diff["coupled_units"] = units.as_dict()
+            for line in units.lines():
+                self.log.info("  coupling: %s", line)
         topic_plan.raise_if_refused()
         group_plan.raise_if_refused()
         if mode in (PROMOTE_GROUPS, PROMOTE_TOPICS):  # refused or a no-op here, before provisioning writes
-            diff[NO_OP_KEY] = self.check_staged(mode, context.get("params") or {}, state, group_plan.migrated)
+            diff[NO_OP_KEY] = self.check_staged(mode, context.get("params") or {}, state, group_plan.migrated,
+                                                units)
         # backlog and ETA before the next batch, from sizes alone (the dry run's plan_copy gives the same)
         diff["estimate"] = estimate_before_copy(self.spec, self.source_cluster, self.destination_cluster,
                                                 self.state_store)
@@ -141,11 +156,12 @@ class MigrationPreflightOperator(MigrationOperator):
             self.log.info("  %s", line)
         return {**diff, "mode": mode}
 
-    def check_staged(self, mode: str, params: dict, state: dict, planned: dict[str, list[str]]) -> bool:
+    def check_staged(self, mode: str, params: dict, state: dict, planned: dict[str, list[str]],
+                     units: MigrationUnits | None = None) -> bool:
         """The checks ``promote_groups`` / ``promote_topics`` make before acting, made here before provisioning
         writes anything (the tasks make them again: a run can race another): unknown names, a topic read by a
-        group neither promoted nor waived. True when every name is promoted already: the run is a no-op, and
-        ``choose_route`` skips the rest of it.
+        group neither promoted nor waived, a coupled unit the step would split (``promotion.units``). True when
+        every name is promoted already: the run is a no-op, and ``choose_route`` skips the rest of it.
 
         The groups this run's provisioning would record (``planned``) count as migrated already."""
         readers = {**migrated_groups(self.state_store, state), **planned} if state else dict(planned)
@@ -156,6 +172,9 @@ class MigrationPreflightOperator(MigrationOperator):
             todo = [g for g in chosen if g not in done_groups]
             if not todo:
                 self.log.info("group(s) %s promoted already: nothing to do", ", ".join(chosen))
+            elif units is not None:
+                check_staged_units(self.spec, units, PROMOTE_GROUPS, groups=todo, promoted_topics=done_topics,
+                                   promoted_groups=done_groups)
             return not todo
         chosen = validate_selection("topics", names(params.get(TOPICS_FIELD)),
                                     select_topics(self.spec, self.source_cluster.list_topic_names()))
@@ -167,6 +186,9 @@ class MigrationPreflightOperator(MigrationOperator):
             self.log.info("topic(s) %s promoted already: nothing to do", ", ".join(chosen))
             return True
         check_topic_promotion(todo, readers, done_groups, waived)
+        if units is not None:
+            check_staged_units(self.spec, units, PROMOTE_TOPICS, topics=todo, promoted_topics=done_topics,
+                               promoted_groups=done_groups)
         return False
 
     def serialized_fields(self) -> list[str]:

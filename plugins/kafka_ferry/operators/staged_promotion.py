@@ -13,15 +13,19 @@ from kafka_ferry.airflow_native.announce import TopicLineage, announce_promotion
 from kafka_ferry.copy.catch_up import threads_engine
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.flags import parse_bool
+from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.staged_cutover import validate_selection
-from kafka_ferry.core.trigger_form import GROUPS_FIELD, TOPICS_FIELD, WAIVE_FIELD, names
+from kafka_ferry.core.trigger_form import GROUPS_FIELD, PROMOTE_GROUPS, PROMOTE_TOPICS, TOPICS_FIELD, WAIVE_FIELD, names
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.group import promote_group
 from kafka_ferry.promotion.group_readiness import ready_groups
 from kafka_ferry.promotion.topic import promote_topics
+from kafka_ferry.promotion.units import check_staged_units, migration_units
+from kafka_ferry.provision.streams_apps import source_applications
 from kafka_ferry.reports.publish import publish_staged_run
 from kafka_ferry.state.progress import migrated_groups
+from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics
 from kafka_ferry.state.topic_ownership import mirrored_topics
 
 
@@ -32,6 +36,19 @@ class StagedPromotionOperator(MigrationOperator):
     """
 
     ui_color = "#f8e0c8"
+
+    def check_units(self, step: str, topics: list[str] = (), groups: list[str] = ()) -> None:
+        """The pre-flight's unit check again, on the names not promoted yet (a run can race another): a step that
+        would split a coupled unit the spec does not accept splitting is refused before this task changes anything."""
+        state = self.state_store.read_all()
+        done_topics, done_groups = promoted_topics(self.state_store, state), promoted_groups(self.state_store, state)
+        topics, groups = [t for t in topics if t not in done_topics], [g for g in groups if g not in done_groups]
+        if not (topics or groups):
+            return
+        selected = select_topics(self.spec, self.source_cluster.list_topic_names())
+        units = migration_units(self.spec, self.source_cluster, selected, migrated_groups(self.state_store, state),
+                                source_applications(self.spec, self.source_cluster))
+        check_staged_units(self.spec, units, step, topics, groups, done_topics, done_groups)
 
     def publish(self, context: Any, this_run: list[str]) -> str:
         state = self.state_store.read_all()
@@ -53,6 +70,7 @@ class PromoteGroupsOperator(StagedPromotionOperator):
     def execute(self, context: Any) -> dict:
         params = context["params"]
         groups = validate_selection("groups", names(params.get(GROUPS_FIELD)), migrated_groups(self.state_store))
+        self.check_units(PROMOTE_GROUPS, groups=groups)
         for line in ready_groups(self.source_cluster, self.state_store, quiet_ms=0):
             self.log.info("group %s: %s (%s)", line.group, "ready" if line.ready else "not ready", line.reason)
         run_id = context.get("run_id") or "promote-groups"
@@ -84,6 +102,7 @@ class PromoteTopicsOperator(TopicLineage, StagedPromotionOperator):
     @fail_fast
     def execute(self, context: Any) -> dict:
         params = context["params"]
+        self.check_units(PROMOTE_TOPICS, topics=names(params.get(TOPICS_FIELD)))
         done = promote_topics(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
                               names(params.get(TOPICS_FIELD)), context.get("run_id") or "promote-topics",
                               threads_engine(), waived_groups=names(params.get(WAIVE_FIELD)),

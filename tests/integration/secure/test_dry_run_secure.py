@@ -42,6 +42,11 @@ def test_a_dry_run_with_fencing_plans_the_fences_and_puts_no_acl(private, tmp_pa
 
     assert snapshot(private, m["p"]) == before  # no fence ACL, no state or MM2 topic, no mirror, no group offset
     assert diff["mode"] == "dry-run" and diff["fencing"] == "on"
+    # the least-privilege principal may not see __transaction_state: said, and only declared units count
+    coupling = diff["coupled_units"]
+    assert not coupling["transaction_log_read"] and coupling["units"] == [], coupling
+    assert coupling["transaction_log"].startswith("__transaction_state could not be read"), coupling
+    assert "Declare them in the spec (coupling.units)" in coupling["transaction_log"]
     assert sorted(planned["ownership"]["create"]) == sorted(topics)
     assert groups["dry_run"] is True and groups["migrated"] == {group: sorted(topics)}
     assert any(reader in line and "DENY" in line for line in groups["fences"][f"GROUP:{group}"])

@@ -13,6 +13,7 @@ from kafka_ferry.core.coupling import (
     check_unit_splits,
     transaction_units,
     unit_splits,
+    writers_beyond,
 )
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.spec import parse_spec
@@ -156,3 +157,15 @@ def test_bad_coupling_names_file_field_and_value(coupling, field, words):
     with pytest.raises(SpecError) as bad:
         parse_spec({**BASE, "coupling": coupling}, "tenant.yaml")
     assert "tenant.yaml" in str(bad.value) and f"field '{field}" in str(bad.value) and words in str(bad.value)
+
+
+def test_a_unit_of_many_ids_has_a_bounded_name():
+    writes = {f"id{i:02}": ["a", "b"] for i in range(12)}
+    (unit,) = transaction_units(writes, ["a", "b"])
+    assert unit.name == TRANSACTIONS_PREFIX + "id00,id01,id02,id03,id04,+7 more"
+    assert unit.reason == "transactional.id id00, id01, id02, id03, id04 and 7 more write them in the same transactions"
+
+
+def test_writers_beyond_the_migration():
+    writes = {"pay": ["payments", "ledger"], "in": ["payments"], "out": ["x"]}
+    assert writers_beyond(writes, ["payments"]) == {"pay": ["ledger"]}
