@@ -16,34 +16,21 @@ One expensive state (three application runs, a copy, a promotion), several asser
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import shutil
 import struct
-import subprocess
-import sys
-import textwrap
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
-from scenarios import plan_and_copy_in_process, provision, provision_groups, read_partition, write_spec
+from route_support import Workspace, form_conf, states
+from scenarios import plan_and_copy_in_process, provision, provision_groups, read_partition, snapshot, write_spec
 
 import streams_app
 
 # long: three Streams application runs (a JVM each), a copy and a promotion through Airflow (minutes)
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.long]
 
-PROMOTE = textwrap.dedent("""
-    import json, sys
-    from airflow.dag_processing.dagbag import DagBag
-    bag = DagBag(dag_folder=sys.argv[1])
-    assert not bag.import_errors, bag.import_errors
-    run = bag.get_dag("kf_promo_test").test(run_conf={"mode": "promote", "confirm_migration": sys.argv[2]})
-    print("RESULT " + json.dumps({"state": str(run.state)}))
-""")
 WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu")
 PARTITIONS = 2
 
@@ -71,6 +58,11 @@ def output(clusters, side: str, topic: str) -> list[tuple[str, int]]:
             for q in range(PARTITIONS) for r in read_partition(clusters, side, topic, q)]
 
 
+def mine(snap: dict) -> dict:
+    """A snapshot's topics, records and groups of this test (the shared clusters' ACLs are other tests' too)."""
+    return {side: {k: v for k, v in snap[side].items() if k != "acls"} for side in ("source", "destination")}
+
+
 def wait_for_output(clusters, side: str, topic: str, expected: int, run, timeout_s: float = 240) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -84,15 +76,15 @@ def wait_for_output(clusters, side: str, topic: str, expected: int, run, timeout
 @pytest.mark.timeout(1800)  # three JVM runs and a promotion, on a small shared machine
 def test_a_streams_application_moves_as_one_unit_and_continues_on_the_destination_exactly_once(
         clusters, configs_env, tmp_path):
-    from kafka_ferry.operators.provision import MigrationPreflightOperator
-
     p = clusters.unique("sapp")
     text, counts, app_id = f"{p}.text", f"{p}.counts", f"{p}-wc"
     for topic in (text, counts):
         clusters.create_topic("source", topic, PARTITIONS)
     repartition = f"{app_id}-{streams_app.REPARTITION_NAME}-repartition"
     changelog = f"{app_id}-{streams_app.STORE_NAME}-changelog"
-    spec_path = write_spec(tmp_path, clusters, p, applications=[{"application_id": app_id, "output_topics": [counts]}],
+    (tmp_path / "spec").mkdir()
+    spec_path = write_spec(tmp_path / "spec", clusters, p,
+                           applications=[{"application_id": app_id, "output_topics": [counts]}],
                            promotion={"quiesce_window_seconds": 2, "poke_interval_seconds": 1,
                                       "sensor_timeout_seconds": 300})
     first, second, after = lines(1, 150), lines(2, 150), lines(3, 100)
@@ -115,21 +107,32 @@ def test_a_streams_application_moves_as_one_unit_and_continues_on_the_destinatio
         internal = [(t, q) for t in (repartition, changelog) for q in range(PARTITIONS)]
         assert all(n > 0 for n in source.list_offsets(internal, "latest").values())
 
-        # the pre-flight shows the unit: its group, input, changelog, repartition and output topics
-        diff = MigrationPreflightOperator(task_id="preflight", spec_path=spec_path).execute({})
-        assert diff["applications"] == [
+        # the dry run (the kafka-ferry command, the migration's own DAG) shows the unit
+        ws = Workspace(tmp_path / "ws", spec_path)
+        name = ws.spec.name
+        dry = ws.cli("dry-run", ws.spec_path, "--json")
+        assert dry.returncode == 0, (dry.stdout + dry.stderr)[-4000:]
+        preflight = json.loads(dry.stdout)["preflight"]
+        assert preflight["applications"] == [
             f"Kafka Streams application {app_id} (named in the spec): group {app_id}; input {text}; changelog "
             f"{changelog}; repartition {repartition}; output {counts}"]
-        provision(spec_path)
-        provision_groups(spec_path)
-        # provisioned with the source's settings: the changelog compacted, the repartition topic as Streams made it
-        mirrored = clusters.cluster("destination").describe_topics([changelog, repartition])
-        made = source.describe_topics([changelog, repartition])
-        assert mirrored[changelog].configs["cleanup.policy"] == made[changelog].configs["cleanup.policy"] == "compact"
-        for key in ("cleanup.policy", "retention.ms"):
-            assert mirrored[repartition].configs[key] == made[repartition].configs[key]
-        assert mirrored[repartition].partitions == mirrored[changelog].partitions == PARTITIONS
-        plan_and_copy_in_process(spec_path, configs_env)  # a catch-up batch
+        assert {"name": app_id, "topics": sorted([text, changelog, repartition, counts]), "groups": [app_id],
+                "reason": f"Kafka Streams application {app_id}"} in preflight["coupled_units"]["units"]
+        provision(str(ws.spec_path))
+        provision_groups(str(ws.spec_path))
+        plan_and_copy_in_process(str(ws.spec_path), configs_env)  # a catch-up batch
+
+        # a staged step that would split the application is refused in the pre-flight, before any change
+        before = snapshot(clusters, p)
+        for conf, moves in ((form_conf("promote-groups", name, groups=[app_id]), f"group {app_id}"),
+                            (form_conf("promote-topics", name, topics=[text], waive_groups=[app_id]),
+                             f"topic {text}")):
+            refused = ws.dag_test(conf)
+            assert refused["state"] == "failed" and refused["tasks"]["preflight"] == ["failed", 1], states(refused)
+            said = (f"it would split coupled unit(s): unit '{app_id}' (Kafka Streams application {app_id}): this "
+                    f"step moves {moves} and would leave")
+            assert said in refused["log"], refused["log"][-6000:]
+        assert mine(snapshot(clusters, p)) == mine(before)
 
         # 2. the application runs on; Streams purges the repartition records it processed past the copied end
         copied_end = source.list_offsets([(repartition, q) for q in range(PARTITIONS)], "latest")
@@ -145,21 +148,9 @@ def test_a_streams_application_moves_as_one_unit_and_continues_on_the_destinatio
         assert all(starts[tp] > copied_end[tp] for tp in copied_end), (starts, copied_end, run.output()[-2000:])
         run.stop()
 
-        # 3. promote the whole migration through the DAG, as the trigger form sends it
-        home, dags = tmp_path / "airflow", tmp_path / "airflow" / "dags"
-        dags.mkdir(parents=True)
-        shutil.copy(Path(__file__).parent / "airflow_dags" / "kf_promotion_test_dag.py", dags)
-        env = {**os.environ, "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-               "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "KF_SPEC": spec_path, "KFERRY_WORK_DIR": str(tmp_path / "work")}
-        env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
-        subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"], env=env, check=True,
-                       capture_output=True, timeout=300)
-        with (tmp_path / "promote.log").open("w") as out:
-            subprocess.run([sys.executable, "-c", PROMOTE, str(dags), p.lower()], env=env, stdout=out,
-                           stderr=subprocess.STDOUT, timeout=900)
-        log = (tmp_path / "promote.log").read_text()
-        result = [line for line in log.splitlines() if line.startswith("RESULT ")]
-        assert result and json.loads(result[0][7:])["state"] == "success", log[-6000:]
+        # 3. promote the whole migration through its DAG, as the trigger form sends it
+        promoted = ws.dag_test(form_conf("promote", name))
+        assert promoted["state"] == "success", (states(promoted), promoted["log"][-6000:])
 
         # 4. on the destination, an empty state dir: restored from the copied changelog, resumed where it stopped
         assert not (tmp_path / "state-destination").exists()
