@@ -69,7 +69,7 @@ def build(version: str = STREAMS_VERSION) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     cp = os.pathsep.join(str(j) for j in classpath(version))
-    subprocess.run([_java("javac"), "-release", "17", "-nowarn", "-cp", cp, "-d", str(staging), str(SOURCE)],
+    subprocess.run([_java("javac"), "--release", "17", "-nowarn", "-cp", cp, "-d", str(staging), str(SOURCE)],
                    check=True)
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)  # whole or not at all: a half-built directory is never taken as built
