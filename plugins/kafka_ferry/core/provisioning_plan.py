@@ -195,8 +195,9 @@ def plan_groups(spec: MigrationSpec, source_group_topics: Mapping[str, set[str]]
             continue
         dest = destination_groups.get(group)
         if dest is not None and dest.is_active:
-            refusals.append(f"group {group}: has {dest.member_count} active member(s) on the destination "
-                            f"(state {dest.state}); stop those consumers before migrating its offsets")
+            live = (f"has {dest.member_count} active member(s) on the destination (state {dest.state})"
+                    if dest.described else f"is {dest.describe()} on the destination")
+            refusals.append(f"group {group}: {live}; stop those consumers before migrating its offsets")
             continue
         migrated[group] = topics
     return GroupPlan(migrated, skipped, tuple(refusals), promoted)

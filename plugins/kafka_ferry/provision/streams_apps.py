@@ -14,10 +14,41 @@ class ApplicationSplit(Permanent, ValueError):
     """The spec's selection would take part of a Streams application; the same on every try (the names decide)."""
 
 
+class StreamsGroupUnseen(Permanent, RuntimeError):
+    """A group the migration needs has committed offsets on the source but the client library cannot list or
+    describe it (a KIP-1071 streams group); the same on every try, until the group's type changes."""
+
+
+def unseen_groups(spec: MigrationSpec, source: KafkaCluster, topics: list[str], groups: list[str]) -> list[str]:
+    """Groups this migration would move that the client's group listing does not show although they have committed
+    offsets: a named application's group, or the group whose internal topics the spec selects (its id: a prefix of
+    the topic's name at a '-'). librdkafka does not list KIP-1071 streams groups (Kafka 4.2+) and describes them as
+    Dead and empty while their application runs; their committed offsets it reads right."""
+    listed = set(groups)
+    candidates = {a for a in spec.declared_applications if a not in listed}
+    for topic in select_topics(spec, topics):
+        if topic.endswith(streams_apps.INTERNAL_SUFFIXES) and streams_apps.owner(topic, listed) is None:
+            parts = topic.split("-")
+            candidates |= {"-".join(parts[:n]) for n in range(1, len(parts) - 1)} - listed
+    if not candidates:
+        return []
+    return sorted(g for g, offsets in source.groups_offsets(sorted(candidates)).items() if offsets)
+
+
 def source_applications(spec: MigrationSpec, source: KafkaCluster) -> list[streams_apps.StreamsApplication]:
     """The applications the spec names and those detected on the source, with their topics (one listing of the
-    source's topics and groups, one read of the applications' committed offsets)."""
+    source's topics and groups, one read of the applications' committed offsets). Refuses (``StreamsGroupUnseen``)
+    when an application's group has committed offsets but the client cannot see it (a KIP-1071 streams group):
+    its members could not be checked, so nothing of it may move."""
     topics, groups = source.list_topic_names(), source.list_group_ids()
+    hidden = unseen_groups(spec, source, topics, groups)
+    if hidden:
+        raise StreamsGroupUnseen(
+            f"migration {spec.name!r}: nothing was changed: group(s) {', '.join(hidden)} have committed offsets on "
+            "the source, but the client library neither lists nor describes them: KIP-1071 streams groups "
+            "(group.protocol=streams, Kafka 4.2+), whose members kafka-ferry cannot see, so it could move the "
+            "application while it still runs. Move the application under a classic group (group.protocol=classic, "
+            "seen by every check), or leave its topics out of the migration")
     declared = spec.declared_applications
     ids = sorted({*declared, *streams_apps.detect(groups, topics)})
     offsets = source.groups_offsets([g for g in ids if g in set(groups)]) if ids else {}
