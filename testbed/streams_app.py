@@ -82,6 +82,7 @@ class StreamsRun:
 
     home: Path
     pid: int
+    process: subprocess.Popen | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def log(self) -> Path:
@@ -100,6 +101,8 @@ class StreamsRun:
     def stop(self, timeout_s: float = 60.0) -> None:
         """TERM (Streams closes: commits its transaction, leaves the group), KILL after ``timeout_s``."""
         stop_recorded(self.pid_file, timeout_s)
+        if self.process is not None:
+            self.process.wait(10)  # reaped: ended by now (TERM, else KILL)
 
 
 def start(home: Path, *, bootstrap: str, application_id: str, input_topic: str, output_topic: str,
@@ -123,7 +126,7 @@ def start(home: Path, *, bootstrap: str, application_id: str, input_topic: str, 
         proc = subprocess.Popen([_java("java"), f"-Xmx{heap}", "-XX:TieredStopAtLevel=1", "-cp", cp, MAIN_CLASS,
                                  *args], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
-    run = StreamsRun(home, proc.pid)
+    run = StreamsRun(home, proc.pid, proc)
     run.pid_file.write_text(str(proc.pid))
     deadline = time.monotonic() + ready_timeout_s
     while True:
