@@ -17,7 +17,7 @@ import time
 
 import pytest
 import yaml
-from airflow.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException
 from scenarios import write_spec
 
 import streams_app
