@@ -125,7 +125,7 @@ def check_report(spec_path: Path) -> CheckReport:
     except (EmptySelection, KafkaClusterError) as exc:
         return report.fail(str(exc))
     report.selected_topics = select_topics(spec, topics)
-    report.selected_groups = [g for g in groups if spec.groups.matches(g)]
+    report.selected_groups = [g for g in groups if spec.selects_group(g)]
     return report
 
 

@@ -61,7 +61,7 @@ def acls(spec_path: Path) -> int:
     migrate_db()
     source, destination = cluster(spec.source.connection_id), cluster(spec.destination.connection_id)
     topics = select_topics(spec, source.list_topic_names())
-    groups = [g for g in source.list_group_ids() if spec.groups.matches(g)]
+    groups = [g for g in source.list_group_ids() if spec.selects_group(g)]
     who = {side: c.principal or f"<the principal of connection {c.name}>"
            for side, c in (("source", source), ("destination", destination))}
     print(f"migration {spec.name}: {len(topics)} topic(s), {len(groups)} group(s) selected now")

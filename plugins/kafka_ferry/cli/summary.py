@@ -84,6 +84,8 @@ def print_summary(run, migration: str) -> None:
         print(f"  pre-flight: {line}")
     for group, topics in ((diff.get("groups") or {}).get("migrated") or {}).items():
         print(f"  pre-flight: migrate group {group} ({', '.join(topics)})")
+    for line in diff.get("applications") or []:
+        print(f"  pre-flight: unit {line}")
     for line in coupling_lines(diff.get("coupled_units")):
         print(f"  pre-flight: {line}")
     schemas = results.get("migrate_schemas") or {}

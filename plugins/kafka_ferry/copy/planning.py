@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
+from kafka_ferry.core import streams_apps
 from kafka_ferry.core.batch_planning import PartitionPosition, plan_ranges
 from kafka_ferry.core.batch_window import parse_window, window_deadline
 from kafka_ferry.core.batch_window import records_budget as window_budget
@@ -61,6 +62,7 @@ def plan_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClust
     if not dry_run:
         _check_destination(destination, partitions, rename)
     log_start = source.list_offsets(partitions, "earliest")
+    consumed = repartition_consumed(spec, source, topics)  # after the log start: commits only move forward
     stable_end = source.list_offsets(partitions, "latest", read_committed=True)
     progress = read_progress(store)
     positions = [
@@ -79,7 +81,24 @@ def plan_copy(spec: MigrationSpec, source: KafkaCluster, destination: KafkaClust
                  if budget is None else f"sized for {budget} offsets at {rate:.0f} records/s")
     return build_plan(spec, positions, source.describe_cluster().cluster_id,
                       destination.describe_cluster().cluster_id, schema_ids=_schema_ids(spec, store, topics, dry_run),
-                      now_ms=now_ms, deadline_ms=deadline_ms, records_budget=budget)
+                      now_ms=now_ms, deadline_ms=deadline_ms, records_budget=budget, consumed_below=consumed)
+
+
+def repartition_consumed(spec: MigrationSpec, source: KafkaCluster, topics: Sequence[str]
+                         ) -> dict[tuple[str, int], int]:
+    """Per partition of a Kafka Streams application's repartition topic among ``topics``, the application's
+    committed offset: Streams purges the topic up to there once it has processed the records, so a gap below it
+    lost nothing anyone reads (``core.batch_planning.plan_ranges``'s ``consumed_below``). Read after the log
+    start: a purge never passes a commit, and commits only move forward."""
+    if not any(t.endswith(streams_apps.REPARTITION_SUFFIX) for t in topics):
+        return {}
+    groups = source.list_group_ids()
+    apps = sorted({*spec.declared_applications, *streams_apps.detect(groups, topics)} & set(groups))
+    owned = {t: streams_apps.owner(t, apps) for t in topics if t.endswith(streams_apps.REPARTITION_SUFFIX)}
+    owners = sorted({a for a in owned.values() if a})
+    committed = source.groups_offsets(owners) if owners else {}
+    return {(t, p): offset for app in owners for (t, p), offset in committed.get(app, {}).items()
+            if owned.get(t) == app}
 
 
 @dataclass(frozen=True)
@@ -93,13 +112,14 @@ class RunWindow:
 def build_plan(spec: MigrationSpec, positions: Sequence[PartitionPosition], source_cluster_id: str,
                destination_cluster_id: str, schema_ids: Mapping[str, Any] | None = None,
                now_ms: int | None = None, deadline_ms: int | None = None,
-               records_budget: int | None = None) -> CopyPlan:
+               records_budget: int | None = None,
+               consumed_below: Mapping[tuple[str, int], int] | None = None) -> CopyPlan:
     """The plan of these positions (pure): ranges from ``core.batch_planning``, the copy settings as the spec
     gives them, destination topic names through the spec's rename; a window's deadline and offsets budget."""
     copy = spec.copy_settings
     batch_id, ranges, gaps = plan_ranges(positions, copy.max_records_per_partition, copy.max_bytes_per_partition,
                                          accept_retention_gaps=copy.accept_retention_gaps,
-                                         records_budget=records_budget)
+                                         records_budget=records_budget, consumed_below=consumed_below)
     rename = spec.topics.rename.destination_topic
     return CopyPlan(
         migration=spec.name,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kafka_ferry.core.batch_window import fair_split
@@ -124,11 +124,18 @@ def plan_ranges(
     max_bytes_per_partition: int | None = None,
     accept_retention_gaps: bool = False,
     records_budget: int | None = None,
+    consumed_below: Mapping[tuple[str, int], int] | None = None,
 ) -> tuple[str, tuple[PartitionRange, ...], tuple[RetentionGap, ...]]:
     """The next batch's ``(batch_id, ranges, gaps)`` from each partition's stored position and the source's
     current offsets. Ranges come biggest first (Spark schedules the long tasks early); the byte cap only
     enters the id (the copier applies it, as sizes are unknown before reading). ``records_budget`` (a window's,
-    ``core.batch_window``): the ranges together hold at most that many offsets, split max-min fairly."""
+    ``core.batch_window``): the ranges together hold at most that many offsets, split max-min fairly.
+
+    ``consumed_below``: per partition, an offset below which every record was consumed and may be purged by its
+    only reader (a Kafka Streams application's repartition topic, which Streams purges up to its own committed
+    offset: ``core.streams_apps``). A gap ending at or below it is no loss: it is returned (the ledger records it,
+    progress moves past it) but refuses nothing, since no reader on the destination will ask for those offsets. A
+    gap reaching above it is a loss like any other."""
     _check_int("plan", "max_records_per_partition", max_records_per_partition, minimum=1)
     if max_bytes_per_partition is not None:
         _check_int("plan", "max_bytes_per_partition", max_bytes_per_partition, minimum=1)
@@ -147,8 +154,10 @@ def plan_ranges(
         if end > start:
             ranges.append(PartitionRange(pos.topic, pos.partition, start, end))
     gaps.sort(key=lambda g: (g.topic, g.partition))
-    if gaps and not accept_retention_gaps:
-        raise RetentionGapError(gaps)
+    consumed = consumed_below or {}
+    lost = [g for g in gaps if g.lost_end > consumed.get((g.topic, g.partition), -1)]
+    if lost and not accept_retention_gaps:
+        raise RetentionGapError(lost)
     if records_budget is not None:
         _check_int("plan", "records_budget", records_budget)
         shares = fair_split([r.offset_count for r in ranges], records_budget)

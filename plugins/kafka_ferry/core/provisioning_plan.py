@@ -93,7 +93,7 @@ class TopicPlan:
 
 def select_topics(spec: MigrationSpec, source_topics: list[str]) -> list[str]:
     """Source topics the spec selects, sorted; Kafka-internal topics ('__…') are never migrated."""
-    return sorted(t for t in source_topics if not t.startswith("__") and spec.topics.matches(t))
+    return sorted(t for t in source_topics if not t.startswith("__") and spec.selects_topic(t))
 
 
 def desired_configs(source: TopicInfo, replication_factor: int) -> dict[str, str]:
@@ -179,7 +179,7 @@ def plan_groups(spec: MigrationSpec, source_group_topics: Mapping[str, set[str]]
     promoted_now = set(promoted_groups)
     migrated, skipped, refusals, promoted = {}, {}, [], {}
     for group in sorted(source_group_topics):
-        if not spec.groups.matches(group):
+        if not spec.selects_group(group):
             skipped[group] = "not selected by groups.include/exclude"
             continue
         topics = tuple(sorted(source_group_topics[group] & migrated_topics))
@@ -195,8 +195,9 @@ def plan_groups(spec: MigrationSpec, source_group_topics: Mapping[str, set[str]]
             continue
         dest = destination_groups.get(group)
         if dest is not None and dest.is_active:
-            refusals.append(f"group {group}: has {dest.member_count} active member(s) on the destination "
-                            f"(state {dest.state}); stop those consumers before migrating its offsets")
+            live = (f"has {dest.member_count} active member(s) on the destination (state {dest.state})"
+                    if dest.described else f"is {dest.describe()} on the destination")
+            refusals.append(f"group {group}: {live}; stop those consumers before migrating its offsets")
             continue
         migrated[group] = topics
     return GroupPlan(migrated, skipped, tuple(refusals), promoted)

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kafka_ferry.core import streams_apps
 from kafka_ferry.core.batch_window import parse_window
 from kafka_ferry.core.coupling import CoupledUnit
 from kafka_ferry.core.driver_jvm import ARCHIVE_DIR
@@ -333,6 +334,34 @@ class ConsumerSettings(_Frozen):
         return v
 
 
+class StreamsApplicationSpec(_Frozen):
+    """A Kafka Streams application that moves as one unit (core.streams_apps)."""
+
+    # The application's `application.id`: its group, and the prefix of its `<id>-<name>-changelog` and
+    # `<id>-<name>-repartition` topics.
+    application_id: str = Field(min_length=1, max_length=200)
+    # Topics the application writes its results to (not seen from names): selected, provisioned and promoted with it.
+    output_topics: tuple[str, ...] = Field(default=(), max_length=1000)
+
+    @field_validator("application_id")
+    @classmethod
+    def _application_id(cls, v: str) -> str:
+        if not is_topic_name(v):
+            raise ValueError("not a legal Kafka Streams application.id (letters, digits, '.', '_', '-': it prefixes "
+                             "the application's topic names)")
+        return v
+
+    @field_validator("output_topics")
+    @classmethod
+    def _outputs(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            if not is_topic_name(name):
+                raise ValueError(f"{name!r} is not a legal Kafka topic name")
+        duplicates = sorted(n for n, count in Counter(v).items() if count > 1)
+        if duplicates:
+            raise ValueError(f"{duplicates[0]!r} is listed twice")
+        return v
+
 UNIT_NAME_MAX = 1000  # a unit found in __transaction_state is named after its transactional ids
 
 
@@ -444,6 +473,11 @@ class MigrationSpec(_Frozen):
     state_topic: str | None = None
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     consumers: ConsumerSettings = Field(default_factory=ConsumerSettings)
+    # Kafka Streams applications that move as one unit: the group `application_id`, its changelog and repartition
+    # topics, its input topics (which topics.include must select) and `output_topics` are selected, provisioned and
+    # promoted together; a staged step that would split one is refused. Groups detected as Streams applications
+    # from their topics' names are units too, without being listed here.
+    applications: tuple[StreamsApplicationSpec, ...] = Field(default=(), max_length=1000)
     coupling: CouplingSettings = Field(default_factory=CouplingSettings)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -482,6 +516,31 @@ class MigrationSpec(_Frozen):
         if v is not None and not is_topic_name(v):
             raise ValueError("not a legal Kafka topic name (1-249 of letters, digits, '.', '_', '-'; not '.' or '..')")
         return v
+
+    @field_validator("applications")
+    @classmethod
+    def _unique_applications(cls, v: tuple[StreamsApplicationSpec, ...]) -> tuple[StreamsApplicationSpec, ...]:
+        duplicates = sorted(n for n, count in Counter(a.application_id for a in v).items() if count > 1)
+        if duplicates:
+            raise ValueError(f"application_id {duplicates[0]!r} is listed twice")
+        return v
+
+    @property
+    def declared_applications(self) -> dict[str, tuple[str, ...]]:
+        """application id -> output topics, of the applications the spec names."""
+        return {a.application_id: a.output_topics for a in self.applications}
+
+    def selects_topic(self, name: str) -> bool:
+        """The spec selects this source topic: by topics.include/exclude, or as a named application's changelog,
+        repartition or output topic (an application moves whole; core.streams_apps)."""
+        if self.topics.matches(name):
+            return True
+        apps = self.declared_applications
+        return any(name in outputs for outputs in apps.values()) or streams_apps.owner(name, apps) is not None
+
+    def selects_group(self, name: str) -> bool:
+        """The spec selects this source group: by groups.include/exclude, or as a named application's group."""
+        return self.groups.matches(name) or name in self.declared_applications
 
     @property
     def dag_id(self) -> str:
@@ -534,7 +593,7 @@ def load_spec(path: str | Path) -> MigrationSpec:
 
 
 def _cross_field_problems(data: Mapping[str, Any], positions: Mapping[Location, Position]) -> list[SpecProblem]:
-    problems = _window_problems(data, positions)
+    problems = _window_problems(data, positions) + _application_rename_problems(data, positions)
     source, destination = data.get("source"), data.get("destination")
     if not (isinstance(source, dict) and isinstance(destination, dict)):
         return problems
@@ -559,3 +618,17 @@ def _window_problems(data: Mapping[str, Any], positions: Mapping[Location, Posit
     return [located(("copy", "window"), window, f"is {seconds} s, longer than timeouts.copy_seconds ({limit} s): "
                     "the copy task would time out before its deadline; shorten the window or raise the timeout",
                     positions)]
+
+
+def _application_rename_problems(data: Mapping[str, Any], positions: Mapping[Location, Position]
+                                 ) -> list[SpecProblem]:
+    """Streams applications with renamed topics: an application finds its changelog and repartition topics by its
+    application.id alone, so on the destination they must keep their names (a prefixed changelog is a new, empty
+    one: the application would restore no state)."""
+    topics, apps = data.get("topics"), data.get("applications")
+    rename = topics.get("rename") if isinstance(topics, dict) else None
+    if not apps or not isinstance(rename, dict) or rename.get("policy", "identity") == "identity":
+        return []
+    return [located(("topics", "rename", "policy"), rename.get("policy"), "a spec with applications (Kafka Streams) "
+                    "keeps topic names: an application finds its changelog and repartition topics by its "
+                    "application.id, so a renamed changelog would restore no state; use policy identity", positions)]

@@ -49,6 +49,8 @@ EXAMPLES: dict[str, Any] = {
     "copy.max_bytes_per_second": 40_000_000, "copy.max_records_per_second": 50_000, "copy.window": "05:00",
     "consumers.spark_checkpoints.checkpoint": "s3://acme-spark/checkpoints/orders-enricher",
     "consumers.spark_checkpoints.file_sink": "s3://acme-spark/tables/orders-enriched",
+    "applications.application_id": "orders-enricher",
+    "applications.output_topics": ["orders.enriched"],
 }
 
 # Meanings of keys that have no comment in core/spec.py (a key's own comment there wins over this table).

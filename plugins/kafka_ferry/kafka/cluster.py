@@ -37,7 +37,7 @@ from confluent_kafka.admin import (
 )
 
 from kafka_ferry.core.acl_plan import principal_of
-from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
+from kafka_ferry.core.cluster_model import UNDESCRIBED_STATE, ClusterInfo, GroupInfo, TopicInfo
 from kafka_ferry.kafka import call_count
 from kafka_ferry.kafka.bootstrap import PROBE_TIMEOUT_S, listener_speaks, parse_addresses, unreachable
 from kafka_ferry.kafka.client_log import librdkafka_logger
@@ -322,7 +322,16 @@ class KafkaCluster(AdminWaits):
             futures = self.admin.describe_consumer_groups(group_ids, request_timeout=self.request_timeout_s)
             return self._wait_all(futures, "describe group", lambda gid: {"GROUP": ("DESCRIBE", gid)})
 
-        return {gid: GroupInfo(gid, d.state.name, len(d.members)) for gid, d in self._retrying(call).items()}
+        infos = {gid: GroupInfo(gid, d.state.name, len(d.members)) for gid, d in self._retrying(call).items()}
+        # Only this call is wrapped: librdkafka describes a KIP-1071 streams group (Kafka 4.2+) as Dead with no
+        # member even while its application runs, but reads its committed offsets right. A Dead group has no
+        # committed offsets, so a Dead one that has them is a group this client cannot see: UNDESCRIBED, counted
+        # as live by every check (core.cluster_model.GroupInfo.is_active), never taken for empty.
+        dead = [gid for gid, info in infos.items() if info.state.upper() == "DEAD"]
+        for gid, offsets in (self.groups_offsets(dead) if dead else {}).items():
+            if offsets:
+                infos[gid] = GroupInfo(gid, UNDESCRIBED_STATE, 0)
+        return infos
 
     def group_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
         """Committed offsets of a group (partitions without a commit are left out)."""

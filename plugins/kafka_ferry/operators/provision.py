@@ -35,6 +35,7 @@ from kafka_ferry.provision.provision import (
     internal_topics,
     record_groups,
 )
+from kafka_ferry.provision.streams_apps import check_applications
 from kafka_ferry.schemas.serialized_fields import decide_from_registry
 from kafka_ferry.state.progress import PlannedGroups, migrated_groups, read_progress
 from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics, recorded_promotions
@@ -91,6 +92,7 @@ class MigrationPreflightOperator(MigrationOperator):
                 f"in state topic {self.spec.state_topic_name}), so there is nothing to promote; run mode catch-up "
                 f"first (until the lag is small), then mode {mode!r}")
         check_selections(self.spec, self.source_cluster.list_topic_names(), self.source_cluster.list_group_ids())
+        applications = check_applications(self.spec, self.source_cluster)  # refuses a selection splitting one
         topic_plan = compute_topic_plan(self.spec, self.source_cluster, self.destination_cluster)
         group_plan = compute_group_plan(self.spec, self.source_cluster, self.destination_cluster)
         diff = {
@@ -102,7 +104,10 @@ class MigrationPreflightOperator(MigrationOperator):
             "internal_topics": sorted(internal_topics(self.spec)) + [self.spec.state_topic_name],
             "timestamps": topic_plan.timestamp_lines(),
         }
+        diff["applications"] = [a.describe() for a in applications]
         self.log.info("pre-flight diff for %s:", self.spec.name)
+        for line in diff["applications"]:
+            self.log.info("  unit %s", line)
         for line in diff["topics"]["changes"]:
             self.log.info("  topic %s", line)
         for topic, changes in topic_plan.ownership.get("adopt", {}).items():
@@ -135,7 +140,7 @@ class MigrationPreflightOperator(MigrationOperator):
         if mode in UNIT_MODES:  # the coupled units a staged step may not split, shown by the dry run
             units = migration_units(self.spec, self.source_cluster,
                                     select_topics(self.spec, self.source_cluster.list_topic_names()),
-                                    {*group_plan.migrated, *diff["groups"]["promoted"]})
+                                    {*group_plan.migrated, *diff["groups"]["promoted"]}, applications)
             diff["coupled_units"] = units.as_dict()
             for line in units.lines():
                 self.log.info("  coupling: %s", line)

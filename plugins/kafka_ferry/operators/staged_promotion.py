@@ -23,6 +23,7 @@ from kafka_ferry.promotion.group import promote_group
 from kafka_ferry.promotion.group_readiness import ready_groups
 from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.promotion.units import check_staged_units, migration_units
+from kafka_ferry.provision.streams_apps import source_applications
 from kafka_ferry.reports.publish import publish_staged_run
 from kafka_ferry.state.progress import migrated_groups
 from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics
@@ -46,7 +47,8 @@ class StagedPromotionOperator(MigrationOperator):
         if not (topics or groups):
             return
         selected = select_topics(self.spec, self.source_cluster.list_topic_names())
-        units = migration_units(self.spec, self.source_cluster, selected, migrated_groups(self.state_store, state))
+        units = migration_units(self.spec, self.source_cluster, selected, migrated_groups(self.state_store, state),
+                                source_applications(self.spec, self.source_cluster))
         check_staged_units(self.spec, units, step, topics, groups, done_topics, done_groups)
 
     def publish(self, context: Any, this_run: list[str]) -> str:

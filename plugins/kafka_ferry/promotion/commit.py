@@ -74,7 +74,7 @@ def _plan_group(group: str, decisions: list[OffsetDecision], allow_rewind: bool,
     """What to commit to one group: (its outcome so far, offsets, metadata); nothing when it has members."""
     outcome = GroupCommit(group)
     if info is not None and info.is_active:
-        outcome.refused = f"{info.member_count} member(s), state {info.state}: commit only while the group is empty"
+        outcome.refused = f"{info.describe()}: commit only while the group is empty"
         log.warning("commit: group %s refused: %s", group, outcome.refused)
         return outcome, {}, {}
     offsets, metadata = {}, {}

@@ -26,7 +26,8 @@ def ready_groups(source, store: MigrationStateStore, quiet_ms: int, now_ms: int 
     state = store.read_all()
     groups = sorted(migrated_groups(store, state))
     seen = group_activity(store, state)
-    members = {g: info.member_count for g, info in source.describe_groups(groups).items()}
+    # an undescribed group (core.cluster_model.UNDESCRIBED_STATE) is left out: "not described", never ready
+    members = {g: info.member_count for g, info in source.describe_groups(groups).items() if info.described}
     last_change, changed = {}, {}
     committed = source.groups_offsets(groups)  # read together: one round of requests, not one per group
     for g in groups:

@@ -66,8 +66,7 @@ def check_quiesced_persistent(source, store: MigrationStateStore, topics, window
 
 def active_groups(source: KafkaCluster, groups: Iterable[str]) -> dict[str, str]:
     """Groups with members on the source -> why they count as active."""
-    return {g: f"{info.member_count} member(s), state {info.state}"
-            for g, info in source.describe_groups(groups).items() if info.is_active}
+    return {g: info.describe() for g, info in source.describe_groups(groups).items() if info.is_active}
 
 
 def check_groups_inactive(source, groups) -> tuple[bool, dict]:

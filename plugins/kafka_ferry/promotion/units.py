@@ -6,7 +6,8 @@ topics the source's ``__transaction_state`` shows written by one transactional.i
 touches the migration (a declared unit naming nothing the migration moves says nothing about it). The pre-flight
 shows them (its XCom and so ``kafka-ferry dry-run --json``), and ``promote-topics`` / ``promote-groups`` refuse, in
 the pre-flight and again in their task, a step that would split one the spec does not accept splitting.
-Other unit sources (Kafka Streams applications) add theirs in ``migration_units``.
+Kafka Streams applications (``provision.streams_apps``: named in the spec or detected) are units too: the callers
+read them and hand them in.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 from kafka_ferry.core.coupling import CoupledUnit, UnitSplit, check_unit_splits, transaction_units, writers_beyond
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.streams_apps import StreamsApplication
 from kafka_ferry.core.transaction_log import TRANSACTION_STATE_TOPIC
 from kafka_ferry.kafka.transaction_log import read_transaction_state
 
@@ -46,8 +48,11 @@ class MigrationUnits:
 
 
 def migration_units(spec: MigrationSpec, source, selected_topics: Iterable[str],
-                    migrated_groups: Iterable[str] = ()) -> MigrationUnits:
-    """Every unit touching the migration's topics (source names) or groups, declared first, then discovered."""
+                    migrated_groups: Iterable[str] = (),
+                    applications: Iterable[StreamsApplication] = ()) -> MigrationUnits:
+    """Every unit touching the migration's topics (source names) or groups, declared first, then discovered.
+    ``applications``: the source's Kafka Streams applications (``provision.streams_apps.source_applications``,
+    read by the caller), each a unit."""
     topics, groups = set(selected_topics), set(migrated_groups)
     units: list[CoupledUnit] = []
     notes: list[str] = []
@@ -60,6 +65,11 @@ def migration_units(spec: MigrationSpec, source, selected_topics: Iterable[str],
                              "can only move whole if the spec selects them too)")
         else:
             notes.append(f"unit {unit.name} (coupling.units) names nothing this migration moves: ignored")
+    # Kafka Streams applications (named in the spec or detected from their topics' names): each one unit
+    for app in applications:
+        unit = app.unit()
+        if unit.topics & topics or unit.groups & groups:
+            units.append(unit)
     log_read = False
     if not spec.coupling.discover_transactions:
         said = "not read (coupling.discover_transactions: false); only the units the spec declares count"

@@ -97,7 +97,7 @@ def compute_group_plan(spec: MigrationSpec, source: KafkaCluster, destination: K
     # Only the groups the spec selects are read (together): a shared cluster's other groups are listed as not
     # selected by name alone, and reading each of them cost a request per group of the whole cluster.
     all_groups = source.list_group_ids()
-    candidates = [g for g in all_groups if spec.groups.matches(g)]
+    candidates = [g for g in all_groups if spec.selects_group(g)]
     group_topics: dict[str, set[str]] = {g: set() for g in all_groups}
     group_topics.update({g: {t for t, _ in offsets} for g, offsets in source.groups_offsets(candidates).items()})
     existing = set(destination.list_group_ids())

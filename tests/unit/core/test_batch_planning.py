@@ -107,6 +107,19 @@ class TestRetentionGaps:
     def test_stored_equal_to_log_start_is_no_gap(self):
         assert plan_batch([pos(0, 50, 50, 60)], 10).gaps == ()
 
+    def test_a_gap_a_streams_application_purged_after_consuming_refuses_nothing_and_is_still_recorded(self):
+        # A repartition topic: Streams deletes records up to its committed offset. [10, 50) was consumed (commit
+        # 55), so nothing is lost; partition 1's purge passed its commit (impossible for Streams; a real loss).
+        positions = [pos(p, 10, 50, 100, topic="wc-words-repartition") for p in (0, 1)]
+        plan = plan_batch(positions[:1], 1000, consumed_below={("wc-words-repartition", 0): 55})
+        assert plan.gaps == (RetentionGap("wc-words-repartition", 0, 10, 50),)
+        assert plan.ranges == (PartitionRange("wc-words-repartition", 0, 50, 100),)
+        assert plan_batch(positions[:1], 1000, consumed_below={("wc-words-repartition", 0): 50}).gaps
+        with pytest.raises(RetentionGapError) as info:
+            plan_batch(positions, 1000, consumed_below={("wc-words-repartition", 0): 55,
+                                                        ("wc-words-repartition", 1): 49})
+        assert info.value.gaps == (RetentionGap("wc-words-repartition", 1, 10, 50),)
+
 
 class TestBatchId:
     def test_same_inputs_same_id_in_any_order(self):
