@@ -54,8 +54,12 @@ def produce(clusters, side: str, topic: str, text: list[str]) -> None:
 
 def output(clusters, side: str, topic: str) -> list[tuple[str, int]]:
     """The output topic as read_committed sees it: (word, count) pairs (the count is a Long, 8 bytes big-endian)."""
-    return [(r.key.decode(), struct.unpack(">q", r.value)[0])
-            for q in range(PARTITIONS) for r in read_partition(clusters, side, topic, q)]
+    pairs = []
+    for q in range(PARTITIONS):
+        for r in read_partition(clusters, side, topic, q):
+            assert r.key is not None and r.value is not None, (side, topic, q, r)  # every result has both
+            pairs.append((r.key.decode(), struct.unpack(">q", r.value)[0]))
+    return pairs
 
 
 def mine(snap: dict) -> dict:
@@ -110,7 +114,7 @@ def test_a_streams_application_moves_as_one_unit_and_continues_on_the_destinatio
         # the dry run (the kafka-ferry command, the migration's own DAG) shows the unit
         ws = Workspace(tmp_path / "ws", spec_path)
         name = ws.spec.name
-        dry = ws.cli("dry-run", ws.spec_path, "--json")
+        dry = ws.cli("dry-run", str(ws.spec_path), "--json")
         assert dry.returncode == 0, (dry.stdout + dry.stderr)[-4000:]
         preflight = json.loads(dry.stdout)["preflight"]
         assert preflight["applications"] == [
