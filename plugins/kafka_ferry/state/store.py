@@ -17,8 +17,8 @@ from confluent_kafka import KafkaError
 
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
 from kafka_ferry.core.state_records import KINDS, StateKind, decode, state_topic_problem
-from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.kafka.reads import start_reader
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"
 class MigrationStateStore:
     """Read-all / write-through access to one migration's state topic."""
 
-    def __init__(self, cluster: KafkaCluster, topic: str):
+    def __init__(self, cluster: Cluster, topic: str):
         self.cluster = cluster
         self.topic = topic
 
