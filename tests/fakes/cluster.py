@@ -8,6 +8,7 @@ it and the real ``KafkaCluster`` (test bed) to the same answers:
   as it must on Kafka, where the cleaner runs late);
 - a group has committed (offset, metadata) per partition and members; ``join`` adds a live member, and a commit
   to a group with members is refused as the broker refuses it (UNKNOWN_MEMBER_ID);
+- ``admin`` answers the ACL calls and the principal's rights as Kafka's authorizer does (``fakes.admin``);
 - a missing topic answers like a missing topic: no partitions, no description, an error on listing its offsets.
 
 Reads go through ``consumer()``: assign, poll, consume, position, incremental_unassign, close, with the partition
@@ -27,6 +28,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
+from fakes.admin import FakeAdmin
+from kafka_ferry.core.acl_plan import AclEntry
 from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
 from kafka_ferry.kafka.errors import KafkaClusterError
 
@@ -212,11 +215,16 @@ class FakeConsumer:
 class FakeCluster:
     """An in-memory cluster of ``brokers`` brokers (see the module's docstring for what it promises)."""
 
-    def __init__(self, name: str = "fake", brokers: int = 1, principal: str | None = None) -> None:
+    def __init__(self, name: str = "fake", brokers: int = 1, principal: str = "User:ANONYMOUS",
+                 super_users: Iterable[str] = ("User:ANONYMOUS",)) -> None:
         self.name = name
         self.bootstrap_servers = f"{name}.invalid:9092"
         self._principal = principal
         self.brokers = brokers
+        # the authorizer (fakes.admin): the ACLs, and who passes every check (the test bed's super users)
+        self.authorizer = True
+        self.super_users = set(super_users)
+        self.acls: list[AclEntry] = []
         self.topics: dict[str, FakeTopic] = {}
         self.groups: dict[str, FakeGroup] = {}
         self.calls: Counter[str] = Counter()  # what was asked, for tests counting requests
@@ -227,6 +235,22 @@ class FakeCluster:
     @property
     def principal(self) -> str | None:
         return self._principal
+
+    @property
+    def admin(self) -> FakeAdmin:
+        """What ``kafka.acls`` asks through ``cluster.admin``: ACLs and the principal's rights (``fakes.admin``)."""
+        return FakeAdmin(self)
+
+    def as_principal(self, principal: str) -> FakeCluster:
+        """The same cluster (topics, groups, ACLs) reached by another connection, authenticated as ``principal``."""
+        view = FakeCluster(self.name, self.brokers, principal)
+        view.topics, view.groups, view.acls, view.super_users, view.calls = (
+            self.topics, self.groups, self.acls, self.super_users, self.calls)
+        return view
+
+    def grant(self, *entries: AclEntry) -> None:
+        """An administrator adds ACLs (as ``kafka-acls --add``), from outside kafka-ferry."""
+        self.acls += [e for e in entries if e not in self.acls]
 
     # --- test set-up: what a test does to the cluster from outside ------------------------------
     def join(self, group: str, member: str = "member-1") -> None:
@@ -257,17 +281,20 @@ class FakeCluster:
         return ClusterInfo(cluster_id=f"{self.name}-id", broker_count=self.brokers)
 
     def list_topic_names(self) -> list[str]:
-        return sorted(self.topics)
+        """Every topic the principal may DESCRIBE (the brokers' metadata leaves the others out)."""
+        return sorted(t for t in self.topics if self.admin.allowed("TOPIC", t, "DESCRIBE"))
 
     def list_partitions(self, topics: Iterable[str]) -> set[TP]:
-        return {(t, p) for t in set(topics) if t in self.topics for p in range(len(self.topics[t].partitions))}
+        listed = set(self.list_topic_names())
+        return {(t, p) for t in set(topics) & listed for p in range(len(self.topics[t].partitions))}
 
     def partitions_of(self, topics: Iterable[str]) -> list[TP]:
         return sorted(self.list_partitions(topics))
 
     def describe_topics(self, names: Iterable[str]) -> dict[str, TopicInfo]:
+        listed = set(self.list_topic_names())
         return {n: TopicInfo(n, len(t.partitions), t.replication_factor, dict(t.configs))
-                for n in sorted(set(names)) if (t := self.topics.get(n)) is not None}
+                for n in sorted(set(names) & listed) if (t := self.topics.get(n)) is not None}
 
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]) -> bool:
         return self.create_topics([(name, partitions, replication_factor, configs)])[name]

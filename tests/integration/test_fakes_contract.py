@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka.admin import ScramMechanism
 from fakes.cluster import FakeCluster
 from fakes.registry import FakeRegistry
 from fakes.state import FakeStateStore
 
+from kafka_ferry.core.acl_plan import AclEntry
 from kafka_ferry.core.state_records import FENCE_KIND, GROUP_KIND, WRITTEN_AT, StateRecordError
+from kafka_ferry.kafka.acls import authorized_operations, create_acls, delete_acls, describe_acls, may_create_topic
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry
@@ -264,3 +267,84 @@ def test_the_registry_answers_ids_versions_levels_and_deletes_alike(registry_see
     # IMPORT mode: the id and version asked for are the ones registered (what a preserve migration relies on)
     assert seen["imported"] and seen["imported_read"] == [(3, True)] and seen["imported_by_id"]
     assert seen["gone"] == (None, False)
+
+
+# --- the authorizer: what a principal may do (KIP-430 answers, a validate-only CreateTopics, ACL listing) -------
+
+
+def _rights(admin: Any, user: Any, prefix: str) -> dict[str, Any]:
+    """Grants to ``user``'s principal made through ``admin`` (a super user), then what ``user`` is told it may do."""
+    principal = user.principal
+    mine, other, hidden, group, stranger = (f"{prefix}-mine", f"{prefix}-other", f"contract-hidden-{prefix}",
+                                            f"{prefix}-g", f"contract-stranger-{prefix}")
+    for topic in (mine, other, hidden):
+        admin.create_topic(topic, 1, 1, {})
+    entries = [AclEntry(principal, "TOPIC", mine, "READ"), AclEntry(principal, "TOPIC", mine, "ALTER_CONFIGS"),
+               AclEntry(principal, "TOPIC", prefix, "WRITE", pattern_type="PREFIXED"),
+               AclEntry(principal, "TOPIC", mine, "WRITE", permission="DENY"),
+               AclEntry(principal, "GROUP", group, "DESCRIBE")]
+    create_acls(admin, entries)
+    seen: dict[str, Any] = {"listed": [t.replace(prefix, "P") for t in user.list_topic_names()
+                                       if t in (mine, other, hidden)],
+                            "acls": describe_acls(admin, principal=principal) == sorted(entries),
+                            "matching": len(describe_acls(admin, "TOPIC", mine, pattern_type="MATCH"))}
+    ops = authorized_operations(user, "TOPIC", [mine, other, hidden])
+    seen["topics"] = {n.replace(prefix, "P"): sorted(o or ()) for n, o in ops.items()}
+    seen["group"] = sorted(authorized_operations(user, "GROUP", [group])[group] or ())
+    with pytest.raises(KafkaClusterError) as refused:
+        authorized_operations(user, "GROUP", [stranger])
+    seen["stranger"] = refused.value.code
+    seen["create_before"] = may_create_topic(user, f"{prefix}-new") is not None
+    cluster_create = AclEntry(principal, "CLUSTER", "kafka-cluster", "CREATE")
+    create_acls(admin, [cluster_create])
+    seen["create_after"] = may_create_topic(user, f"{prefix}-new")
+    seen["not_created"] = f"{prefix}-new" not in admin.list_topic_names()  # validate-only: nothing created
+    delete_acls(admin, [*entries, cluster_create])
+    seen["left"] = describe_acls(admin, principal=principal)
+    return seen
+
+
+@pytest.fixture(scope="module", params=["fake", "real"])
+def rights_seen(request) -> dict[str, Any]:
+    prefix = f"contract-{uuid.uuid4().hex[:8]}"
+    if request.param == "fake":
+        admin = FakeCluster("destination")
+        user = admin.as_principal("User:" + prefix)
+        return _rights(admin, user, prefix)
+    from confluent_kafka.admin import UserScramCredentialDeletion
+
+    import kafka_testbed as tb
+    from kafka_ferry.kafka.acls import upsert_scram_user
+    from kafka_ferry.kafka.cluster import KafkaCluster
+
+    admin = request.getfixturevalue("clusters").cluster("destination")
+    password = uuid.uuid4().hex
+    upsert_scram_user(admin, prefix, password)
+    try:
+        user = KafkaCluster("contract-user", tb.sasl_client_config(tb.DESTINATION, prefix, password))
+        deadline = time.monotonic() + 30
+        while True:  # a new SCRAM credential reaches every listener a moment after it is written
+            try:
+                user.describe_cluster()
+                break
+            except KafkaClusterError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        return _rights(admin, user, prefix)
+    finally:
+        for future in admin.admin.alter_user_scram_credentials(
+                [UserScramCredentialDeletion(prefix, ScramMechanism.SCRAM_SHA_512)]).values():
+            future.result(30)
+
+
+def test_the_authorizer_answers_a_principal_s_rights_alike(rights_seen):
+    seen = rights_seen
+    assert seen["acls"] and seen["matching"] == 4  # the literal ones on the topic and the prefixed one
+    assert seen["listed"] == ["P-mine", "P-other"]  # a topic it may not DESCRIBE is not in its metadata
+    assert seen["topics"] == {"P-mine": ["ALTER_CONFIGS", "DESCRIBE", "DESCRIBE_CONFIGS", "READ"],  # DENY WRITE wins
+                              "P-other": ["DESCRIBE", "WRITE"]}  # the prefixed grant, DESCRIBE implied
+    assert seen["group"] == ["DESCRIBE"]
+    assert seen["stranger"] == KafkaError.GROUP_AUTHORIZATION_FAILED
+    assert seen["create_before"] and seen["create_after"] is None and seen["not_created"]
+    assert seen["left"] == []
