@@ -86,6 +86,7 @@ class FakeAdmin:
     def describe_topics(self, topics: TopicCollection, request_timeout: float = 30,
                         include_authorized_operations: bool = False) -> dict[str, Future]:
         out = {}
+        self.cluster.requests += [("describe_topics", name) for name in topics.topic_names]
         for name in topics.topic_names:
             if name not in self.cluster.topics:
                 out[name] = _done(error=KafkaError.UNKNOWN_TOPIC_OR_PART)
@@ -99,6 +100,7 @@ class FakeAdmin:
     def describe_consumer_groups(self, group_ids: Iterable[str], request_timeout: float = 30,
                                  include_authorized_operations: bool = False) -> dict[str, Future]:
         out = {}
+        self.cluster.requests += [("describe_groups", name) for name in group_ids]
         for name in group_ids:
             if not self.allowed("GROUP", name, "DESCRIBE"):
                 out[name] = _done(error=KafkaError.GROUP_AUTHORIZATION_FAILED)
@@ -112,6 +114,7 @@ class FakeAdmin:
         out = {}
         for topic in new_topics:
             name = topic.topic
+            self.cluster.requests.append(("validate_create" if validate_only else "create_topic", name))
             if not (self.allowed("TOPIC", name, "CREATE") or self.allowed("CLUSTER", CLUSTER_NAME, "CREATE")):
                 out[name] = _done(error=KafkaError.TOPIC_AUTHORIZATION_FAILED)
             elif name in self.cluster.topics:

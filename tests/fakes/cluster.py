@@ -228,6 +228,7 @@ class FakeCluster:
         self.topics: dict[str, FakeTopic] = {}
         self.groups: dict[str, FakeGroup] = {}
         self.calls: Counter[str] = Counter()  # what was asked, for tests counting requests
+        self.requests: list[tuple[str, ...]] = []  # the admin requests (fakes.admin), in order, with their names
 
     def __repr__(self) -> str:
         return f"FakeCluster({self.name!r})"
@@ -244,8 +245,8 @@ class FakeCluster:
     def as_principal(self, principal: str) -> FakeCluster:
         """The same cluster (topics, groups, ACLs) reached by another connection, authenticated as ``principal``."""
         view = FakeCluster(self.name, self.brokers, principal)
-        view.topics, view.groups, view.acls, view.super_users, view.calls = (
-            self.topics, self.groups, self.acls, self.super_users, self.calls)
+        view.topics, view.groups, view.acls, view.super_users, view.calls, view.requests = (
+            self.topics, self.groups, self.acls, self.super_users, self.calls, self.requests)
         return view
 
     def grant(self, *entries: AclEntry) -> None:

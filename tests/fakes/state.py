@@ -16,9 +16,10 @@ STATE_TOPIC = "kafka-ferry.test.state"
 class FakeStateStore(MigrationStateStore):
     """A ``MigrationStateStore`` on a ``FakeCluster`` (its own, or the test's destination), state topic created."""
 
-    def __init__(self, cluster: FakeCluster | None = None, topic: str = STATE_TOPIC) -> None:
+    def __init__(self, cluster: FakeCluster | None = None, topic: str = STATE_TOPIC, now_ms: int = 1) -> None:
+        """``now_ms``: the write time stamped on every record (fixed, so a test can compare records whole)."""
         self.fake = cluster or FakeCluster("destination")
-        super().__init__(self.fake, topic)
+        super().__init__(self.fake, topic, clock=lambda: now_ms / 1000)
 
     @property
     def log(self) -> list[tuple[bytes | None, bytes | None]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError
@@ -29,9 +29,11 @@ STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"
 class MigrationStateStore:
     """Read-all / write-through access to one migration's state topic."""
 
-    def __init__(self, cluster: Cluster, topic: str):
+    def __init__(self, cluster: Cluster, topic: str, clock: Callable[[], float] = time.time):
+        """``clock``: seconds since the epoch, stamped on every record as its write time (tests fix it)."""
         self.cluster = cluster
         self.topic = topic
+        self.clock = clock
 
     def ensure_topic(self) -> bool:
         """Create the state topic if missing (idempotent); returns True when it was created.
@@ -65,7 +67,7 @@ class MigrationStateStore:
         """Write records (None: a tombstone) and wait until every one is acknowledged by all in-sync replicas.
 
         Every record is checked against its kind's declaration before the first is sent."""
-        now_ms = int(time.time() * 1000)
+        now_ms = int(self.clock() * 1000)
         records = [_declared(kind).encode(key, value, now_ms) for key, value in values.items()]
         # partition 0 explicitly: the one partition every reader reads, whatever the producer's partitioner
         self.cluster.produce_and_wait(self.topic, records, partition=0, timeout_s=30, what="state records")
