@@ -86,25 +86,30 @@ class FakeMessage:
         return 1, self._ts  # TIMESTAMP_CREATE_TIME
 
 
+Headers = list[tuple[str, bytes]] | None
+
+
 class Log:
     """One partition's records; offsets count from 0, ``start`` is the first one retention kept."""
 
     def __init__(self) -> None:
-        self.records: list[tuple[bytes | None, bytes | None, int]] = []  # (key, value, timestamp ms)
+        # (key, value, timestamp ms, headers)
+        self.records: list[tuple[bytes | None, bytes | None, int, Headers]] = []
         self.start = 0
 
     @property
     def end(self) -> int:
         return len(self.records)
 
-    def append(self, key: bytes | None, value: bytes | None, timestamp_ms: int) -> int:
-        self.records.append((key, value, timestamp_ms))
+    def append(self, key: bytes | None, value: bytes | None, timestamp_ms: int, headers: Headers = None) -> int:
+        self.records.append((key, value, timestamp_ms, headers))
         return self.end - 1
 
     def read(self, topic: str, partition: int, position: int, count: int) -> list[FakeMessage]:
         first = max(position, self.start)
-        return [FakeMessage(topic, partition, o, *self.records[o][:2], timestamp_ms=self.records[o][2])
-                for o in range(first, min(self.end, first + count))]
+        return [FakeMessage(topic, partition, o, key, value, timestamp_ms=ts, headers=headers)
+                for o in range(first, min(self.end, first + count))
+                for key, value, ts, headers in [self.records[o]]]
 
     def offset_for_time(self, timestamp_ms: int) -> int:
         """The first offset whose timestamp is at or after ``timestamp_ms``; -1 when there is none (Kafka's answer)."""
@@ -125,7 +130,7 @@ class SyntheticLog(Log):
     def end(self) -> int:
         return self.size
 
-    def append(self, key: bytes | None, value: bytes | None, timestamp_ms: int) -> int:
+    def append(self, key: bytes | None, value: bytes | None, timestamp_ms: int, headers: Headers = None) -> int:
         raise NotImplementedError("a synthetic log is read-only")
 
     def read(self, topic: str, partition: int, position: int, count: int) -> list[FakeMessage]:
@@ -210,6 +215,39 @@ class FakeConsumer:
 
     def close(self) -> None:
         self.closed = True
+
+
+class FakeProducer:
+    """A producer onto a ``FakeCluster``: ``produce`` appends at once (the record has its offset), and the delivery
+    reports are served, in produce order, by ``poll`` and ``flush`` as librdkafka serves them."""
+
+    def __init__(self, cluster: FakeCluster, config: Mapping[str, Any]) -> None:
+        self._cluster = cluster
+        self._reports: deque[tuple[Any, FakeMessage]] = deque()
+
+    def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int = -1,
+                on_delivery: Any = None, timestamp: int = 0, headers: Headers = None, **_: Any) -> None:
+        target = partition if partition >= 0 else (zlib.crc32(key) % len(self._cluster.topics[topic].partitions)
+                                                   if key else 0)
+        ts = timestamp or int(time.time() * 1000)
+        offset = self._cluster._log((topic, target)).append(key, value, ts, headers)
+        self._reports.append((on_delivery, FakeMessage(topic, target, offset, key, value, ts, headers)))
+
+    def poll(self, timeout: float = 0) -> int:
+        served = 0
+        while self._reports:
+            callback, msg = self._reports.popleft()
+            if callback is not None:
+                callback(None, msg)
+            served += 1
+        return served
+
+    def flush(self, timeout: float = -1) -> int:
+        self.poll()
+        return 0
+
+    def __len__(self) -> int:
+        return len(self._reports)
 
 
 class FakeCluster:
@@ -420,3 +458,13 @@ class FakeCluster:
     def consumer(self, **overrides: Any) -> FakeConsumer:
         self.calls["consumers"] += 1
         return FakeConsumer(self, overrides)
+
+    def producer(self, **overrides: Any) -> FakeProducer:
+        self.calls["producers"] += 1
+        return FakeProducer(self, overrides)
+
+    def produce(self, topic: str, partition: int, *records: tuple[bytes | None, bytes | None, Headers]) -> None:
+        """Another producer (an application, not kafka-ferry) writes ``(key, value, headers)`` records, now."""
+        now_ms = int(time.time() * 1000)
+        for key, value, headers in records:
+            self._log((topic, partition)).append(key, value, now_ms, headers)

@@ -25,7 +25,7 @@ class FakeStateStore(MigrationStateStore):
     def log(self) -> list[tuple[bytes | None, bytes | None]]:
         """The state topic's records (key, value) in offset order; empty when the topic does not exist."""
         topic = self.fake.topics.get(self.topic)
-        return [] if topic is None else [(k, v) for k, v, _ in topic.partitions[0].records]
+        return [] if topic is None else [(k, v) for k, v, *_ in topic.partitions[0].records]
 
     def created(self) -> FakeStateStore:
         self.ensure_topic()
