@@ -463,8 +463,10 @@ class FakeCluster:
         self.calls["producers"] += 1
         return FakeProducer(self, overrides)
 
-    def produce(self, topic: str, partition: int, *records: tuple[bytes | None, bytes | None, Headers]) -> None:
-        """Another producer (an application, not kafka-ferry) writes ``(key, value, headers)`` records, now."""
-        now_ms = int(time.time() * 1000)
+    def produce(self, topic: str, partition: int, *records: tuple[bytes | None, bytes | None, Headers],
+                timestamp_ms: int | None = None) -> None:
+        """Another producer (an application, not kafka-ferry) writes ``(key, value, headers)`` records, stamped
+        ``timestamp_ms`` (default: now)."""
+        stamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
         for key, value, headers in records:
-            self._log((topic, partition)).append(key, value, now_ms, headers)
+            self._log((topic, partition)).append(key, value, stamp, headers)
