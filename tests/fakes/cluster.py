@@ -31,7 +31,7 @@ from confluent_kafka import KafkaError, TopicPartition
 from fakes.admin import FakeAdmin
 from kafka_ferry.core.acl_plan import AclEntry
 from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
-from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.kafka.errors import ClusterUnreachableError, KafkaClusterError
 
 CHUNK = 500  # records a fetch returns for one partition before another partition's turn
 BASE_TS_MS = 1_700_000_000_000
@@ -267,6 +267,7 @@ class FakeCluster:
         self.groups: dict[str, FakeGroup] = {}
         self.calls: Counter[str] = Counter()  # what was asked, for tests counting requests
         self.requests: list[tuple[str, ...]] = []  # the admin requests (fakes.admin), in order, with their names
+        self.reachable = True  # False: no bootstrap address accepts a connection (check_reachable refuses)
 
     def __repr__(self) -> str:
         return f"FakeCluster({self.name!r})"
@@ -316,7 +317,12 @@ class FakeCluster:
         return topic.partitions[tp[1]]
 
     # --- cluster and topics ---------------------------------------------------------------------
+    def check_reachable(self, timeout_s: float = 1.0) -> None:
+        if not self.reachable:
+            raise ClusterUnreachableError(self.name, {self.bootstrap_servers: "connection refused"})
+
     def describe_cluster(self) -> ClusterInfo:
+        self.calls["describe_cluster"] += 1
         return ClusterInfo(cluster_id=f"{self.name}-id", broker_count=self.brokers)
 
     def list_topic_names(self) -> list[str]:
