@@ -51,17 +51,23 @@ def _done(value: Any = None, error: int | None = None) -> Future:
     return future
 
 
+def _name(value: object) -> str:
+    """An enum member's name (the client's filter fields are typed enum, str or int)."""
+    return str(getattr(value, "name", value))
+
+
 def _matches(f: AclBindingFilter, e: AclEntry) -> bool:
     """Kafka's filter match: ANY (or None) matches every value, else the value must be equal."""
-    restype = "CLUSTER" if f.restype.name == "BROKER" else f.restype.name
+    restype = "CLUSTER" if _name(f.restype) == "BROKER" else _name(f.restype)
+    pattern = _name(f.resource_pattern_type)
     return ((restype == "ANY" or restype == e.resource_type)
             and (f.name is None or f.name == e.resource_name
-                 or (f.resource_pattern_type.name == "MATCH" and e.covers(e.resource_type, f.name)))
-            and (f.resource_pattern_type.name in ("ANY", "MATCH") or f.resource_pattern_type.name == e.pattern_type)
+                 or (pattern == "MATCH" and e.covers(e.resource_type, f.name)))
+            and (pattern in ("ANY", "MATCH") or pattern == e.pattern_type)
             and (f.principal is None or f.principal == e.principal)
             and (f.host is None or f.host == e.host)
-            and (f.operation.name == "ANY" or f.operation.name == e.operation)
-            and (f.permission_type.name == "ANY" or f.permission_type.name == e.permission))
+            and (_name(f.operation) == "ANY" or _name(f.operation) == e.operation)
+            and (_name(f.permission_type) == "ANY" or _name(f.permission_type) == e.permission))
 
 
 class FakeAdmin:

@@ -83,10 +83,12 @@ class FakeRegistry:
         found = self._ids.get(schema_id)
         if found is None:
             return None
-        refs = {}
+        refs: dict[str, RegisteredSchema] = {}
         for ref in found[2]:
             version = next(v for v in self._subjects[ref.subject].versions if v.version == ref.version)
-            refs[ref.name] = self.registered_schema(version.schema_id)
+            resolved = self.registered_schema(version.schema_id)
+            if resolved is not None:  # a version's id always holds its schema
+                refs[ref.name] = resolved
         return RegisteredSchema(found[0], found[1], refs)
 
     def versions_of_id(self, schema_id: int) -> list[tuple[str, int, bool]]:
