@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from fakes.admin import FakeAdmin
 from kafka_ferry.core.acl_plan import AclEntry
@@ -213,6 +213,14 @@ class FakeConsumer:
             self._turns.rotate(-1)
         return out
 
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> list[str]:
+        """Metadata of ``topic`` (all when None): the names the principal may describe; a topic named in the
+        cluster's ``slow_metadata`` times out as a broker that does not answer in ``timeout``."""
+        self._cluster.requests.append(("metadata", topic or "", timeout))
+        if topic in self._cluster.slow_metadata:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "no metadata in time"))
+        return [t for t in self._cluster.list_topic_names() if topic in (None, t)]
+
     def close(self) -> None:
         self.closed = True
 
@@ -266,7 +274,8 @@ class FakeCluster:
         self.topics: dict[str, FakeTopic] = {}
         self.groups: dict[str, FakeGroup] = {}
         self.calls: Counter[str] = Counter()  # what was asked, for tests counting requests
-        self.requests: list[tuple[str, ...]] = []  # the admin requests (fakes.admin), in order, with their names
+        self.requests: list[tuple[Any, ...]] = []  # admin and metadata requests (fakes.admin, a consumer's), in order
+        self.slow_metadata: set[str] = set()  # topics whose metadata a consumer asks for in vain (a timeout)
         self.reachable = True  # False: no bootstrap address accepts a connection (check_reachable refuses)
 
     def __repr__(self) -> str:
@@ -451,6 +460,7 @@ class FakeCluster:
                          partition: int | None = None, timeout_s: float = 60.0, what: str = "records") -> int:
         """Append every record (to ``partition``, else by key hash, else partition 0); returns how many."""
         records = list(records)
+        self.calls["produce_and_wait"] += 1
         if topic not in self.topics:
             raise KafkaClusterError.on(self, f"write {what} to {topic}", KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART),
                                        acl={"TOPIC": ("WRITE", topic)})
