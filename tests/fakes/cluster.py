@@ -339,8 +339,10 @@ class FakeCluster:
         return sorted(t for t in self.topics if self.admin.allowed("TOPIC", t, "DESCRIBE"))
 
     def list_partitions(self, topics: Iterable[str]) -> set[TP]:
+        topics = set(topics)
+        self.requests.append(("list_partitions", tuple(sorted(topics))))
         listed = set(self.list_topic_names())
-        return {(t, p) for t in set(topics) & listed for p in range(len(self.topics[t].partitions))}
+        return {(t, p) for t in topics & listed for p in range(len(self.topics[t].partitions))}
 
     def partitions_of(self, topics: Iterable[str]) -> list[TP]:
         return sorted(self.list_partitions(topics))
