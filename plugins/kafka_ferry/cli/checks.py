@@ -67,11 +67,11 @@ def check_report(spec_path: Path) -> CheckReport:
 
     from kafka_ferry.cli import migrate_db
     from kafka_ferry.cli.commands import check_bindings, cluster, connection
-    from kafka_ferry.core.provisioning_plan import select_topics
-    from kafka_ferry.core.selection_check import EmptySelection, check_selections
+    from kafka_ferry.core.selection_check import EmptySelection
     from kafka_ferry.core.spec import SpecError, load_spec
     from kafka_ferry.core.spec_check import check_connections, connection_refs
     from kafka_ferry.kafka.errors import KafkaClusterError
+    from kafka_ferry.provision.preflight import reach, selected
 
     report = CheckReport(spec=str(spec_path))
     try:
@@ -99,8 +99,7 @@ def check_report(spec_path: Path) -> CheckReport:
         if conn.conn_type == "kafka":
             side = cluster(conn_id)
             try:
-                side.check_reachable()
-                info = side.describe_cluster()
+                [info] = reach(side)  # as the pre-flight reaches it
             except KafkaClusterError as exc:
                 report.connections.append(Verdict(where, conn_id, False, str(exc), conn.conn_type))
                 report.ok = False
@@ -119,13 +118,10 @@ def check_report(spec_path: Path) -> CheckReport:
         report.ok = False
         return report
     del destination  # reached above; what the spec selects is read from the source
-    topics, groups = source.list_topic_names(), source.list_group_ids()
     try:
-        check_selections(spec, topics, groups)
+        report.selected_topics, report.selected_groups = selected(spec, source)  # as the pre-flight selects
     except (EmptySelection, KafkaClusterError) as exc:
         return report.fail(str(exc))
-    report.selected_topics = select_topics(spec, topics)
-    report.selected_groups = [g for g in groups if spec.selects_group(g)]
     return report
 
 

@@ -29,7 +29,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from kafka_ferry.copy.batch import finish_batch, state_clients
+from kafka_ferry.copy.batch import BatchClients, finish_batch
 from kafka_ferry.copy.copy_failures import CopyFailed, failure_path_for, failure_record, first_failure
 from kafka_ferry.copy.faults import FAULT_ENV
 from kafka_ferry.copy.lease import CopyLease, copy_lease
@@ -54,25 +54,28 @@ def in_process_engine() -> AbstractContextManager[RunTasks]:
 
 
 def run_batch(plan: CopyPlan, configs: Configs, engine: Engine, report_path: str | Path,
-              started_at_ms: int | None = None, logger: logging.Logger = log) -> dict[str, Any]:
+              started_at_ms: int | None = None, logger: logging.Logger = log,
+              clients: BatchClients | None = None) -> dict[str, Any]:
     """Copy the plan's batch with ``engine`` and keep its report; raises ``CopyLeaseHeld`` (nothing copied) or
-    ``CopyFailed`` (a failure no retry heals, with its record)."""
+    ``CopyFailed`` (a failure no retry heals, with its record). ``clients``: default, made from ``configs``."""
     started_at_ms = int(time.time() * 1000) if started_at_ms is None else started_at_ms
+    clients = clients or BatchClients(configs)
     if plan.is_empty:  # nothing to copy: no lease, no engine; the report still says the lag
-        report = finish_batch(plan, [], configs, started_at_ms, report_path)
+        report = finish_batch(plan, [], configs, started_at_ms, report_path, source=clients.source)
     else:
-        lease = copy_lease(plan, configs)
-        closing = state_clients(configs)
+        lease = copy_lease(plan, configs, clients.lease)
+        closing = clients.closing
         entered = False
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-ferry-claim") as pool:
-            claim = pool.submit(_claim, lease, plan, configs)
+            claim = pool.submit(_claim, lease, plan, configs, clients)
             try:
                 with engine() as run_tasks:
                     topics_problem = claim.result()  # raises CopyLeaseHeld: nothing claimed, nothing copied
                     entered = True
                     with lease:
                         results = run_partitions(plan, configs, run_tasks, topics_problem=topics_problem)
-                        report = finish_batch(plan, results, configs, started_at_ms, report_path, closing)
+                        report = finish_batch(plan, results, configs, started_at_ms, report_path, closing,
+                                              clients.source)
             finally:
                 if not entered and claim.exception() is None:  # claimed for a batch that never ran: withdrawn
                     lease.release()
@@ -81,12 +84,12 @@ def run_batch(plan: CopyPlan, configs: Configs, engine: Engine, report_path: str
     return report
 
 
-def _claim(lease: CopyLease, plan: CopyPlan, configs: Configs) -> Exception | None:
+def _claim(lease: CopyLease, plan: CopyPlan, configs: Configs, clients: BatchClients) -> Exception | None:
     """Claim the lease (``CopyLeaseHeld`` raised), then check the planned topics: their problem is returned, for
     ``run_partitions`` to report like any other failure, with the lease held."""
     lease.acquire()
     try:
-        check_planned_topics(plan, configs)
+        check_planned_topics(plan, configs, {"source": clients.source, "destination": clients.destination})
     except Exception as exc:  # noqa: BLE001 - handed on, raised by run_partitions in the caller's thread
         return exc
     return None

@@ -22,6 +22,7 @@ from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.state_records import StateRecordError
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.kafka.reads import start_reader
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def process_gone(claim: Claim) -> bool:
 class CopyLease:
     """``with CopyLease(...):`` holds the migration's copy lease or raises ``CopyLeaseHeld`` naming the holder."""
 
-    def __init__(self, destination: KafkaCluster, state_topic: str, migration: str, batch_id: str,
+    def __init__(self, destination: Cluster, state_topic: str, migration: str, batch_id: str,
                  lease_s: float = LEASE_S, renew_every_s: float = RENEW_EVERY_S) -> None:
         self.destination, self.topic = destination, state_topic
         self.lease_s, self.renew_every_s = lease_s, renew_every_s
@@ -182,7 +183,8 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def copy_lease(plan, configs) -> CopyLease:
-    """The lease a copy job of ``plan`` holds while it copies (its own producer on the destination)."""
-    return CopyLease(KafkaCluster("destination", configs["destination"]), plan.state_topic, plan.migration,
-                     plan.batch_id)
+def copy_lease(plan, configs, destination: Cluster | None = None) -> CopyLease:
+    """The lease a copy job of ``plan`` holds while it copies (its own producer on the destination: a client of its
+    own, ``destination``, else one made from ``configs``)."""
+    return CopyLease(destination or KafkaCluster("destination", configs["destination"]), plan.state_topic,
+                     plan.migration, plan.batch_id)

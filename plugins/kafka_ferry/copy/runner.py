@@ -26,6 +26,7 @@ from kafka_ferry.core.batch_window import lane_order, share_deadline
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.rate_limit import share_of
 from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.store import MigrationStateStore
 
@@ -41,7 +42,8 @@ class PlannedTopicMissing(Permanent, RuntimeError):
     again is the way on, not a retry of this plan."""
 
 
-def check_planned_topics(plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]]) -> None:
+def check_planned_topics(plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]],
+                         clusters: Mapping[str, Cluster] | None = None) -> None:
     """Before any record moves: every planned partition still exists on both clusters.
 
     Why before, for the whole plan: a topic deleted between plan and copy must fail the batch with its
@@ -51,7 +53,8 @@ def check_planned_topics(plan: CopyPlan, configs: Mapping[str, Mapping[str, Any]
               "destination": {(t.destination_topic, t.partition) for t in plan.tasks}}
     missing = []
     for role, partitions in wanted.items():
-        metadata = KafkaCluster(role, configs[role]).list_partitions({t for t, _ in partitions})
+        cluster = clusters[role] if clusters is not None else KafkaCluster(role, configs[role])
+        metadata = cluster.list_partitions({t for t, _ in partitions})
         missing += [f"{role} {t}-{p}" for t, p in sorted(partitions) if (t, p) not in metadata]
     if missing:
         raise PlannedTopicMissing(

@@ -13,11 +13,12 @@ Invariants (tests assert each):
   B. A payload is a migration fault only when it decodes on the source: a payload the source cannot decode
      either is never blamed on the migration.
   C. `blocking` names every partition whose last check found a migration fault, and only those.
+  D. `verdict`: a migration fault always fails the run; a record that never decoded fails it only under `enforce`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kafka_ferry.core.failures import Permanent
@@ -70,3 +71,37 @@ def blocking(marks: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """The standing migration faults recorded in the decode-check marks, one line per partition."""
     return [f"{key}: {mark[MIGRATION_FAULT_FIELD]}" for key, mark in sorted(marks.items())
             if mark and mark.get(MIGRATION_FAULT_FIELD)]
+
+
+def skip_reason(decode_check: str | None, dry_run: bool,
+                promotion_status: Callable[[], Mapping[str, Any] | None]) -> str | None:
+    """Why the decode check after a batch does not run, or None when it runs: off (no registry section, or
+    ``decode_check: off``), a dry run (checking would move its marks), a promoted migration (the tenant writes to
+    the destination now). ``promotion_status`` is asked last, only when the others let the check run."""
+    if decode_check is None or decode_check == "off":
+        return "decode_check is off"
+    if dry_run:
+        return "dry run"
+    status = promotion_status()
+    if status and status.get("status") == "promoted":
+        return "promoted"
+    return None
+
+
+def verdict(migration_faults: Sequence[Mapping[str, Any]], failed: int, failures: str,
+            decode_check: str) -> MigrationFaultsFound | DecodeCheckFailed | None:
+    """The decode check's verdict on a batch, as the failure to raise (None: the run goes on).
+
+    Migration faults block whatever ``decode_check`` says (the migration damaged those records: no consumer moved
+    to the destination could read them); records that never decoded on the source fail the run only under
+    ``decode_check: enforce`` (``failures``: the report's first failures, described)."""
+    if migration_faults:
+        return MigrationFaultsFound(
+            f"{sum(f['records'] for f in migration_faults)} copied record(s) decode against the source registry but "
+            "not against the destination's: the schema migration left their schemas behind; translation and "
+            "promotion are blocked until a run finds them decoding. "
+            + "; ".join(f["description"] for f in migration_faults[:5]))
+    if failed and decode_check == "enforce":
+        return DecodeCheckFailed(f"{failed} record(s) copied to the destination do not decode against its registry: "
+                                 f"{failures}")
+    return None

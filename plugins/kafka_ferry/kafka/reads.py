@@ -13,14 +13,14 @@ from collections.abc import Iterator, Mapping
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.kafka.protocol import Cluster
 
 DEFAULT_TIMEOUT_S = 120.0
 
 
 def read_ranges(
-    cluster: KafkaCluster,
+    cluster: Cluster,
     ranges: Mapping[tuple[str, int], tuple[int, int]],
     read_committed: bool = True,
     timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -88,7 +88,7 @@ def _drop_finished(consumer, pending: dict[tuple[str, int], tuple[int, int]],
         consumer.incremental_unassign(done)
 
 
-def read_whole_partitions(cluster: KafkaCluster, partitions: list[tuple[str, int]],
+def read_whole_partitions(cluster: Cluster, partitions: list[tuple[str, int]],
                           read_committed: bool = True) -> Iterator[Message]:
     """Every record from the log start to the end of each partition (internal topics)."""
     starts = cluster.list_offsets(partitions, "earliest", read_committed=read_committed)
@@ -99,7 +99,7 @@ def read_whole_partitions(cluster: KafkaCluster, partitions: list[tuple[str, int
 READ_FETCH_WAIT_MS = 20
 
 
-def start_reader(cluster: KafkaCluster, topic: str, group_id: str, enable_eof: bool) -> Consumer:
+def start_reader(cluster: Cluster, topic: str, group_id: str, enable_eof: bool) -> Consumer:
     """A consumer assigned to partition 0 of ``topic`` at its earliest offset, named as a number.
 
     Why not OFFSET_BEGINNING: librdkafka then looks the offset up itself and the first record arrives half a

@@ -5,56 +5,44 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_ferry.copy.backlog import estimate_before_copy, estimate_lines
-from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.core.selection_check import check_selections
-from kafka_ferry.core.staged_cutover import check_topic_promotion, validate_selection
 from kafka_ferry.core.trigger_form import (
     DRY_RUN,
-    GROUPS_FIELD,
-    PROMOTE,
     PROMOTE_GROUPS,
     PROMOTE_TOPICS,
     ROLLBACK,
     ROLLBACK_PLAN,
-    TOPICS_FIELD,
-    WAIVE_FIELD,
     check_trigger,
-    names,
 )
 from kafka_ferry.operators.base import DryRunOperator, MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
-from kafka_ferry.promotion.units import MigrationUnits, check_staged_units, migration_units
-from kafka_ferry.provision.fences import check_fenceable, has_authorizer, put_fences, wanted_fences
+from kafka_ferry.promotion.mode_checks import check_staged, check_state
+from kafka_ferry.promotion.units import migration_units
+from kafka_ferry.provision.fences import has_authorizer, put_fences, wanted_fences
+from kafka_ferry.provision.preflight import check_fencing, diff_lines, plan_diff, reach
 from kafka_ferry.provision.provision import (
     apply_topic_plan,
     compute_group_plan,
     compute_topic_plan,
     ensure_internal_topics,
-    internal_topics,
     record_groups,
 )
 from kafka_ferry.provision.streams_apps import check_applications
 from kafka_ferry.schemas.serialized_fields import decide_from_registry
-from kafka_ferry.state.progress import PlannedGroups, migrated_groups, read_progress
-from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics, recorded_promotions
+from kafka_ferry.state.progress import PlannedGroups
 from kafka_ferry.state.time_plans import record_time_plans
 from kafka_ferry.state.topic_ownership import record_ownership, record_topics
 
-# the modes whose pre-flight reads the coupled units: the dry run shows them, the staged promotions check them.
-# Not catch-up (it moves no unit) nor the whole promote (it moves every unit whole by construction): reading the
-# transaction log there would cost every scheduled run and every cutover without deciding anything.
-UNIT_MODES = (DRY_RUN, PROMOTE_GROUPS, PROMOTE_TOPICS)
+UNIT_MODES = (DRY_RUN, PROMOTE_GROUPS, PROMOTE_TOPICS)  # the modes that read and show the coupled units
 NO_OP_KEY = "staged_no_op"  # the pre-flight's XCom: every unit the staged mode names is promoted already
-
-
-class NothingCopiedYet(Permanent, RuntimeError):
-    """A promotion of a migration no catch-up run copied: nothing to promote yet (the same run is refused again)."""
 
 
 class MigrationPreflightOperator(MigrationOperator):
     """Checks the trigger form, connections and clusters and returns the diff provisioning would apply; changes nothing.
+    The checks and the diff are ``provision.preflight``'s (which ``kafka-ferry check`` shares) and
+    ``promotion.mode_checks``'; this task adds the Airflow side: the trigger form, the connections, the tenant,
+    the registries' lines and the estimate.
 
     Any refusal (an unreachable cluster, a selection that matches nothing, more destination partitions,
     incompatible cleanup.policy, active destination group) fails this task, so the run stops before the first
@@ -63,8 +51,8 @@ class MigrationPreflightOperator(MigrationOperator):
     clusters and the state topic, and stop there: provisioning is no part of them, and its plan would refuse what a
     rollback starts from (groups with members on the destination, topics the tenant changed there). A promotion
     (whole or staged) of a migration nothing was copied for yet is refused here, naming catch-up; ``promote-groups``
-    and ``promote-topics`` make their tasks' checks here too (``check_staged``), so a refusal or a no-op comes before
-    provisioning writes anything.
+    and ``promote-topics`` make their tasks' checks here too (``promotion.mode_checks``), so a refusal or a no-op
+    comes before provisioning writes anything.
 
     :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
     """
@@ -74,62 +62,19 @@ class MigrationPreflightOperator(MigrationOperator):
         mode = self.check_trigger(context)
         self.check_connections_exist()
         self.check_tenant()  # with a tenants file: only what the spec's tenant is granted
-        self.source_cluster.check_reachable()  # no address accepts a connection: one try, naming them
-        self.destination_cluster.check_reachable()
-        source_info = self.source_cluster.describe_cluster()
-        destination_info = self.destination_cluster.describe_cluster()
-        state_exists = self.state_store.check_topic()  # one of another shape is refused before any change
-        if mode in (ROLLBACK, ROLLBACK_PLAN):
-            return {"migration": self.spec.name, "mode": mode, "source_cluster_id": source_info.cluster_id,
-                    "destination_cluster_id": destination_info.cluster_id}
-        promoting = mode in (PROMOTE, PROMOTE_GROUPS, PROMOTE_TOPICS)
-        state = self.state_store.read_all() if state_exists and promoting else {}  # what was copied and promoted
-        if state_exists:
-            assert_not_promoted(self.state_store, self.spec_path, refused=f"mode {mode!r} is refused")
-        if promoting and not (state and read_progress(self.state_store, state)):
-            raise NothingCopiedYet(
-                f"mode {mode!r} is refused: migration {self.spec.name!r}: nothing was copied yet (no copy progress "
-                f"in state topic {self.spec.state_topic_name}), so there is nothing to promote; run mode catch-up "
-                f"first (until the lag is small), then mode {mode!r}")
-        check_selections(self.spec, self.source_cluster.list_topic_names(), self.source_cluster.list_group_ids())
+        infos = reach(self.source_cluster, self.destination_cluster)  # one try when no address answers
+        rollback = mode in (ROLLBACK, ROLLBACK_PLAN)
+        checked = check_state(self.spec, self.state_store, self.spec_path, mode, rollback)
+        if rollback:
+            return {"migration": self.spec.name, "mode": mode, "source_cluster_id": infos[0].cluster_id,
+                    "destination_cluster_id": infos[1].cluster_id}
         applications = check_applications(self.spec, self.source_cluster)  # refuses a selection splitting one
-        topic_plan = compute_topic_plan(self.spec, self.source_cluster, self.destination_cluster)
-        group_plan = compute_group_plan(self.spec, self.source_cluster, self.destination_cluster)
-        diff = {
-            "migration": self.spec.name,
-            "source_cluster_id": source_info.cluster_id,
-            "destination_cluster_id": destination_info.cluster_id,
-            "topics": topic_plan.as_dict(),
-            "groups": group_plan.as_dict(),
-            "internal_topics": sorted(internal_topics(self.spec)) + [self.spec.state_topic_name],
-            "timestamps": topic_plan.timestamp_lines(),
-        }
+        diff, topic_plan, group_plan = plan_diff(self.spec, self.source_cluster, self.destination_cluster,
+                                                 self.state_store, infos)
         diff["applications"] = [a.describe() for a in applications]
-        self.log.info("pre-flight diff for %s:", self.spec.name)
-        for line in diff["applications"]:
-            self.log.info("  unit %s", line)
-        for line in diff["topics"]["changes"]:
-            self.log.info("  topic %s", line)
-        for topic, changes in topic_plan.ownership.get("adopt", {}).items():
-            self.log.info("  adopt %s (topics.adopt): %s", topic, ", ".join(changes) or "no config change")
-        for topic in topic_plan.ownership.get("adopt_unmatched", []):
-            self.log.warning("  topics.adopt names %s, which is no mirror of this migration: ignored", topic)
-        for group, topics in diff["groups"]["migrated"].items():
-            self.log.info("  group %s on %s", group, ", ".join(topics))
-        diff["promoted_topics"] = recorded_promotions(self.spec, self.destination_cluster)[1]
-        for group in diff["groups"]["promoted"]:
-            self.log.info("  group %s promoted: left to its consumers (no member check, no offsets)", group)
-        for topic in diff["promoted_topics"]:
-            self.log.info("  topic %s promoted: its copy has ended, left as it is", topic)
-        for line in diff["timestamps"]:
-            self.log.info("  timestamps %s", line)
-        if self.spec.acls.fence:
-            diff["fencing"] = "on" if has_authorizer(self.destination_cluster) else "off: no authorizer"
-            (self.log.info if diff["fencing"] == "on" else self.log.warning)(
-                "  fencing %s (acls.fence)", diff["fencing"])
-            if diff["fencing"] == "on":  # FenceRefused (a DENY for User:* needed) stops the run here
-                check_fenceable(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
-                                sorted(diff["groups"]["migrated"]))
+        for level, line in diff_lines(diff, topic_plan):
+            self.log.log(level, "%s", line)
+        check_fencing(self.spec, self.source_cluster, self.destination_cluster, self.state_store, diff)
         if self.spec.schema_registry is not None:
             diff["serialized_fields"] = self.serialized_fields()
             for line in diff["serialized_fields"]:
@@ -147,49 +92,14 @@ class MigrationPreflightOperator(MigrationOperator):
         topic_plan.raise_if_refused()
         group_plan.raise_if_refused()
         if mode in (PROMOTE_GROUPS, PROMOTE_TOPICS):  # refused or a no-op here, before provisioning writes
-            diff[NO_OP_KEY] = self.check_staged(mode, context.get("params") or {}, state, group_plan.migrated,
-                                                units)
+            diff[NO_OP_KEY] = check_staged(self.spec, self.source_cluster, self.state_store, mode,
+                                           context.get("params") or {}, checked.state, group_plan.migrated, units)
         # backlog and ETA before the next batch, from sizes alone (the dry run's plan_copy gives the same)
         diff["estimate"] = estimate_before_copy(self.spec, self.source_cluster, self.destination_cluster,
                                                 self.state_store)
         for line in estimate_lines(diff["estimate"]):
             self.log.info("  %s", line)
         return {**diff, "mode": mode}
-
-    def check_staged(self, mode: str, params: dict, state: dict, planned: dict[str, list[str]],
-                     units: MigrationUnits | None = None) -> bool:
-        """The checks ``promote_groups`` / ``promote_topics`` make before acting, made here before provisioning
-        writes anything (the tasks make them again: a run can race another): unknown names, a topic read by a
-        group neither promoted nor waived, a coupled unit the step would split (``promotion.units``). True when
-        every name is promoted already: the run is a no-op, and ``choose_route`` skips the rest of it.
-
-        The groups this run's provisioning would record (``planned``) count as migrated already."""
-        readers = {**migrated_groups(self.state_store, state), **planned} if state else dict(planned)
-        done_groups, done_topics = (promoted_groups(self.state_store, state), promoted_topics(self.state_store, state)
-                                    ) if state else ([], [])
-        if mode == PROMOTE_GROUPS:
-            chosen = validate_selection("groups", names(params.get(GROUPS_FIELD)), readers)
-            todo = [g for g in chosen if g not in done_groups]
-            if not todo:
-                self.log.info("group(s) %s promoted already: nothing to do", ", ".join(chosen))
-            elif units is not None:
-                check_staged_units(self.spec, units, PROMOTE_GROUPS, groups=todo, promoted_topics=done_topics,
-                                   promoted_groups=done_groups)
-            return not todo
-        chosen = validate_selection("topics", names(params.get(TOPICS_FIELD)),
-                                    select_topics(self.spec, self.source_cluster.list_topic_names()))
-        waived = names(params.get(WAIVE_FIELD))
-        if waived:
-            validate_selection("waived groups", waived, readers)
-        todo = [t for t in chosen if t not in done_topics]
-        if not todo:
-            self.log.info("topic(s) %s promoted already: nothing to do", ", ".join(chosen))
-            return True
-        check_topic_promotion(todo, readers, done_groups, waived)
-        if units is not None:
-            check_staged_units(self.spec, units, PROMOTE_TOPICS, topics=todo, promoted_topics=done_topics,
-                               promoted_groups=done_groups)
-        return False
 
     def serialized_fields(self) -> list[str]:
         """Per topic, the fields a remap rewrites and the decode check decodes, and why (read-only)."""

@@ -17,7 +17,7 @@ from typing import Any
 from kafka_ferry.airflow_native.announce import decode_measured
 from kafka_ferry.copy.plan import planned_files, work_dir
 from kafka_ferry.copy.report import write_report
-from kafka_ferry.core.decode_faults import DecodeCheckFailed, MigrationFaultsFound
+from kafka_ferry.core.decode_faults import MigrationFaultsFound, skip_reason, verdict
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.hooks.schema_registry import SchemaRegistryHook
 from kafka_ferry.operators.base import DryRunOperator
@@ -110,13 +110,10 @@ class DecodeCheckOperator(DryRunOperator):
     @fail_fast
     def execute(self, context: Any) -> dict:
         settings = self.spec.schema_registry
-        if settings is None or settings.decode_check == "off":
-            return {"skipped": "decode_check is off"}
-        if self.is_dry_run:
-            return {"skipped": "dry run"}
-        status = promotion_status(self.state_store)
-        if status and status.get("status") == "promoted":
-            return {"skipped": "promoted"}
+        skipped = skip_reason(settings.decode_check if settings is not None else None, self.is_dry_run,
+                              lambda: promotion_status(self.state_store))
+        if skipped is not None:
+            return {"skipped": skipped}
         plan = context["ti"].xcom_pull(task_ids=self.plan_task_id) or {}
         destination = registry(settings.destination_connection_id)
         source = registry(settings.source_connection_id)  # to tell the migration's faults from the source's
@@ -135,17 +132,13 @@ class DecodeCheckOperator(DryRunOperator):
         report_path = planned_files(self.spec.name, plan)[1] if plan.get("report_path") else None
         if report_path is not None and report_path.exists():  # the page translate_offsets writes shows it
             write_report({**json.loads(report_path.read_text()), "decode_check": result}, report_path)
-        if report.migration_faults:  # whatever decode_check says: the migration damaged them
-            message = (f"{sum(f['records'] for f in report.migration_faults)} copied record(s) decode against the "
-                       "source registry but not against the destination's: the schema migration left their schemas "
-                       "behind; translation and promotion are blocked until a run finds them decoding. "
-                       + "; ".join(f["description"] for f in report.migration_faults[:5]))
-            if report_path is not None and report_path.exists():  # no later task of this run writes the page
-                page = {**json.loads(report_path.read_text()), "failure": message}
-                publish_batch_run(self.spec, work_dir(self.spec.name), str(context.get("run_id") or
-                                                                            page.get("batch_id")), page, [], [])
-            raise MigrationFaultsFound(message)  # Permanent: fail_fast fails the task once
-        if report.failed and settings.decode_check == "enforce":
-            raise DecodeCheckFailed(f"{report.failed} record(s) copied to the destination do not decode "
-                                    f"against its registry: {report.describe_failures()}")
+        failure = verdict(report.migration_faults, report.failed,
+                          report.describe_failures() if report.failed else "", settings.decode_check)
+        if isinstance(failure, MigrationFaultsFound) and report_path is not None and report_path.exists():
+            # no later task of this run writes the page: the failure goes on it now
+            page = {**json.loads(report_path.read_text()), "failure": str(failure)}
+            publish_batch_run(self.spec, work_dir(self.spec.name), str(context.get("run_id") or page.get("batch_id")),
+                              page, [], [])
+        if failure is not None:
+            raise failure  # Permanent: fail_fast fails the task once
         return result

@@ -11,15 +11,15 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError
 
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
 from kafka_ferry.core.state_records import KINDS, StateKind, StateRecordError, decode, state_topic_problem
-from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.kafka.reads import start_reader
 
 log = logging.getLogger(__name__)
@@ -30,9 +30,11 @@ STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"
 class MigrationStateStore:
     """Read-all / write-through access to one migration's state topic."""
 
-    def __init__(self, cluster: KafkaCluster, topic: str):
+    def __init__(self, cluster: Cluster, topic: str, clock: Callable[[], float] = time.time):
+        """``clock``: seconds since the epoch, stamped on every record as its write time (tests fix it)."""
         self.cluster = cluster
         self.topic = topic
+        self.clock = clock
         # The last read, by the end offset it was read to: the topic has one partition and only grows, so the
         # same end offset is the same records (a promotion's plan reads the state a dozen times between writes;
         # at 2,000 partitions each read was a consumer and a tenth of a second). Any write moves the end.
@@ -70,7 +72,7 @@ class MigrationStateStore:
         """Write records (None: a tombstone) and wait until every one is acknowledged by all in-sync replicas.
 
         Every record is checked against its kind's declaration before the first is sent."""
-        now_ms = int(time.time() * 1000)
+        now_ms = int(self.clock() * 1000)
         records = [_declared(kind).encode(key, value, now_ms) for key, value in values.items()]
         # partition 0 explicitly: the one partition every reader reads, whatever the producer's partitioner
         self.cluster.produce_and_wait(self.topic, records, partition=0, timeout_s=30, what="state records")

@@ -4,13 +4,13 @@ backlog record keeps the offsets it moved, and its ETA counts the wait for the n
 from __future__ import annotations
 
 import pytest
+from fakes.state import FakeStateStore
 from test_copy_plan import SPEC
 
 from kafka_ferry.copy.backlog import record_backlog, spec_limits
 from kafka_ferry.core.spec import parse_spec
 from kafka_ferry.core.spec_source import SpecError
 from kafka_ferry.core.state_records import BACKLOG_KIND
-from kafka_ferry.state.store import MigrationStateStore
 
 
 def spec(schedule=None, **copy):
@@ -40,21 +40,6 @@ def test_a_window_the_spec_refuses_never_reaches_the_eta(window):
         spec(window=window)
 
 
-class _MemoryStore(MigrationStateStore):
-    """Test seam: the state topic as a dict; records still pass their kind's declaration (``encode``)."""
-
-    def __init__(self):
-        self.records: dict[str, dict] = {}
-
-    def put_many(self, kind, values):
-        for key, value in values.items():
-            kind.encode(key, value, 0)
-            self.records[key] = dict(value)
-
-    def read_all(self):
-        return {BACKLOG_KIND: dict(self.records)}
-
-
 def _report(batch_id, finished_at_ms, copied, lag_before, lag_after, partitions):
     return {"batch_id": batch_id, "finished_at_ms": finished_at_ms, "duration_s": 3600.0, "records_copied": copied,
             "bytes_copied": copied * 1000, "lag_before_total": lag_before, "lag_after_total": lag_after,
@@ -63,12 +48,13 @@ def _report(batch_id, finished_at_ms, copied, lag_before, lag_after, partitions)
 
 
 def test_a_batch_keeps_the_offsets_it_moved_and_its_eta_counts_the_wait_for_the_next_window():
-    store = _MemoryStore()
+    store = FakeStateStore().created()  # the real store on the in-memory cluster (tests/fakes)
     nightly = spec("0 1 * * *", window="05:00")
     # 300,000 of the 750,000 offsets passed were already on the destination (a retried batch): moved, not copied
     first = record_backlog(nightly, _report("a", 0, 450_000, 1_000_000, 250_000, [(0, 500_000), (100, 250_100)]),
                            store)
-    assert first["offsets_progressed"] == 750_000 and store.records["a"]["offsets_progressed"] == 750_000
+    assert first["offsets_progressed"] == 750_000
+    assert store.read_kind(BACKLOG_KIND)["a"]["offsets_progressed"] == 750_000
     # a day later producers had added 86,400 offsets (1/s); a retry of a killed batch moved 43,200 offsets whose
     # records its first attempt had already put on the destination, copying none
     second = record_backlog(nightly, _report("b", 86_400_000, 0, 336_400, 293_200,

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-import pytest
+import os
+import time
 
+import pytest
+from fakes.cluster import FakeCluster
+from fakes.state import FakeStateStore
+
+from kafka_ferry.copy.batch import BatchClients
 from kafka_ferry.copy.batch_runner import run_partitions
 from kafka_ferry.copy.copy_failures import CopyFailed, UnmappedSchemaId
+from kafka_ferry.copy.lease import process_started
+from kafka_ferry.copy.plan import CopyPlan, PartitionTask
+from kafka_ferry.copy.report import PartitionResult
 from kafka_ferry.copy.runner import PlannedTopicMissing
+from kafka_ferry.core.copy_lease import Claim
 from kafka_ferry.core.failures import Permanent, retry_cannot_help
 from kafka_ferry.task_support import is_deterministic
 
@@ -56,88 +66,104 @@ def test_an_exception_declares_permanence_itself():
 
 
 # --- run_batch: the lease is claimed and the topics checked while the engine starts -------------------------
-class _Lease:
-    def __init__(self, held_by_other: bool = False) -> None:
-        self.held_by_other, self.events = held_by_other, []
-
-    def acquire(self):
-        from kafka_ferry.core.copy_lease import CopyLeaseHeld
-
-        if self.held_by_other:
-            raise CopyLeaseHeld("migration m: batch b2 holds the copy lease")
-        self.events.append("acquired")
-
-    def release(self):
-        self.events.append("released")
-
-    def __enter__(self):
-        self.events.append("entered")
-        return self
-
-    def __exit__(self, *exc):
-        self.release()
+# The clusters are the in-memory ones of tests/fakes: the lease, the check, the batch record and the withdrawal are
+# what each leaves on them (the state topic's records, the metadata asked), in that order.
+STATE = "kafka-ferry.m.state"
 
 
-class _Plan:
-    is_empty, batch_id, migration = False, "b1", "m"
+def _plan() -> CopyPlan:
+    return CopyPlan(migration="m", batch_id="b1", source_cluster_id="s", destination_cluster_id="d",
+                    state_topic=STATE, offset_syncs_topic="os", provenance_headers=True, offset_sync_interval=10,
+                    max_records_per_partition=10, max_bytes_per_partition=10,
+                    tasks=(PartitionTask("t", 0, "t", 0, 3),), lag_before={"t:0": 3})
+
+
+def _lease_held_elsewhere(store: FakeStateStore) -> None:
+    """A live copy job of another batch holds the lease (this process stands for it: it is alive)."""
+    pid = os.getpid()
+    now = int(time.time() * 1000)
+    claim = Claim(token="other", migration="m", batch_id="b2", host="h", pid=pid,
+                  pid_started=process_started(pid) or "", claimed_at_ms=now, expires_at_ms=now + 600_000)
+    store.fake.produce_and_wait(STATE, [(claim.key.encode(), claim.to_json())], partition=0)
 
 
 @pytest.fixture()
-def batch(monkeypatch):
-    """run_batch with this lease, these topic checks and this engine; returns (events, what run_batch did)."""
+def batch(tmp_path):
+    """run_batch on fake clusters with this engine; returns (what happened in order, what run_batch raised)."""
     from contextlib import contextmanager
 
     from kafka_ferry.copy import batch_runner
 
-    def run(lease: _Lease, topics_problem: Exception | None = None, engine_fails: bool = False):
-        events = lease.events
-        monkeypatch.setattr(batch_runner, "copy_lease", lambda plan, configs: lease)
-        monkeypatch.setattr(batch_runner, "state_clients", lambda configs: None)
-        monkeypatch.setattr(batch_runner, "finish_batch", lambda *a, **k: events.append("finished") or {})
-        monkeypatch.setattr(batch_runner, "report_lines", lambda report: [])
-
-        def check(plan, configs):
-            events.append("checked")
-            if topics_problem is not None:
-                raise topics_problem
-
-        monkeypatch.setattr(batch_runner, "check_planned_topics", check)
+    def run(held_by_other: bool = False, topic_deleted: bool = False, engine_fails: bool = False):
+        source, destination = FakeCluster("source"), FakeCluster("destination")
+        for cluster in (source, destination):
+            cluster.create_topic("t", 1, 1, {})
+        source.produce_and_wait("t", [(b"k", b"v")] * 3, partition=0)
+        store = FakeStateStore(destination, STATE).created()
+        if held_by_other:
+            _lease_held_elsewhere(store)
+        if topic_deleted:
+            del destination.topics["t"]  # deleted after planning
+        start, copied_at, asked_before_copy = len(store.log), [], []
 
         @contextmanager
         def engine():
             if engine_fails:
                 raise RuntimeError("the Spark master refused the application")
-            yield lambda plan, configs, fault: events.append("copied") or ROWS
+            def run_tasks(plan, configs, fault):
+                copied_at.append(len(store.log))
+                asked_before_copy.extend(r for r in source.requests + destination.requests
+                                         if r[0] == "list_partitions")
+                return [PartitionResult("t", 0, "t", 0, 3, 0, 3, records_copied=3).as_dict()]
 
+            yield run_tasks
+
+        clients = BatchClients({}, source=source, destination=destination, lease=destination, closing=destination)
+        error = None
         try:
-            batch_runner.run_batch(_Plan(), {}, engine, "/unused/report.json")
+            batch_runner.run_batch(_plan(), {}, engine, str(tmp_path / "report.json"), clients=clients)
         except Exception as exc:  # noqa: BLE001 - the test asserts on it
-            return events, exc
-        return events, None
+            error = exc
+        events = []
+        for i, (key, value) in enumerate(store.log[start:], start):
+            if copied_at and copied_at[0] == i:
+                events.append("copied")
+            name = key.decode().split("/")[0]
+            events.append({"copy-lease": "acquired" if value is not None else "released",
+                           "batch": "finished"}.get(name, name))
+        if copied_at and copied_at[0] == len(store.log):
+            events.append("copied")
+        checked = [r for r in source.requests + destination.requests if r[0] == "list_partitions"]
+        if copied_at:
+            assert asked_before_copy == checked  # every check was made before the first record moved
+        return events, checked, error
 
     return run
 
 
 def test_a_claimed_and_checked_batch_copies_inside_the_lease(batch):
-    events, error = batch(_Lease())
-    assert error is None and events == ["acquired", "checked", "entered", "copied", "finished", "released"]
+    events, checked, error = batch()
+    assert error is None and events == ["acquired", "copied", "finished", "released"]
+    assert [c[1] for c in checked] == [("t",), ("t",)]  # both clusters' partitions, before the copy
 
 
 def test_a_lease_held_elsewhere_copies_nothing_and_releases_nothing(batch):
     from kafka_ferry.core.copy_lease import CopyLeaseHeld
 
-    events, error = batch(_Lease(held_by_other=True))
-    assert isinstance(error, CopyLeaseHeld) and events == []
+    events, checked, error = batch(held_by_other=True)
+    assert isinstance(error, CopyLeaseHeld) and "batch b2" in str(error)
+    assert "copied" not in events and "finished" not in events and checked == []
+    assert events == ["acquired", "released"]  # its own claim, read back behind the holder's, withdrawn at once
 
 
 def test_a_topic_deleted_after_planning_fails_once_with_its_record_and_copies_nothing(batch):
-    problem = PlannedTopicMissing("batch b1: planned partitions no longer exist: source t-0")
-    events, error = batch(_Lease(), topics_problem=problem)
-    assert isinstance(error, CopyFailed) and error.record["message"] == str(problem)
-    assert "copied" not in events and events[-1] == "released"
+    events, checked, error = batch(topic_deleted=True)
+    assert isinstance(error, CopyFailed) and "planned partitions no longer exist: destination t-0" in (
+        error.record["message"])
+    assert "copied" not in events and events[-1] == "released" and len(checked) == 2
 
 
 def test_an_engine_that_fails_to_start_withdraws_the_claim(batch):
-    events, error = batch(_Lease(), engine_fails=True)
+    events, checked, error = batch(engine_fails=True)
     assert isinstance(error, RuntimeError) and "refused" in str(error)
-    assert events == ["acquired", "checked", "released"]
+    assert events == ["acquired", "released"] and len(checked) == 2

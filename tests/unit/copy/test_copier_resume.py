@@ -1,22 +1,22 @@
 """Where a first attempt's resume reads the destination's tail from: its log start, unless the task names the last
-offset no record of this copy can come before (a rollback's copy-back: the source's history ends there)."""
+offset no record of this copy can come before (a rollback's copy-back: the source's history ends there).
+
+The destination is the in-memory cluster of ``tests/fakes``: its partition t-0 holds ten records an earlier attempt
+copied from source ``s`` (upstream 100 + d at downstream d, provenance headers on each), so where the resume read
+from shows in how many of them it found."""
 
 from __future__ import annotations
 
 import pytest
+from fakes.cluster import FakeCluster
 
 from kafka_ferry.copy import partition_copier
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
 from kafka_ferry.core.progress import PartitionProgress
+from kafka_ferry.core.provenance import provenance_headers
 
-
-class _Cluster:
-    def consumer(self, **config):
-        return object()
-
-    def producer(self, **config):
-        return object()
+COPIED = 10  # records at downstream 0..9
 
 
 class _Result:
@@ -24,36 +24,39 @@ class _Result:
 
 
 @pytest.fixture()
-def tail_reads(monkeypatch):
-    """The ``after_offset`` each resume asked the destination's tail from."""
-    asked: list = []
-    monkeypatch.setattr(partition_copier, "copied_pairs",
-                        lambda destination, topic, partition, after, source: asked.append(after) or [])
-    return asked
+def clusters() -> tuple[FakeCluster, FakeCluster]:
+    source, destination = FakeCluster("source"), FakeCluster("destination")
+    source.create_topic("t", 1, 1, {})
+    destination.create_topic("t", 1, 1, {})
+    destination.produce("t", 0, *((b"k", b"v", provenance_headers("s", 100 + d)) for d in range(COPIED)))
+    return source, destination
 
 
-def _resume(task: PartitionTask, progress: PartitionProgress | None) -> int:
+def _resume(clusters, task: PartitionTask, progress: PartitionProgress | None) -> tuple[int, int]:
+    """(records the resume found copied, the upstream offset it resumes the copy at)."""
     plan = CopyPlan(migration="m", batch_id="b", source_cluster_id="s", destination_cluster_id="d",
                     state_topic="st", offset_syncs_topic="os", provenance_headers=True, offset_sync_interval=10,
                     max_records_per_partition=10, max_bytes_per_partition=10, tasks=(task,))
-    copier = partition_copier.PartitionCopier(plan, _Cluster(), _Cluster(), sync_writer=None, store=None)
-    return copier._resume_from_tail(task, progress, PartitionSyncTracker(10), lambda points: None, _Result(),
-                                    task.start_offset)
+    copier = partition_copier.PartitionCopier(plan, *clusters, sync_writer=None, store=None)
+    result = _Result()
+    start = copier._resume_from_tail(task, progress, PartitionSyncTracker(10), lambda points: None, result,
+                                     task.start_offset)
+    return result.records_resumed, start
 
 
-def test_a_first_attempt_reads_the_whole_tail_unless_the_task_knows_where_its_records_start(tail_reads):
-    _resume(PartitionTask("t", 0, "t", 0, 5), None)
-    _resume(PartitionTask("t", 0, "t", 0, 5, resume_after=41_999), None)  # a copy-back: history ends at 41,999
-    assert tail_reads == [None, 41_999]
+def test_a_first_attempt_reads_the_whole_tail_unless_the_task_knows_where_its_records_start(clusters):
+    whole = _resume(clusters, PartitionTask("t", 0, "t", 0, 5), None)
+    bounded = _resume(clusters, PartitionTask("t", 0, "t", 0, 5, resume_after=3), None)  # a copy-back's bound
+    assert whole == (COPIED, 110) and bounded == (COPIED - 4, 110)  # read after None (all), after 3 (4..9)
 
 
-def test_progress_and_the_tasks_bound_the_later_of_the_two_wins(tail_reads):
-    progress = PartitionProgress("t", 0, "t", next_upstream_offset=3, last_upstream_offset=2,
-                                 last_downstream_offset=42_001)
-    _resume(PartitionTask("t", 0, "t", 0, 5, resume_after=41_999), progress)
-    _resume(PartitionTask("t", 0, "t", 0, 5, resume_after=50_000), progress)
-    _resume(PartitionTask("t", 0, "t", 0, 5), progress)
-    assert tail_reads == [42_001, 50_000, 42_001]
+def test_progress_and_the_tasks_bound_the_later_of_the_two_wins(clusters):
+    progress = PartitionProgress("t", 0, "t", next_upstream_offset=106, last_upstream_offset=105,
+                                 last_downstream_offset=5)
+    found = [_resume(clusters, PartitionTask("t", 0, "t", 0, 5, resume_after=3), progress)[0],
+             _resume(clusters, PartitionTask("t", 0, "t", 0, 5, resume_after=7), progress)[0],
+             _resume(clusters, PartitionTask("t", 0, "t", 0, 5), progress)[0]]
+    assert found == [4, 2, 4]  # read after 5 (progress), after 7 (the task), after 5
 
 
 def test_a_plan_written_before_the_field_reads_back_without_it():

@@ -1,14 +1,18 @@
-"""ChunkAcks: exact destination offsets from two reports per chunk, read-back when foreign records interleave."""
+"""ChunkAcks: exact destination offsets from two reports per chunk, read-back when foreign records interleave.
+
+The read-back reads the destination partition of the in-memory cluster of ``tests/fakes``, written as the copy and
+another producer would have written it (our records carry provenance headers, the foreign ones none)."""
 
 from __future__ import annotations
 
 import pytest
+from fakes.cluster import FakeCluster
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.copy import delivery
 from kafka_ferry.copy.delivery import Chunk, ChunkAcks, CopyError
 from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
+from kafka_ferry.core.provenance import provenance_headers
 
 
 class Msg:
@@ -27,10 +31,17 @@ def deliver(chunk: Chunk, downs: list[int]) -> None:
         chunk.on_last(None, Msg(downs[-1]))
 
 
-def make(interval=3):
+def make(interval=3, written: dict[int, int] | None = None):
+    """ChunkAcks onto a destination partition t-0 whose offsets 0..max hold our records where ``written`` maps a
+    downstream offset to its upstream one, and another producer's records everywhere else."""
     emitted = []
     tracker = PartitionSyncTracker(interval)
-    acks = ChunkAcks(None, "t", 0, "src", tracker, emitted.extend)
+    destination = FakeCluster("destination")
+    destination.create_topic("t", 1, 1, {})
+    written = written or {}
+    destination.produce("t", 0, *((b"k", b"v", provenance_headers("src", written[d]) if d in written else None)
+                                  for d in range(max(written, default=-1) + 1)))
+    acks = ChunkAcks(destination, "t", 0, "src", tracker, emitted.extend)
     return acks, tracker, emitted
 
 
@@ -50,37 +61,30 @@ def chunks(draw):
 
 
 @given(chunks(), st.integers(1, 6))
-def test_same_syncs_as_per_record_observe(monkeypatch_chunks, interval):
-    acks, tracker, emitted = make(interval)
+def test_same_syncs_as_per_record_observe(drawn_chunks, interval):
+    acks, tracker, emitted = make(interval, {d: u for ups, downs in drawn_chunks
+                                             for u, d in zip(ups, downs, strict=True)})
     reference = PartitionSyncTracker(interval)
     expected = []
-    by_range = {}
-    for ups, downs in monkeypatch_chunks:
+    for ups, downs in drawn_chunks:
         chunk = Chunk()
         chunk.upstream.extend(ups)
         deliver(chunk, downs)
         acks.pending.append(chunk)
-        by_range[(downs[0], downs[-1] + 1)] = list(zip(ups, downs, strict=True))
         for pair in zip(ups, downs, strict=True):
             expected.extend(reference.observe(*pair))
-    original = delivery.provenance_pairs
-    delivery.provenance_pairs = lambda _d, _t, _p, start, end, _c: by_range[(start, end)]
-    try:
-        acks.settle()
-    finally:
-        delivery.provenance_pairs = original
+    acks.settle()
     assert emitted == expected
-    assert acks.acked == sum(len(u) for u, _ in monkeypatch_chunks) and not acks.pending
+    assert acks.acked == sum(len(u) for u, _ in drawn_chunks) and not acks.pending
     assert tracker.finish() == reference.finish()
 
 
-def test_foreign_records_are_read_back_and_must_match(monkeypatch):
-    acks, _, _ = make()
+def test_foreign_records_are_read_back_and_must_match():
+    acks, _, _ = make(written={0: 10, 3: 12})  # one of ours missing: offsets 1 and 2 hold foreign records
     chunk = Chunk()
     chunk.upstream.extend([10, 11, 12])
     deliver(chunk, [0, 3])  # 4 offsets for 3 records: someone else wrote in between
     acks.pending.append(chunk)
-    monkeypatch.setattr(delivery, "provenance_pairs", lambda *a: [(10, 0), (12, 3)])  # one of ours missing
     with pytest.raises(CopyError, match="could not map"):
         acks.settle()
 

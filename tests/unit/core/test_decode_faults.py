@@ -7,7 +7,17 @@ from types import SimpleNamespace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.decode_faults import MIGRATION_FAULT_FIELD, FaultClassifier, blocking, describe
+from kafka_ferry.core.decode_faults import (
+    MIGRATION_FAULT_FIELD,
+    DecodeCheckFailed,
+    FaultClassifier,
+    MigrationFaultsFound,
+    blocking,
+    describe,
+    skip_reason,
+    verdict,
+)
+from kafka_ferry.core.failures import retry_cannot_help
 from kafka_ferry.core.schema_wire import schema_id_of, with_schema_id
 
 BODY = b"\x02ok"
@@ -46,3 +56,37 @@ def test_standing_faults_block_and_name_subject_version_and_offsets():
     assert "t-1 offsets [3, 5]" in text and "subject 't-value' version 3 (soft-deleted on the source)" in text
     marks = {"t:1": {MIGRATION_FAULT_FIELD: text}, "t:0": {"checked_through": 9}, "u:0": {}}
     assert blocking(marks) == [f"t:1: {text}"]
+
+
+FAULT = {"records": 3, "description": "orders-0 offsets [4, 6]: the value carries schema id 7 on the destination"}
+
+
+@given(st.lists(st.just(FAULT), max_size=7), st.integers(0, 50), st.sampled_from(["off", "report", "enforce"]))
+def test_the_verdict_blocks_on_migration_faults_always_and_on_failures_only_when_enforced(faults, failed, policy):
+    failure = verdict(faults, failed, "orders-0@5: unknown id 9", policy)
+    if faults:  # the migration damaged them: whatever decode_check says
+        assert isinstance(failure, MigrationFaultsFound) and retry_cannot_help(failure)
+        assert str(failure).startswith(f"{3 * len(faults)} copied record(s) decode against the source registry")
+        assert str(failure).count("offsets [4, 6]") == min(len(faults), 5)  # the first five named
+    elif failed and policy == "enforce":
+        assert isinstance(failure, DecodeCheckFailed) and retry_cannot_help(failure)
+        assert str(failure) == (f"{failed} record(s) copied to the destination do not decode against its registry: "
+                                "orders-0@5: unknown id 9")
+    else:
+        assert failure is None
+
+
+def test_the_check_is_skipped_when_off_in_a_dry_run_or_once_promoted_asking_the_state_last():
+    asked = []
+
+    def status(value):
+        return lambda: asked.append(value) or value
+
+    assert skip_reason(None, False, status(None)) == "decode_check is off"
+    assert skip_reason("off", False, status(None)) == "decode_check is off"
+    assert skip_reason("enforce", True, status(None)) == "dry run"
+    assert asked == []  # the state topic is read only when nothing else skips the check
+    assert skip_reason("report", False, status({"status": "promoted"})) == "promoted"
+    assert skip_reason("report", False, status({"status": "copying"})) is None
+    assert skip_reason("enforce", False, status(None)) is None
+    assert len(asked) == 3

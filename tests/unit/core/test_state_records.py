@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from fakes.cluster import FakeCluster
 
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.staged_cutover import UnitPromotion
@@ -23,7 +24,6 @@ from kafka_ferry.core.state_records import (
     partition_key,
     under,
 )
-from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.store import MigrationStateStore
 
 PACKAGE = Path(__file__).resolve().parents[3] / "plugins" / "kafka_ferry"
@@ -83,49 +83,36 @@ def test_no_module_but_the_declarations_names_a_kind():
 
 
 def test_the_store_refuses_an_undeclared_kind_before_writing():
-    store = MigrationStateStore(KafkaCluster("destination", {"bootstrap.servers": "127.0.0.1:1"}), "t")
+    cluster = FakeCluster("destination")
+    store = MigrationStateStore(cluster, "t")
     with pytest.raises(TypeError, match="'progress' is not declared"):
         store.put("progress", "t:0", {"next_upstream_offset": 1})
     lookalike = StateKind("progress", "<topic>:<partition>", (), "a test")
     with pytest.raises(TypeError, match="is not declared"):
         store.put_many(lookalike, {"t:0": None})
-
-
-class _FakeDestination(KafkaCluster):
-    """Test seam: records writes and answers topic descriptions without a broker."""
-
-    def __init__(self, topics: dict | None = None):
-        super().__init__("destination", {"bootstrap.servers": "127.0.0.1:1"})
-        self.topics, self.writes = topics or {}, []
-
-    def produce_and_wait(self, topic, records, **kwargs):
-        self.writes.append((topic, list(records), kwargs))
-        return len(self.writes[-1][1])
-
-    def describe_topics(self, names):
-        return {n: self.topics[n] for n in names if n in self.topics}
+    assert cluster.calls["produce_and_wait"] == 0  # refused before anything reached the cluster
 
 
 def test_every_state_write_goes_to_partition_zero():
     from kafka_ferry.core.state_records import GROUP_KIND
 
-    cluster = _FakeDestination()
+    cluster = FakeCluster("destination")  # in memory (tests/fakes): a topic of 3 partitions shows where writes go
+    cluster.create_topic("t", 3, 1, {"cleanup.policy": "compact"})
     MigrationStateStore(cluster, "t").put_many(GROUP_KIND, {"g1": {"source_topics": []}, "g2": None})
-    ((topic, records, kwargs),) = cluster.writes
-    assert (topic, len(records), kwargs["partition"]) == ("t", 2, 0)
+    assert [log.end for log in cluster.topics["t"].partitions] == [2, 0, 0]
 
 
 @pytest.mark.parametrize(("partitions", "policy", "refused"), [(1, "compact", False), (4, "compact", True),
                                                                (1, "delete", True), (1, "compact,delete", True)])
 def test_an_existing_state_topic_of_another_shape_is_refused(partitions, policy, refused):
-    from kafka_ferry.core.cluster_model import TopicInfo
     from kafka_ferry.core.provisioning_plan import ProvisioningRefused
 
-    store = MigrationStateStore(_FakeDestination({"t": TopicInfo("t", partitions, 1, {"cleanup.policy": policy})}),
-                                "t")
+    cluster = FakeCluster("destination")
+    cluster.create_topic("t", partitions, 1, {"cleanup.policy": policy})
+    store = MigrationStateStore(cluster, "t")
     if refused:
         with pytest.raises(ProvisioningRefused, match=f"state topic t has {partitions} partition"):
             store.check_topic()
     else:
         assert store.check_topic() is True
-    assert MigrationStateStore(_FakeDestination(), "missing").check_topic() is False
+    assert MigrationStateStore(FakeCluster("destination"), "missing").check_topic() is False

@@ -1,14 +1,16 @@
 """The promotion's, the batches' and the gap ledger's records as ``state/`` writes and reads them, through the
-declared kinds' own encoding (``core.state_records``): keys, tombstones, and what a reader gets back."""
+declared kinds' own encoding (``core.state_records``): keys, tombstones, and what a reader gets back. The store is
+the real ``MigrationStateStore`` on the in-memory cluster of ``tests/fakes`` (``log``: the state topic's records)."""
 
 from __future__ import annotations
 
 import pytest
+from fakes.state import FakeStateStore
 
 from kafka_ferry.core.batch_planning import RetentionGap
 from kafka_ferry.core.failures import retry_cannot_help
 from kafka_ferry.core.offset_decisions import OffsetDecision
-from kafka_ferry.core.state_records import GAP_KIND, KINDS, PROMOTION_KIND, ROLLBACK_KIND, decode
+from kafka_ferry.core.state_records import GAP_KIND, PROMOTION_KIND, ROLLBACK_KIND
 from kafka_ferry.state.batches import STATE_FIELDS, batch_history, save_batch
 from kafka_ferry.state.gaps import save_gaps
 from kafka_ferry.state.offset_decisions import stored_decisions
@@ -25,41 +27,12 @@ from kafka_ferry.state.promotion import (
 )
 
 
-class TopicBytes:
-    """The state topic as bytes: every write goes through the kind's encode, every read through decode (the
-    store's own path, minus Kafka); compaction is the last value per key."""
-
-    topic = "kafka-ferry.test.state"
-
-    def __init__(self) -> None:
-        self.log: list[tuple[bytes, bytes | None]] = []
-
-    def put(self, kind, key, value) -> None:
-        self.put_many(kind, {key: value})
-
-    def put_many(self, kind, values) -> None:
-        self.log += [kind.encode(k, v, 1) for k, v in values.items()]
-
-    def read_all(self) -> dict:
-        state: dict = {}
-        for raw_key, raw_value in self.log:
-            name, key, value = decode(raw_key, raw_value)
-            if value is None:
-                state.get(KINDS[name], {}).pop(key, None)
-            else:
-                state.setdefault(KINDS[name], {})[key] = value
-        return state
-
-    def read_kind(self, kind) -> dict:
-        return dict(self.read_all().get(kind, {}))
-
-
 def _decision(group: str, partition: int, downstream: int) -> OffsetDecision:
     return OffsetDecision(group, "t", partition, "d", downstream + 2, downstream, "exact-run", "r")
 
 
 def test_a_new_final_translation_replaces_the_groups_of_an_earlier_one():
-    store = TopicBytes()
+    store = FakeStateStore().created()
     save_final_translation(store, {"a": [_decision("a", 0, 1).as_dict()], "b": [_decision("b", 0, 2).as_dict()]},
                            promotion_records(store))
     save_final_translation(store, {"b": [_decision("b", 0, 5).as_dict()]}, promotion_records(store))
@@ -69,7 +42,7 @@ def test_a_new_final_translation_replaces_the_groups_of_an_earlier_one():
 
 
 def test_steps_are_done_in_their_order_once_marked():
-    store = TopicBytes()
+    store = FakeStateStore().created()
     save_step_done(store, "commit_offsets", {"groups": 1}, 0.12345)
     save_step_done(store, "final_copy", {}, 1.0)
     records = promotion_records(store)
@@ -79,7 +52,7 @@ def test_steps_are_done_in_their_order_once_marked():
 
 
 def test_the_promoted_mark_names_topics_and_groups_and_a_reset_removes_every_promotion_record():
-    store = TopicBytes()
+    store = FakeStateStore().created()
     assert promotion_status(store) is None
     save_step_done(store, "final_copy", {}, 1.0)
     save_promoted(store, {"orders": "eu.orders"}, ["g2", "g1"], 1000)
@@ -94,7 +67,7 @@ def test_the_promoted_mark_names_topics_and_groups_and_a_reset_removes_every_pro
 
 def test_a_reset_is_refused_while_the_promotion_can_be_rolled_back_unless_the_rollback_is_given_up():
     """The promotion's records are what a rollback reads: deleting them would lose the way back (issue 35)."""
-    store = TopicBytes()
+    store = FakeStateStore().created()
     save_promoted(store, {"orders": "eu.orders"}, ["g1"], 1000)
     assert rollback_possible(store)
     before = list(store.log)
@@ -112,14 +85,14 @@ def test_a_reset_is_refused_while_the_promotion_can_be_rolled_back_unless_the_ro
 
 
 def test_a_reset_told_the_rollback_is_given_up_removes_the_records():
-    store = TopicBytes()
+    store = FakeStateStore().created()
     save_promoted(store, {"orders": "eu.orders"}, ["g1"], 1000)
     assert reset_promotion(store, give_up_rollback=True) == ["group/g1", "migration", "topic/orders"]
     assert not rollback_possible(store)
 
 
 def test_a_gap_is_keyed_by_its_first_lost_offset_and_a_wider_loss_replaces_it():
-    store = TopicBytes()
+    store = FakeStateStore().created()
     save_gaps(store, [RetentionGap("t", 0, 10, 20)], "batch-1", 5)
     save_gaps(store, [RetentionGap("t", 0, 10, 30)], "batch-2", 6)
     assert store.read_kind(GAP_KIND) == {"t:0@10": {
@@ -128,7 +101,7 @@ def test_a_gap_is_keyed_by_its_first_lost_offset_and_a_wider_loss_replaces_it():
 
 
 def test_batch_history_is_oldest_first_and_keeps_totals_not_partition_rows():
-    store = TopicBytes()
+    store = FakeStateStore().created()
     fields = dict.fromkeys((f for f in STATE_FIELDS if f not in ("batch_id", "finished_at_ms")), 0)
     for batch_id, finished in (("b2", 20), ("b1", 10)):
         save_batch(store, {**fields, "batch_id": batch_id, "finished_at_ms": finished, "report_path": f"/r/{batch_id}",
