@@ -86,6 +86,7 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --no-warn-unused-configs tests/conftest.py  # beside tests/integration/conftest.py: same module name
+	$(VENV)/bin/mypy --no-warn-unused-configs tests/unit/promotion/conftest.py
 
 ## Write the two-line DAG file of every dags/migrations/*.yaml that lacks one.
 dags: install
