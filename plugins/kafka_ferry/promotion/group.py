@@ -1,7 +1,8 @@
 """Promote one consumer group while producers keep writing to the source.
 
-Steps (``core.staged_cutover.GROUP_STEPS``), each recorded in the state topic when done so an interrupted run resumes
-at the first missing one, and a promoted group is left as it is:
+Steps (``GROUP_TABLE`` below, names ``core.step_names.GroupStep``; run by ``promotion.step_runner``), each recorded in
+the group's promotion record when done so an interrupted run resumes at the first missing one, and a promoted group
+is left as it is:
   source_quiet  the group has no members on the source (its consumers stopped; their last commit is final)
   final_copy    the group's topics copied at least up to the source's end at that moment (later records keep
                 coming with catch-up batches: producers are still on the source)

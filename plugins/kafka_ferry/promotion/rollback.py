@@ -2,6 +2,8 @@
 
     quiesce -> copy_back -> commit_offsets -> fences -> reconcile -> mark_rolled_back
 
+(``ROLLBACK_TABLE`` at the bottom, names ``core.step_names.RollbackStep``, run by ``promotion.step_runner``.)
+
 - ``quiesce``: the destination's mirror topics keep their end offsets for the quiesce window and no migrated group
   has members there (a record produced or an offset committed after this would be left behind).
 - ``copy_back``: the partition copier with the roles swapped (destination -> source, same partition): every record

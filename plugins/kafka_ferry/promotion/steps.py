@@ -2,6 +2,9 @@
 
     final_copy -> final_translation -> commit_offsets -> reconcile -> switch_timestamps -> mark_promoted
 
+``PROMOTION_TABLE`` (bottom) declares them (names ``core.step_names.PromotionStep``, the DAG task of each);
+``promotion.step_runner`` runs it, and refuses a step whose earlier steps are not recorded done.
+
 Why record each step: a promotion runs inside the cutover window; a retry must not redo finished work
 nor redo it differently. ``final_translation`` stores its decisions per group (kind "promotion", key
 ``translation/<group>``); ``commit_offsets`` and ``GroupOffsetsSyncedSensor`` use exactly those. A step is

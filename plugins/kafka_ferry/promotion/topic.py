@@ -1,6 +1,7 @@
 """Promote topics (their producers move) once every migrated group reading them is promoted or waived.
 
-Steps (``core.staged_cutover.TOPIC_STEPS``), recorded per topic so an interrupted run resumes:
+Steps (``TOPIC_TABLE`` below, names ``core.step_names.TopicStep``; run by ``promotion.step_runner``), recorded per
+topic so an interrupted run resumes:
   source_quiet  the topic's source end offsets did not move for ``quiet_window_s`` (its producers stopped)
   final_copy    copied to lag 0
   reconciled    the copied ranges compared record by record

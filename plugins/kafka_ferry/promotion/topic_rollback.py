@@ -6,6 +6,9 @@ restricted to that topic's partitions and the groups reading it:
 
     quiesce -> copy_back -> reconcile -> groups -> mark_rolled_back, then forget the promotion and fence again
 
+(``TOPIC_ROLLBACK_TABLE`` at the bottom, names ``core.step_names.TopicRollbackStep``, run by
+``promotion.step_runner``.)
+
 - ``quiesce``: the topic's destination partitions keep their end offsets for the quiesce window and no group
   reading it has members on the destination.
 - ``copy_back``: the copy-back of ``RollbackRunner`` over the topic's partitions only: the records produced on the

@@ -66,3 +66,15 @@ def test_a_table_whose_tasks_the_dag_does_not_wire_fails_the_parse():
         PROMOTION_TABLE.record)
     with pytest.raises(ValueError, match="runs in tasks .*'promote_mark_alone'.*declare each step's task as one"):
         promotion_task_steps(moved)
+
+
+def test_the_last_promotion_task_is_refused_while_the_middle_one_never_finished():
+    from kafka_ferry.core.step_table import StepsOutOfOrder
+
+    finish = promotion_task_steps(PROMOTION_TABLE)["promote_reconcile_mark"]
+    with pytest.raises(StepsOutOfOrder) as refused:  # the message docs/promotion.md quotes
+        PROMOTION_TABLE.plan(["final_copy"], finish)
+    assert str(refused.value) == (
+        "promotion: step reconcile refused, nothing was run: the step(s) before it, final_translation, commit_offsets, "
+        "are not recorded done; run them first (a run of every step resumes at final_translation)")
+    assert PROMOTION_TABLE.plan(PROMOTION_TABLE.order[:3], finish).to_run == finish
