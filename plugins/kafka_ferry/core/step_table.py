@@ -99,7 +99,7 @@ def plan_steps(kind: str, order: Sequence[str], done: Iterable[str], wanted: Ite
 @dataclass(frozen=True)
 class Step(Generic[C]):
     """One declared step: its name, the function that does it (handed the runner, returns its summary), what it
-    records when done (said in words: the pages and the docs show it), and the DAG task that runs it."""
+    records when done (in words, for the reader of the table), and the DAG task that runs it."""
 
     name: StrEnum
     run: Callable[[C], Summary]
@@ -110,7 +110,8 @@ class Step(Generic[C]):
 @dataclass(frozen=True)
 class StepTable(Generic[C]):
     """A runner's steps in order (invariant A) and its one recorder: ``record(runner, outcome)`` writes a finished
-    step's record, the only place a runner's step records are written (who ran it, when, what it returned)."""
+    step's record (when, how long, what it returned), the only place a runner's step records are written; what
+    else a record should carry (who triggered the run, say) goes on ``StepOutcome`` and into the recorders."""
 
     kind: str
     names: type[StrEnum]
