@@ -25,12 +25,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from airflow.providers.standard.operators.python import BranchPythonOperator
 from airflow.sdk import DAG, BaseOperator, Param
 
 from kafka_ferry.airflow_native.assets import promotion_outlets
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.step_table import StepTable
 from kafka_ferry.core.trigger_form import (
     CATCH_UP,
     CONFIRM_FIELD,
@@ -54,6 +56,7 @@ from kafka_ferry.operators.rollback import RollbackMigrationOperator
 from kafka_ferry.operators.spark_checkpoints import HandOverSparkCheckpointsOperator
 from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator, PromoteTopicsOperator
 from kafka_ferry.operators.translation import TranslateOffsetsOperator
+from kafka_ferry.promotion.steps import PROMOTION_TABLE, PromotionRunner
 from kafka_ferry.sensors.promotion_sensors import (
     GroupOffsetsSyncedSensor,
     ReplicationLagSensor,
@@ -62,6 +65,9 @@ from kafka_ferry.sensors.promotion_sensors import (
 )
 
 PROMOTE_ENTRY = ("source_quiesced", "source_groups_inactive")
+# the promotion's step tasks (``promotion.steps.PROMOTION_TABLE`` says which steps each runs), in order, with the
+# gates between them: the lag after the final copy, the synced offsets after the commit
+PROMOTE_TASKS = ("promote_final_copy", "promote_translate_commit", "promote_reconcile_mark")
 ROLLBACK_ENTRY = "rollback"
 PREFLIGHT_TASK = "preflight"  # dag_factory's pre-flight: its XCom says whether a staged mode is a no-op
 ROLLBACK_MODES = (ROLLBACK, ROLLBACK_PLAN)
@@ -219,6 +225,16 @@ def add_staged_promotion_tasks(dag: DAG, spec_path: str | Path, branch: BaseOper
     return [groups, topics, rollback]
 
 
+def promotion_task_steps(table: StepTable[PromotionRunner]) -> dict[str, tuple[str, ...]]:
+    """The steps each promotion task runs, from the step table: one task per task it declares, in its order (a step
+    the table moves to another task moves here too). A task this wiring does not know fails the parse, naming both."""
+    steps = table.by_task()
+    if tuple(steps) != PROMOTE_TASKS:
+        raise ValueError(f"promotion step table {table.kind!r} runs in tasks {list(steps)}, the DAG wires "
+                         f"{list(PROMOTE_TASKS)} (in this order): declare each step's task as one of these")
+    return steps
+
+
 def add_promotion_tasks(dag: DAG, spec: MigrationSpec, spec_path: str | Path, branch: BaseOperator,
                         deferrable: bool = True) -> BaseOperator:
     """Promote: quiesced + groups inactive -> final copy -> lag gate -> translate/commit -> synced gate -> finish
@@ -230,17 +246,17 @@ def add_promotion_tasks(dag: DAG, spec: MigrationSpec, spec_path: str | Path, br
             "execution_timeout": timedelta(seconds=max(spec.timeouts.task_seconds, p.sensor_timeout_seconds))}
     quiesced = SourceQuiescedSensor(task_id=PROMOTE_ENTRY[0], **gate)
     inactive = SourceGroupsInactiveSensor(task_id=PROMOTE_ENTRY[1], **gate)
-    rewind = "{{ params.allow_rewind }}"
-    final_copy = PromoteMigrationOperator(task_id="promote_final_copy", spec_path=path, dag=dag,
-                                          steps=("final_copy",),
-                                          execution_timeout=timedelta(seconds=spec.timeouts.copy_seconds))
+    steps = promotion_task_steps(PROMOTION_TABLE)
+    per_task: dict[str, dict[str, Any]] = {
+        "promote_final_copy": {"execution_timeout": timedelta(seconds=spec.timeouts.copy_seconds)},
+        "promote_translate_commit": {"allow_rewind": "{{ params.allow_rewind }}"},
+        "promote_reconcile_mark": {"outlets": promotion_outlets(spec.name)},
+    }
+    final_copy, translate_commit, finish = (
+        PromoteMigrationOperator(task_id=task, spec_path=path, dag=dag, steps=steps[task], **per_task[task])
+        for task in PROMOTE_TASKS)
     lag = ReplicationLagSensor(task_id="replication_lag", **gate)
-    translate_commit = PromoteMigrationOperator(task_id="promote_translate_commit", spec_path=path, dag=dag,
-                                                steps=("final_translation", "commit_offsets"), allow_rewind=rewind)
     synced = GroupOffsetsSyncedSensor(task_id="group_offsets_synced", **gate)
-    finish = PromoteMigrationOperator(task_id="promote_reconcile_mark", spec_path=path, dag=dag,
-                                      steps=("reconcile", "switch_timestamps", "mark_promoted"),
-                                      outlets=promotion_outlets(spec.name))
     branch >> [quiesced, inactive]
     [quiesced, inactive] >> final_copy >> lag >> translate_commit >> synced >> finish
     if spec.consumers.spark_checkpoints:  # the listed Spark queries resume where the final translation put them

@@ -7,7 +7,7 @@ Invariants (provisioning, copy and promotion rely on them; tests assert them):
   B. A topic may be promoted only when every migrated group reading it is promoted or explicitly waived;
      otherwise ``check_topic_promotion`` refuses and names every blocking group.
   C. A promoted topic is not copied again: ``topics_to_copy`` drops it.
-  D. A group promotion runs its steps in ``GROUP_STEPS`` order; ``next_group_step`` resumes at the first step not
+  D. A group promotion runs its steps in ``GROUP_STEPS`` order; ``next_step`` resumes at the first step not
      recorded as done and returns None once the group is promoted (promoting twice changes nothing).
 """
 
@@ -19,13 +19,16 @@ from typing import Any
 
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, StateKind
+from kafka_ferry.core.step_names import GroupStep, TopicRollbackStep, TopicStep
+from kafka_ferry.core.step_table import plan_steps
 
-# A group's promotion, in order. Each step is idempotent and recorded when done, so an interrupted run resumes.
-GROUP_STEPS = ("source_quiet", "final_copy", "translated", "committed", "reconciled", "promoted")
-TOPIC_STEPS = ("source_quiet", "final_copy", "reconciled", "promoted")
+# A group's promotion, in order (``core.step_names``; ``promotion.group.GROUP_TABLE`` runs them). Each step is
+# idempotent and recorded when done, so an interrupted run resumes. Plain strings: what the records store.
+GROUP_STEPS = tuple(str(s) for s in GroupStep)
+TOPIC_STEPS = tuple(str(s) for s in TopicStep)
 # A promoted topic's rollback, in order (``promotion.topic_rollback``; the run pages count them).
-TOPIC_ROLLBACK_STEPS = ("quiesce", "copy_back", "reconcile", "groups", "mark_rolled_back")
-PROMOTED = "promoted"
+TOPIC_ROLLBACK_STEPS = tuple(str(s) for s in TopicRollbackStep)
+PROMOTED = str(GroupStep.PROMOTED)
 
 
 class StagedCutoverError(Permanent, ValueError):
@@ -98,13 +101,12 @@ def _steps_for(kind: StateKind) -> tuple[str, ...]:
 
 
 def next_step(kind: StateKind, record: UnitPromotion | None) -> str | None:
-    """The first step not yet done (invariant D); None when promoted."""
+    """The first step not yet done (invariant D); None when promoted. The resume point of the step table's walk
+    (``core.step_table.plan_steps``), which the runner (``promotion.step_runner``) follows."""
     steps = _steps_for(kind)
-    if record is None:
-        return steps[0]
-    if record.promoted:
+    if record is not None and record.promoted:
         return None
-    return next(s for s in steps if s not in record.steps_done)
+    return plan_steps(str(kind), steps, record.steps_done if record is not None else ()).resume_at
 
 
 def start_or_resume(kind: StateKind, name: str, stored: UnitPromotion | None, run_id: str,

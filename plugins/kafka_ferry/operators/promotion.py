@@ -6,7 +6,7 @@ group offsets synced after the commit), and each task's retry resumes from the s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
@@ -18,7 +18,7 @@ from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.copy import SPARK_CONNECT_CONN_TYPE
 from kafka_ferry.operators.failures import fail_fast
-from kafka_ferry.promotion.steps import STEPS, FinalCopy, PromotionRunner, spark_connect_final_copy
+from kafka_ferry.promotion.steps import PROMOTION_TABLE, STEPS, FinalCopy, PromotionRunner, spark_connect_final_copy
 from kafka_ferry.reports.publish import publish_promotion_run
 from kafka_ferry.state.batches import batch_history
 from kafka_ferry.storage.workdir import local_dir
@@ -41,14 +41,12 @@ class PromoteMigrationOperator(TopicLineage, MigrationOperator):
 
     template_fields = (*MigrationOperator.template_fields, "allow_rewind")
     ui_color = "#f8d8d8"
+    step_tables: ClassVar[tuple[str, ...]] = (PROMOTION_TABLE.kind,)  # its ``steps`` of it (tests/unit/airflow)
 
     def __init__(self, *, steps: tuple[str, ...] | list[str] = STEPS, allow_rewind: bool | str = False,
                  work_dir: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
-        unknown = set(steps) - set(STEPS)
-        if unknown:
-            raise ValueError(f"unknown promotion steps {sorted(unknown)}; known: {list(STEPS)}")
-        self.steps = tuple(steps)
+        self.steps = PROMOTION_TABLE.check(steps)  # an unknown step is refused here, when the DAG is parsed
         self.allow_rewind = allow_rewind
         self.work_dir = work_dir
 

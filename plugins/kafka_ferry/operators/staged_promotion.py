@@ -8,7 +8,7 @@ inside the window, as the whole-migration promotion's in-process final copy).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from kafka_ferry.airflow_native.announce import TopicLineage, announce_promotion
 from kafka_ferry.copy.catch_up import threads_engine
@@ -19,9 +19,9 @@ from kafka_ferry.core.staged_cutover import validate_selection
 from kafka_ferry.core.trigger_form import GROUPS_FIELD, PROMOTE_GROUPS, PROMOTE_TOPICS, TOPICS_FIELD, WAIVE_FIELD, names
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
-from kafka_ferry.promotion.group import promote_group
+from kafka_ferry.promotion.group import GROUP_TABLE, promote_group
 from kafka_ferry.promotion.group_readiness import ready_groups
-from kafka_ferry.promotion.topic import promote_topics
+from kafka_ferry.promotion.topic import TOPIC_TABLE, promote_topics
 from kafka_ferry.promotion.units import check_staged_units, migration_units
 from kafka_ferry.provision.streams_apps import source_applications
 from kafka_ferry.reports.publish import publish_staged_run
@@ -67,6 +67,8 @@ class PromoteGroupsOperator(StagedPromotionOperator):
         run form (``params``), not from arguments.
     """
 
+    step_tables: ClassVar[tuple[str, ...]] = (GROUP_TABLE.kind,)  # every step, per group (tests/unit/airflow)
+
     @fail_fast
     def execute(self, context: Any) -> dict:
         params = context["params"]
@@ -95,6 +97,8 @@ class PromoteTopicsOperator(TopicLineage, StagedPromotionOperator):
     :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``. The topics and waived
         groups come from the run form (``params``).
     """
+
+    step_tables: ClassVar[tuple[str, ...]] = (TOPIC_TABLE.kind,)  # every step, per topic (tests/unit/airflow)
 
     def __init__(self, *, quiet_window_s: float = 10.0, **kwargs) -> None:
         super().__init__(**kwargs)

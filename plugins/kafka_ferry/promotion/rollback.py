@@ -2,6 +2,8 @@
 
     quiesce -> copy_back -> commit_offsets -> fences -> reconcile -> mark_rolled_back
 
+(``ROLLBACK_TABLE`` at the bottom, names ``core.step_names.RollbackStep``, run by ``promotion.step_runner``.)
+
 - ``quiesce``: the destination's mirror topics keep their end offsets for the quiesce window and no migrated group
   has members there (a record produced or an offset committed after this would be left behind).
 - ``copy_back``: the partition copier with the roles swapped (destination -> source, same partition): every record
@@ -43,6 +45,8 @@ from kafka_ferry.core.offset_decisions import PartitionCopy
 from kafka_ferry.core.provenance import read_provenance
 from kafka_ferry.core.rollback_plan import CopyBackRange, copy_back_range, resume_on_source
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.step_names import RollbackStep
+from kafka_ferry.core.step_table import Step, StepOutcome, StepTable
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.promotion.digest import PartitionDigest
@@ -50,6 +54,7 @@ from kafka_ferry.promotion.guard import PROMOTED, promotion_status, reset_promot
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.rollback_rights import check_rollback_rights, plan_acls
 from kafka_ferry.promotion.rollback_schema_ids import SchemaIdsBack, VersionsOfId
+from kafka_ferry.promotion.step_runner import run_table
 from kafka_ferry.provision.fences import put_fences
 from kafka_ferry.state import rollback as rb
 from kafka_ferry.state.progress import migrated_groups, read_progress
@@ -176,26 +181,15 @@ class RollbackRunner:
 
     def run(self, steps: Sequence[str] | None = None) -> dict:
         """Run the steps (all by default), skipping those done for this promotion; returns the report."""
-        steps = STEPS if steps is None else steps
         promoted_at = self.promoted_at_ms = self._promoted_at()
-        done = set(rb.steps_done(self.store, promoted_at))
-        todo = [s for s in STEPS if s in steps and s not in done]
-        if todo:  # before any change: the source principal's rights for the steps still to run, named if missing
+        done = rb.steps_done(self.store, promoted_at)
+        plan = ROLLBACK_TABLE.plan(done, steps)
+        if plan.to_run:  # before any change: the source principal's rights for the steps still to run, named if missing
             check_rollback_rights(self.spec, self.source, f"rollback of {self.spec.name!r}",
-                                  *self.source_scope(copy_back="copy_back" in todo,
-                                                     commit="commit_offsets" in todo))
-        this_run: dict[str, dict] = {}
-        for step in (s for s in STEPS if s in steps):
-            if step in done:
-                this_run[step] = {"status": "resumed"}
-                continue
-            t0 = time.monotonic()
-            summary = STEP_TABLE[step](self)
-            rb.save_step(self.store, step, promoted_at, summary, int(time.time() * 1000))
-            this_run[step] = {"status": "done", "duration_s": round(time.monotonic() - t0, 3), "summary": summary}
-            log.info("rollback %s: step %s done: %s", self.spec.name, step, summary)
-            if self.after_step:
-                self.after_step(step)
+                                  *self.source_scope(copy_back=RollbackStep.COPY_BACK in plan.to_run,
+                                                     commit=RollbackStep.COMMIT_OFFSETS in plan.to_run))
+        this_run = run_table(ROLLBACK_TABLE, self, done, f"rollback {self.spec.name}", after_step=self.after_step,
+                             plan=plan)
         status = rb.rollback_status(self.store)
         report = {"migration": self.spec.name, "promoted_at_ms": promoted_at,
                   "status": status["status"] if status and status.get("promoted_at_ms") == promoted_at
@@ -203,6 +197,10 @@ class RollbackRunner:
         path = write_text(self.work_dir / "rollback-report.json", json.dumps(report, indent=1, sort_keys=True))
         report["report_path"] = str(path)
         return report
+
+    def _record(self, outcome: StepOutcome) -> None:
+        """The rollback's step record (``ROLLBACK_TABLE``'s recorder): done for this promotion only."""
+        rb.save_step(self.store, outcome.step, self.promoted_at_ms, outcome.summary or {}, outcome.finished_at_ms)
 
     # --- the plan (also a dry run) -----------------------------------------------------------
     def source_scope(self, copy_back: bool = True, commit: bool = True) -> tuple[list[str], list[str]]:
@@ -438,12 +436,20 @@ class RollbackRunner:
                 "staged_promotions_cleared": sum(len(keys) for keys in staged.values())}
 
 
-STEP_TABLE: dict[str, Callable[[RollbackRunner], dict]] = {
-    "quiesce": RollbackRunner._step_quiesce,
-    "copy_back": RollbackRunner._step_copy_back,
-    "commit_offsets": RollbackRunner._step_commit_offsets,
-    "fences": RollbackRunner._step_fences,
-    "reconcile": RollbackRunner._step_reconcile,
-    "mark_rolled_back": RollbackRunner._step_mark_rolled_back,
-}
-STEPS = tuple(STEP_TABLE)
+# The rollback, in order; each step recorded done (kind "rollback", key ``step/<name>``, for the promotion it
+# undoes) only after its effects are durable, so a killed run resumes at the first unrecorded step. The DAG's
+# ``rollback`` task runs it (``mode: rollback``).
+ROLLBACK_TABLE: StepTable[RollbackRunner] = StepTable("rollback", RollbackStep, (
+    Step(RollbackStep.QUIESCE, RollbackRunner._step_quiesce,
+         "the partitions and groups found quiet, and the window", "rollback"),
+    Step(RollbackStep.COPY_BACK, RollbackRunner._step_copy_back,
+         "the partitions and records copied back (their progress and syncs on the source)", "rollback"),
+    Step(RollbackStep.COMMIT_OFFSETS, RollbackRunner._step_commit_offsets,
+         "each group's decided source offsets (key resume/<group>), the groups committed", "rollback"),
+    Step(RollbackStep.FENCES, RollbackRunner._step_fences, "the fences put again (or fences off)", "rollback"),
+    Step(RollbackStep.RECONCILE, RollbackRunner._step_reconcile,
+         "the partitions and records compared (count and digest)", "rollback"),
+    Step(RollbackStep.MARK_ROLLED_BACK, RollbackRunner._step_mark_rolled_back,
+         "the rolled-back mark (key migration); the promotion's and staged units' records cleared", "rollback"),
+), RollbackRunner._record)
+STEPS = ROLLBACK_TABLE.order

@@ -2,6 +2,9 @@
 
     final_copy -> final_translation -> commit_offsets -> reconcile -> switch_timestamps -> mark_promoted
 
+``PROMOTION_TABLE`` (bottom) declares them (names ``core.step_names.PromotionStep``, the DAG task of each);
+``promotion.step_runner`` runs it, and refuses a step whose earlier steps are not recorded done.
+
 Why record each step: a promotion runs inside the cutover window; a retry must not redo finished work
 nor redo it differently. ``final_translation`` stores its decisions per group (kind "promotion", key
 ``translation/<group>``); ``commit_offsets`` and ``GroupOffsetsSyncedSensor`` use exactly those. A step is
@@ -25,6 +28,8 @@ from kafka_ferry.core.decode_faults import MigrationFaultsFound, blocking
 from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.groups_ahead import refuse_groups_ahead
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.step_names import PromotionStep
+from kafka_ferry.core.step_table import Step, StepOutcome, StepTable
 from kafka_ferry.core.time_fidelity import LOG_APPEND_TIME, TIMESTAMP_TYPE, TopicTimePlan
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.commit import commit_translated_offsets
@@ -32,6 +37,7 @@ from kafka_ferry.promotion.promotion_report import build_report, write_report
 from kafka_ferry.promotion.readiness import replication_lag
 from kafka_ferry.promotion.reconcile import reconcile
 from kafka_ferry.promotion.rollback import RollbackRunner
+from kafka_ferry.promotion.step_runner import run_table
 from kafka_ferry.provision.fences import lift_all_fences
 from kafka_ferry.state.decode_marks import decode_marks
 from kafka_ferry.state.offset_decisions import expected_group_offsets, stored_decisions  # noqa: F401 (public here too)
@@ -108,39 +114,26 @@ class PromotionRunner:
     def completed_steps(self) -> list[str]:
         return completed_steps(self._state(), STEPS)
 
-    def _mark(self, step: str, summary: dict, duration_s: float) -> None:
-        save_step_done(self.store, step, summary, duration_s)
+    def _record(self, outcome: StepOutcome) -> None:
+        """The promotion's step record (``PROMOTION_TABLE``'s recorder): marked done only after its effects are
+        durable (the step returned)."""
+        save_step_done(self.store, outcome.step, dict(outcome.summary or {}), outcome.duration_s)
 
     # --- run --------------------------------------------------------------------------------
     def run(self, steps: Sequence[str] | None = None) -> dict:
-        """Run the given steps (all by default; in STEPS order), skipping those already done; returns the report."""
-        steps = STEPS if steps is None else steps
-        unknown = set(steps) - set(STEPS)
-        if unknown:
-            raise ValueError(f"unknown promotion steps {sorted(unknown)}; known: {list(STEPS)}")
+        """Run the given steps (all by default; in table order), skipping those already done; returns the report.
+        A step whose earlier steps are not done is refused before anything runs (``core.step_table``)."""
         started = time.monotonic()
-        done = set(self.completed_steps())
-        standing = blocking(decode_marks(self.store)) if "mark_promoted" not in done else []
+        done = self.completed_steps()
+        plan = PROMOTION_TABLE.plan(done, steps)
+        standing = blocking(decode_marks(self.store)) if PromotionStep.MARK_PROMOTED not in done else []
         if standing:
             raise MigrationFaultsFound(
                 f"promotion of {self.spec.name!r} refused: copied records decode on the source but not on the "
                 "destination (the decode check's last run found them; migrate the schemas they need and run a "
                 "catch-up batch): " + "; ".join(standing[:5]))
-        timings: dict[str, dict] = {}
-        for step in (s for s in STEPS if s in steps):
-            if step in done:
-                log.info("promotion %s: step %s already done, skipped (resume)", self.spec.name, step)
-                timings[step] = {"status": "resumed"}
-                continue
-            t0 = time.monotonic()
-            log.info("promotion %s: step %s starting", self.spec.name, step)
-            summary = STEP_TABLE[step](self)
-            elapsed = time.monotonic() - t0
-            self._mark(step, summary, elapsed)
-            timings[step] = {"status": "done", "duration_s": round(elapsed, 3), "summary": summary}
-            log.info("promotion %s: step %s done in %.2f s: %s", self.spec.name, step, elapsed, summary)
-            if self.after_step:
-                self.after_step(step)
+        timings = run_table(PROMOTION_TABLE, self, done, f"promotion {self.spec.name}", after_step=self.after_step,
+                            plan=plan)
         report = build_report(self.spec, self._state(), timings, self._reconciliation,
                               time.monotonic() - started, time_plan_records(self.store),
                               decode_marks(self.store))
@@ -231,14 +224,23 @@ class PromotionRunner:
         return select_topics(self.spec, self.source.list_topic_names())
 
 
-# The promotion, in order: step name -> what it does. Each is idempotent and marked done only after its effects
-# are durable (see the module docstring), so a run resumes at the first unmarked step.
-STEP_TABLE: dict[str, Callable[[PromotionRunner], dict]] = {
-    "final_copy": PromotionRunner._step_final_copy,
-    "final_translation": PromotionRunner._step_final_translation,
-    "commit_offsets": PromotionRunner._step_commit_offsets,
-    "reconcile": PromotionRunner._step_reconcile,
-    "switch_timestamps": PromotionRunner._step_switch_timestamps,
-    "mark_promoted": PromotionRunner._step_mark_promoted,
-}
-STEPS = tuple(STEP_TABLE)
+# The promotion, in order. Each step is idempotent and marked done (kind "promotion", key ``step/<name>``: finished
+# when, how long, its summary) only after its effects are durable (see the module docstring), so a run resumes at the
+# first unmarked step. ``task``: the DAG task that runs it (``dag_promotion.add_promotion_tasks`` builds one task per
+# name, in this order, with the gates between them).
+PROMOTION_TABLE: StepTable[PromotionRunner] = StepTable("promotion", PromotionStep, (
+    Step(PromotionStep.FINAL_COPY, PromotionRunner._step_final_copy,
+         "the copy's batches and the lag after them (0)", "promote_final_copy"),
+    Step(PromotionStep.FINAL_TRANSLATION, PromotionRunner._step_final_translation,
+         "each group's final decisions (key translation/<group>), the checkpoints and the offset map",
+         "promote_translate_commit"),
+    Step(PromotionStep.COMMIT_OFFSETS, PromotionRunner._step_commit_offsets,
+         "the groups and offsets committed on the destination", "promote_translate_commit"),
+    Step(PromotionStep.RECONCILE, PromotionRunner._step_reconcile,
+         "the partitions and records compared (count and digest)", "promote_reconcile_mark"),
+    Step(PromotionStep.SWITCH_TIMESTAMPS, PromotionRunner._step_switch_timestamps,
+         "each mirror's timestamp plan, status switched (kind timestamps)", "promote_reconcile_mark"),
+    Step(PromotionStep.MARK_PROMOTED, PromotionRunner._step_mark_promoted,
+         "the promoted mark with its topics and groups, the fences lifted", "promote_reconcile_mark"),
+), PromotionRunner._record)
+STEPS = PROMOTION_TABLE.order

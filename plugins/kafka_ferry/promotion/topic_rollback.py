@@ -6,6 +6,9 @@ restricted to that topic's partitions and the groups reading it:
 
     quiesce -> copy_back -> reconcile -> groups -> mark_rolled_back, then forget the promotion and fence again
 
+(``TOPIC_ROLLBACK_TABLE`` at the bottom, names ``core.step_names.TopicRollbackStep``, run by
+``promotion.step_runner``.)
+
 - ``quiesce``: the topic's destination partitions keep their end offsets for the quiesce window and no group
   reading it has members on the destination.
 - ``copy_back``: the copy-back of ``RollbackRunner`` over the topic's partitions only: the records produced on the
@@ -34,18 +37,21 @@ still there.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from kafka_ferry.core.rollback_plan import CopyBackRange
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import TOPIC_ROLLBACK_STEPS, validate_selection
+from kafka_ferry.core.staged_cutover import validate_selection
 from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
+from kafka_ferry.core.step_names import TopicRollbackStep
+from kafka_ferry.core.step_table import Step, StepOutcome, StepTable, Summary
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.group_rollback import check_groups, rollback_group
 from kafka_ferry.promotion.rollback import RollbackRefused, RollbackRunner, group_resumes
 from kafka_ferry.promotion.rollback_rights import check_rollback_rights, plan_acls
 from kafka_ferry.promotion.rollback_schema_ids import VersionsOfId
+from kafka_ferry.promotion.step_runner import run_table
 from kafka_ferry.provision.fences import put_fences
 from kafka_ferry.state import rollback as rb
 from kafka_ferry.state.progress import migrated_groups
@@ -55,7 +61,7 @@ from kafka_ferry.state.topic_ownership import mirrored_topics
 
 log = logging.getLogger(__name__)
 
-TOPIC_STEPS = TOPIC_ROLLBACK_STEPS
+TOPIC_STEPS = tuple(str(s) for s in TopicRollbackStep)
 
 
 class TopicScope(RollbackRunner):
@@ -171,37 +177,21 @@ def rollback_topics(spec: MigrationSpec, source: KafkaCluster, destination: Kafk
         r["groups"] = groups
     scope = TopicScope(spec, source, destination, store, list(moving), groups, quiesce_window_s=quiesce_window_s,
                        versions_of_id=versions_of_id)
-    todo = [s for s in TOPIC_STEPS[:-1] if moving and not all(s in r["steps"] for r in records.values())]
-    if todo:  # before any change: the source principal's rights for the steps still to run, named if missing
-        check_rollback_rights(spec, source, f"rollback of topic(s) {', '.join(moving)}",
-                              *scope.source_scope(copy_back="copy_back" in todo, commit="groups" in todo))
-    if "copy_back" in todo:
-        # remap mode: an id the forward map never knew refuses before the first step records anything (the
-        # copy-back checks again, for records produced meanwhile)
-        scope.refuse_unmapped_ids()
-    steps = {
-        "quiesce": scope.quiesce,
-        "copy_back": scope._step_copy_back,
-        "reconcile": scope._step_reconcile,
-        "groups": lambda: {"rolled_back": {g: rollback_group(spec, source, destination, store, g,
-                                                             with_topics=list(moving))["offsets"] for g in groups}},
-    }
-    for step in TOPIC_STEPS[:-1] if moving else ():
-        if all(step in r["steps"] for r in records.values()):
-            continue  # done before a kill: resumed
-        t0 = time.monotonic()
-        summary = steps[step]()
-        for t, r in records.items():
-            r["steps"][step] = {"duration_s": round(time.monotonic() - t0, 3), "summary": summary}
-            rb.save_topic_rollback(store, t, r)
-        log.info("topic rollback %s: step %s done: %s", ", ".join(moving), step, summary)
-        if after_step:
-            after_step(step)
-    now = int(time.time() * 1000)
-    for t, r in records.items():
-        rb.save_topic_rollback(store, t, {**r, "status": rb.ROLLED_BACK, "rolled_back_at_ms": now})
-    if moving and after_step:
-        after_step("mark_rolled_back")
+    run = TopicRollback(spec, source, destination, store, scope, list(moving), groups, records)
+    if moving:
+        done = [s for s in TOPIC_STEPS if all(s in r["steps"] for r in records.values())]
+        plan = TOPIC_ROLLBACK_TABLE.plan(done)
+        todo = [s for s in plan.to_run if s != TopicRollbackStep.MARK_ROLLED_BACK]
+        if todo:  # before any change: the source principal's rights for the steps still to run, named if missing
+            check_rollback_rights(spec, source, f"rollback of topic(s) {', '.join(moving)}",
+                                  *scope.source_scope(copy_back=TopicRollbackStep.COPY_BACK in todo,
+                                                      commit=TopicRollbackStep.GROUPS in todo))
+        if TopicRollbackStep.COPY_BACK in todo:
+            # remap mode: an id the forward map never knew refuses before the first step records anything (the
+            # copy-back checks again, for records produced meanwhile)
+            scope.refuse_unmapped_ids()
+        run_table(TOPIC_ROLLBACK_TABLE, run, done, f"topic rollback {', '.join(moving)}", after_step=after_step,
+                  plan=plan)
     promotions, rollbacks = read_promotions(store, TOPIC_PROMOTION_KIND), rb.topic_rollbacks(store)
     for t in chosen:  # after the mark: a crash between leaves both, the rerun forgets (only the promotion undone)
         p = promotions.get(t)
@@ -217,3 +207,62 @@ def _in_progress(record: dict | None, promoted_at_ms: int | None) -> dict:
     if record and record.get("promoted_at_ms") == promoted_at_ms and record.get("status") == "in-progress":
         return record
     return {"status": "in-progress", "promoted_at_ms": promoted_at_ms, "steps": {}}
+
+
+@dataclass
+class TopicRollback:
+    """One run of the topics' rollback: what its steps are handed, and each topic's record as they complete it."""
+
+    spec: MigrationSpec
+    source: KafkaCluster
+    destination: KafkaCluster
+    store: MigrationStateStore
+    scope: TopicScope
+    topics: list[str]
+    groups: list[str]
+    records: dict[str, dict]
+
+    def save(self, outcome: StepOutcome) -> None:
+        """``TOPIC_ROLLBACK_TABLE``'s recorder: each topic's record gets the step (duration, summary), stored, so a
+        killed run resumes after it; ``mark_rolled_back`` is recorded as the records' status itself."""
+        for topic, record in self.records.items():
+            if outcome.step == TopicRollbackStep.MARK_ROLLED_BACK:
+                rb.save_topic_rollback(self.store, topic, {**record, "status": rb.ROLLED_BACK,
+                                                           "rolled_back_at_ms": outcome.finished_at_ms})
+                continue
+            record["steps"][outcome.step] = {"duration_s": round(outcome.duration_s, 3), "summary": outcome.summary}
+            rb.save_topic_rollback(self.store, topic, record)
+
+
+def _quiesce(run: TopicRollback) -> Summary:
+    return run.scope.quiesce()
+
+
+def _copy_back(run: TopicRollback) -> Summary:
+    return run.scope._step_copy_back()
+
+
+def _reconcile(run: TopicRollback) -> Summary:
+    return run.scope._step_reconcile()
+
+
+def _groups(run: TopicRollback) -> Summary:
+    """Each promoted group reading the topics goes back with them (``promotion.group_rollback``)."""
+    return {"rolled_back": {g: rollback_group(run.spec, run.source, run.destination, run.store, g,
+                                              with_topics=run.topics)["offsets"] for g in run.groups}}
+
+
+def _mark_rolled_back(run: TopicRollback) -> Summary:
+    """Nothing but the mark, which the recorder writes (status rolled-back on each topic's record)."""
+    return None
+
+
+# The topics' rollback, in order (``core.step_names.TopicRollbackStep``); the DAG's ``rollback`` task runs it (mode
+# rollback with *Topics*). Each topic's record (kind "rollback", key ``topic/<topic>``) carries the steps done.
+TOPIC_ROLLBACK_TABLE: StepTable[TopicRollback] = StepTable("topic rollback", TopicRollbackStep, (
+    Step(TopicRollbackStep.QUIESCE, _quiesce, "the partitions and groups found quiet, and the window", "rollback"),
+    Step(TopicRollbackStep.COPY_BACK, _copy_back, "the partitions and records copied back", "rollback"),
+    Step(TopicRollbackStep.RECONCILE, _reconcile, "the partitions and records compared", "rollback"),
+    Step(TopicRollbackStep.GROUPS, _groups, "each reading group's source offsets committed", "rollback"),
+    Step(TopicRollbackStep.MARK_ROLLED_BACK, _mark_rolled_back, "status rolled-back, rolled_back_at_ms", "rollback"),
+), TopicRollback.save)
