@@ -4,7 +4,9 @@ their whole tables."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +22,7 @@ from kafka_ferry.promotion.topic import TOPIC_TABLE
 from kafka_ferry.promotion.topic_rollback import TOPIC_ROLLBACK_TABLE
 
 SPEC = Path(__file__).resolve().parents[3] / "dags" / "migrations" / "demo-tenant.yaml"
-TABLES = {PROMOTION_TABLE: PromotionStep, GROUP_TABLE: GroupStep, TOPIC_TABLE: TopicStep,
+TABLES: dict[StepTable[Any], type[StrEnum]] = {PROMOTION_TABLE: PromotionStep, GROUP_TABLE: GroupStep, TOPIC_TABLE: TopicStep,
           ROLLBACK_TABLE: RollbackStep, TOPIC_ROLLBACK_TABLE: TopicRollbackStep}
 
 
