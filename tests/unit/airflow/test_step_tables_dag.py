@@ -22,8 +22,9 @@ from kafka_ferry.promotion.topic import TOPIC_TABLE
 from kafka_ferry.promotion.topic_rollback import TOPIC_ROLLBACK_TABLE
 
 SPEC = Path(__file__).resolve().parents[3] / "dags" / "migrations" / "demo-tenant.yaml"
-TABLES: dict[StepTable[Any], type[StrEnum]] = {PROMOTION_TABLE: PromotionStep, GROUP_TABLE: GroupStep, TOPIC_TABLE: TopicStep,
-          ROLLBACK_TABLE: RollbackStep, TOPIC_ROLLBACK_TABLE: TopicRollbackStep}
+TABLES: dict[StepTable[Any], type[StrEnum]] = {
+    PROMOTION_TABLE: PromotionStep, GROUP_TABLE: GroupStep, TOPIC_TABLE: TopicStep, ROLLBACK_TABLE: RollbackStep,
+    TOPIC_ROLLBACK_TABLE: TopicRollbackStep}
 
 
 @pytest.fixture(scope="module")
