@@ -48,7 +48,12 @@ class Side:
 
 def _fake_side() -> Side:
     fake = FakeCluster("destination")
-    return Side(fake, fake.truncate, lambda group, topic: fake.join(group) or group, fake.leave)
+
+    def join(group: str, topic: str) -> str:
+        fake.join(group)
+        return group
+
+    return Side(fake, fake.truncate, join, fake.leave)
 
 
 def _real_side(clusters) -> Side:
@@ -71,7 +76,8 @@ def _real_side(clusters) -> Side:
 
 def _observe(side: Side) -> dict[str, Any]:
     """Run the scenario once on one side; what it saw, by name."""
-    cluster, seen = side.cluster, {}
+    cluster = side.cluster
+    seen: dict[str, Any] = {}
     topic, missing = f"contract-{uuid.uuid4().hex[:8]}", f"contract-missing-{uuid.uuid4().hex[:8]}"
     group, busy, idle = (f"contract-{name}-{uuid.uuid4().hex[:8]}" for name in ("g", "busy", "idle"))
     seen["created"] = [cluster.create_topic(topic, 2, 1, TOPIC_CONFIGS), cluster.create_topic(topic, 2, 1, {})]
@@ -308,9 +314,8 @@ def _rights(admin: Any, user: Any, prefix: str) -> dict[str, Any]:
 def rights_seen(request) -> dict[str, Any]:
     prefix = f"contract-{uuid.uuid4().hex[:8]}"
     if request.param == "fake":
-        admin = FakeCluster("destination")
-        user = admin.as_principal("User:" + prefix)
-        return _rights(admin, user, prefix)
+        fake = FakeCluster("destination")
+        return _rights(fake, fake.as_principal("User:" + prefix), prefix)
     from confluent_kafka.admin import UserScramCredentialDeletion
 
     import kafka_testbed as tb

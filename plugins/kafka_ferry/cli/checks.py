@@ -118,6 +118,8 @@ def check_report(spec_path: Path) -> CheckReport:
         report.ok = False
         return report
     del destination  # reached above; what the spec selects is read from the source
+    if source is None:  # check_connections requires the source cluster's connection: not reached without one
+        return report.fail("the spec names no source cluster connection")
     try:
         report.selected_topics, report.selected_groups = selected(spec, source)  # as the pre-flight selects
     except (EmptySelection, KafkaClusterError) as exc:

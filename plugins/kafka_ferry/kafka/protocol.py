@@ -16,7 +16,8 @@ from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
 
 
 class Cluster(Protocol):
-    """The calls on one cluster that the stages make (admin, offsets, groups, produce-and-wait, a consumer)."""
+    """The calls on one cluster that the stages make (admin, offsets, groups, produce-and-wait, a consumer, a
+    producer)."""
 
     name: str
 
@@ -71,3 +72,5 @@ class Cluster(Protocol):
                          partition: int | None = None, timeout_s: float = 60.0, what: str = "records") -> int: ...
 
     def consumer(self, **overrides: Any) -> Any: ...
+
+    def producer(self, **overrides: Any) -> Any: ...

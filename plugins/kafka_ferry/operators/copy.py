@@ -331,7 +331,7 @@ class CopyReportOperator(MigrationOperator):
         summary = _derived_paths(self.spec.name, summary)
         # The backlog record is this task's first write: its producer asks for its id now, while the report is read
         # (librdkafka asks on a fixed timer after a producer is made: ``KafkaCluster.start_durable_producer``).
-        self.state_store.cluster.start_durable_producer()
+        self.destination_cluster.start_durable_producer()  # the cluster the state store writes through
         report_path = as_path(summary["report_path"])
         if summary["empty"]:
             plan = CopyPlan.read(summary["plan_path"])

@@ -112,7 +112,7 @@ class DecodeCheckOperator(DryRunOperator):
         settings = self.spec.schema_registry
         skipped = skip_reason(settings.decode_check if settings is not None else None, self.is_dry_run,
                               lambda: promotion_status(self.state_store))
-        if skipped is not None:
+        if skipped is not None or settings is None:  # no registry section: skip_reason says "off"
             return {"skipped": skipped}
         plan = context["ti"].xcom_pull(task_ids=self.plan_task_id) or {}
         destination = registry(settings.destination_connection_id)

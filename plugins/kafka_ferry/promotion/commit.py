@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from kafka_ferry.core.cluster_model import GroupInfo
 from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.offset_decisions import OffsetDecision
-from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.protocol import Cluster
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class GroupCommitRefused(Retryable, RuntimeError):
     """A destination group could not be committed (members present, broker refusal)."""
 
 
-def commit_translated_offsets(destination: KafkaCluster, decisions: Iterable[OffsetDecision],
+def commit_translated_offsets(destination: Cluster, decisions: Iterable[OffsetDecision],
                               allow_rewind: bool = False, strict: bool = False) -> list[GroupCommit]:
     """Commit translations to destination groups that have no members; ``strict`` raises on any refusal."""
     by_group: dict[str, list[OffsetDecision]] = defaultdict(list)

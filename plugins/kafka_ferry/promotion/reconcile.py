@@ -21,7 +21,7 @@ from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.offset_decisions import PartitionCopy, decide
 from kafka_ferry.core.serialized_fields import RecordRewriter
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.promotion.digest import PartitionDigest, encode_record
 from kafka_ferry.state.progress import read_progress
@@ -124,7 +124,7 @@ def _first_difference(source: _Side, destination: _Side) -> dict | None:
     return None
 
 
-def reconcile_copies(source: KafkaCluster, destination: KafkaCluster,
+def reconcile_copies(source: Cluster, destination: Cluster,
                      copies: Iterable[PartitionCopy], schema_ids: RecordRewriter | None = None
                      ) -> ReconciliationReport:
     """Source and destination ranges compared record by record; `schema_ids` maps source records' schema ids
@@ -138,7 +138,7 @@ def reconcile_copies(source: KafkaCluster, destination: KafkaCluster,
         source_ranges[c.key] = (c.source_log_start, max(c.source_log_start, c.copied_upstream_end))
         start = decide("reconcile", c.source_log_start, "", c).downstream_offset
         dest_ranges[(c.destination_topic, c.partition)] = (start, max(start, c.downstream_end))
-    def read_side(role: str, hook: KafkaCluster, ranges: dict, mapped: RecordRewriter | None) -> dict:
+    def read_side(role: str, hook: Cluster, ranges: dict, mapped: RecordRewriter | None) -> dict:
         side: dict[tuple[str, str, int], _Side] = {}
         for msg in read_ranges(hook, ranges):
             side.setdefault((role, msg.topic(), msg.partition()), _Side()).add(msg, mapped)
@@ -168,7 +168,7 @@ def reconcile_copies(source: KafkaCluster, destination: KafkaCluster,
     return report
 
 
-def reconcile(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
+def reconcile(spec: MigrationSpec, source: Cluster, destination: Cluster,
               store: MigrationStateStore, copies: Mapping[tuple[str, int], PartitionCopy] | None = None
               ) -> ReconciliationReport:
     """Reconcile every partition the copy has progress for."""

@@ -24,7 +24,7 @@ from kafka_ferry.core.acl_plan import AclEntry, RollbackAcls, rollback_acls
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.kafka.acls import authorized_operations, may_create_topic
-from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.protocol import Cluster
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +36,12 @@ class RollbackAclsMissing(Permanent, RuntimeError):
     operation); nothing was changed."""
 
 
-def needed_acls(spec: MigrationSpec, source: KafkaCluster, topics: Iterable[str], groups: Iterable[str]
+def needed_acls(spec: MigrationSpec, source: Cluster, topics: Iterable[str], groups: Iterable[str]
                 ) -> RollbackAcls:
     return rollback_acls(spec, source.principal or UNKNOWN_PRINCIPAL, topics, groups)
 
 
-def probe(source: KafkaCluster, needed: RollbackAcls) -> dict[str, list[AclEntry]]:
+def probe(source: Cluster, needed: RollbackAcls) -> dict[str, list[AclEntry]]:
     """``missing`` and ``unchecked`` entries of ``needed``, asking the source's authorizer (reads only)."""
     ops = {kind: authorized_operations(source, kind, {e.resource_name for e in needed.source
                                                       if e.resource_type == kind}) for kind in ("TOPIC", "GROUP")}
@@ -63,7 +63,7 @@ def probe(source: KafkaCluster, needed: RollbackAcls) -> dict[str, list[AclEntry
     return {"missing": missing, "unchecked": unchecked}
 
 
-def check_rollback_rights(spec: MigrationSpec, source: KafkaCluster, what: str, topics: Iterable[str],
+def check_rollback_rights(spec: MigrationSpec, source: Cluster, what: str, topics: Iterable[str],
                           groups: Iterable[str]) -> RollbackAcls:
     """Raise ``RollbackAclsMissing`` naming every missing ACL before ``what`` (the rollback) changes anything."""
     needed = needed_acls(spec, source, topics, groups)
@@ -79,7 +79,7 @@ def check_rollback_rights(spec: MigrationSpec, source: KafkaCluster, what: str, 
     return needed
 
 
-def plan_acls(spec: MigrationSpec, source: KafkaCluster, topics: Iterable[str], groups: Iterable[str]) -> dict:
+def plan_acls(spec: MigrationSpec, source: Cluster, topics: Iterable[str], groups: Iterable[str]) -> dict:
     """For the dry run: the ACLs the rollback needs, and which the probe finds missing (reads only)."""
     needed = needed_acls(spec, source, topics, groups)
     found = probe(source, needed)

@@ -6,13 +6,18 @@ answers (ids, subjects, versions, soft deletes, compatibility levels).
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kafka_ferry.core.schema_decode import RegisteredSchema
 from kafka_ferry.core.schema_plan import Reference, RegistrySnapshot, Subject
 
+if TYPE_CHECKING:
+    from kafka_ferry.registry.client import RegistryConnection
+
 
 class Registry(Protocol):
+    conn: RegistryConnection  # which registry: its name and URL, for the messages that name it
+
     def subjects(self, include_deleted: bool = True) -> list[str]: ...
 
     def read_subject(self, name: str) -> Subject | None: ...

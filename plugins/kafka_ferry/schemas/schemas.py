@@ -26,7 +26,7 @@ from kafka_ferry.core.schema_plan import (
     select_subjects,
 )
 from kafka_ferry.core.spec import SchemaRegistryRef
-from kafka_ferry.registry.client import SchemaRegistry
+from kafka_ferry.registry.protocol import Registry
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class SchemaMigrationResult:
                 "registered": self.registered, "id_map": {str(k): v for k, v in sorted(self.id_map.items())}}
 
 
-def plan_migration(source: SchemaRegistry, destination: SchemaRegistry, settings: SchemaRegistryRef,
+def plan_migration(source: Registry, destination: Registry, settings: SchemaRegistryRef,
                    topics: Mapping[str, str]) -> tuple[SchemaPlan, Register | None]:
     """Read both registries and plan; `topics` maps each migrated source topic to its destination name.
 
@@ -76,7 +76,7 @@ def plan_migration(source: SchemaRegistry, destination: SchemaRegistry, settings
     return plan, _import_probe(destination, everything.registrations, dst_snapshot)
 
 
-def _import_probe(destination: SchemaRegistry, registrations, dst_snapshot: RegistrySnapshot) -> Register | None:
+def _import_probe(destination: Registry, registrations, dst_snapshot: RegistrySnapshot) -> Register | None:
     """One of the plan's schemas (no references) with an id free on the destination, to test IMPORT with.
 
     Its own source id when that is free; else the first free id above every source id (a destination that
@@ -97,7 +97,7 @@ def _import_probe(destination: SchemaRegistry, registrations, dst_snapshot: Regi
     return None
 
 
-def migrate_schemas(source: SchemaRegistry, destination: SchemaRegistry, settings: SchemaRegistryRef,
+def migrate_schemas(source: Registry, destination: Registry, settings: SchemaRegistryRef,
                     topics: Mapping[str, str], dry_run: bool = False,
                     store_id_map: Callable[[dict[int, int]], None] | None = None) -> SchemaMigrationResult:
     plan, import_probe = plan_migration(source, destination, settings, topics)
@@ -129,7 +129,7 @@ def migrate_schemas(source: SchemaRegistry, destination: SchemaRegistry, setting
     return result
 
 
-def compatibility_mismatches(source: SchemaRegistry, destination: SchemaRegistry,
+def compatibility_mismatches(source: Registry, destination: Registry,
                              subject_map: Mapping[str, str]) -> list[LevelMismatch]:
     """The migrated subjects whose effective compatibility differs between the registries, read on both sides."""
     src_levels = {s: source.subject_compatibility(s) for s in subject_map}
@@ -138,7 +138,7 @@ def compatibility_mismatches(source: SchemaRegistry, destination: SchemaRegistry
                       subject_map)
 
 
-def verify_compatibility(source: SchemaRegistry, destination: SchemaRegistry, subject_map: Mapping[str, str]) -> None:
+def verify_compatibility(source: Registry, destination: Registry, subject_map: Mapping[str, str]) -> None:
     """After the writes: every migrated subject enforces on the destination what it enforces on the source."""
     wrong = compatibility_mismatches(source, destination, subject_map)
     if wrong:
@@ -147,7 +147,7 @@ def verify_compatibility(source: SchemaRegistry, destination: SchemaRegistry, su
                                    "migration:\n  " + "\n  ".join(str(w) for w in wrong))
 
 
-def _register(destination: SchemaRegistry, action: Register) -> int:
+def _register(destination: Registry, action: Register) -> int:
     if action.requested_id is None:
         got = destination.register(action.subject, action.schema, action.schema_type, action.references)
     else:
@@ -159,7 +159,7 @@ def _register(destination: SchemaRegistry, action: Register) -> int:
     return got
 
 
-def _verify_preserved(destination: SchemaRegistry, action: Register, got: int) -> None:
+def _verify_preserved(destination: Registry, action: Register, got: int) -> None:
     """Preserve means same id and version: check the answer, then read the version back."""
     where = f"subject {action.subject!r} version {action.version}"
     if got != action.requested_id:
@@ -174,7 +174,7 @@ def _verify_preserved(destination: SchemaRegistry, action: Register, got: int) -
         raise SchemaMigrationError(f"{where}: read back id {found}, expected {action.requested_id}")
 
 
-def check_import_honoured(destination: SchemaRegistry, first: Register) -> None:
+def check_import_honoured(destination: Registry, first: Register) -> None:
     """Fail up front when the destination does not keep requested ids (Apicurio accepts IMPORT but ignores it).
 
     Registers one of the plan's schemas that references nothing, with its source id (free on the destination),

@@ -21,7 +21,7 @@ from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.progress import PartitionProgress
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import ROLLBACK_KIND, WRITTEN_AT, StateSnapshot, under
-from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.store import MigrationStateStore
 
@@ -35,7 +35,7 @@ def copy_back_state_topic(spec: MigrationSpec) -> str:
     return spec.copy_back_state_topic_name
 
 
-def copy_back_store(spec: MigrationSpec, source: KafkaCluster) -> MigrationStateStore:
+def copy_back_store(spec: MigrationSpec, source: Cluster) -> MigrationStateStore:
     """The copy-back's progress store, on the source (where the copy-back writes)."""
     return MigrationStateStore(source, copy_back_state_topic(spec))
 
@@ -60,7 +60,7 @@ def recorded_copy_back(store: MigrationStateStore, state: StateSnapshot | None =
             for key in ("partitions", "records_copied")}
 
 
-def refuse_unseen_copy_back(source: KafkaCluster, store: MigrationStateStore, topic: str, holds: str,
+def refuse_unseen_copy_back(source: Cluster, store: MigrationStateStore, topic: str, holds: str,
                             recorded: int, what: str) -> None:
     """Raise ``CopyBackNotVisible`` naming ``topic`` and the ACL to grant, when the destination records ``recorded``
     (> 0) ``what`` copied back but the source's ``topic`` (its ``holds``) shows none; else nothing."""
@@ -74,7 +74,7 @@ def refuse_unseen_copy_back(source: KafkaCluster, store: MigrationStateStore, to
         "revoke). Without it groups would resume past the copied-back records; nothing was decided or changed.")
 
 
-def copy_back_progress(spec: MigrationSpec, source: KafkaCluster, store: MigrationStateStore,
+def copy_back_progress(spec: MigrationSpec, source: Cluster, store: MigrationStateStore,
                        state: StateSnapshot | None = None) -> dict[tuple[str, int], PartitionProgress]:
     """The copy-back's progress per destination partition (empty before any copy-back; creates nothing).
 

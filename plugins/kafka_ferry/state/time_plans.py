@@ -11,11 +11,11 @@ from kafka_ferry.core.provisioning_plan import TopicPlan
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import TIMESTAMPS_KIND
 from kafka_ferry.core.time_fidelity import TopicTimePlan
-from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.state.store import MigrationStateStore
 
 
-def recorded_time_plans(spec: MigrationSpec, destination: KafkaCluster) -> dict[str, TopicTimePlan]:
+def recorded_time_plans(spec: MigrationSpec, destination: Cluster) -> dict[str, TopicTimePlan]:
     """The timestamp plans of earlier provisionings (their values to restore), by source topic."""
     if spec.state_topic_name not in destination.list_topic_names():
         return {}
@@ -23,7 +23,7 @@ def recorded_time_plans(spec: MigrationSpec, destination: KafkaCluster) -> dict[
     return {topic: TopicTimePlan.from_record(value) for topic, value in records.items()}
 
 
-def record_time_plans(spec: MigrationSpec, plan: TopicPlan, destination: KafkaCluster) -> None:
+def record_time_plans(spec: MigrationSpec, plan: TopicPlan, destination: Cluster) -> None:
     """The timestamp plan of each mirror not planned before; written before the limits are lifted.
 
     Why before: a provisioning killed after lifting would otherwise leave no record of the values to restore.

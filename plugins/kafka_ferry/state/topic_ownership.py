@@ -10,11 +10,11 @@ from kafka_ferry.core.provisioning_plan import ProvisioningRefused, TopicPlan
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.state_records import OWNED_TOPIC_KIND, TOPIC_KIND, StateSnapshot
 from kafka_ferry.core.topic_ownership import ADOPT, ADOPTED_HOW, CREATED_HOW, OWNED
-from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.state.store import MigrationStateStore
 
 
-def owned_topics(spec: MigrationSpec, destination: KafkaCluster) -> set[str]:
+def owned_topics(spec: MigrationSpec, destination: Cluster) -> set[str]:
     """Destination topics this migration recorded as its own: created or adopted (``owned-topic``), or mirrored
     by a provisioning from before ownership was recorded (``topic``)."""
     state = MigrationStateStore(destination, spec.state_topic_name).read_all()  # empty when the topic is missing
@@ -42,7 +42,7 @@ def record_ownership(spec: MigrationSpec, plan: TopicPlan, store: MigrationState
     return sorted(records)
 
 
-def record_topics(spec: MigrationSpec, plan: TopicPlan, destination: KafkaCluster) -> None:
+def record_topics(spec: MigrationSpec, plan: TopicPlan, destination: Cluster) -> None:
     store = MigrationStateStore(destination, spec.state_topic_name)
     store.put_many(TOPIC_KIND, {a.source_topic: {"destination_topic": a.destination_topic, "partitions": a.partitions}
                              for a in plan.actions})

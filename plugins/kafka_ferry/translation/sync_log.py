@@ -24,12 +24,13 @@ from kafka_ferry.core.mm2_wire import (
 from kafka_ferry.core.offset_sync_policy import SyncPoint
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.kafka.reads import read_whole_partitions
 
 log = logging.getLogger(__name__)
 
 
-def read_offset_syncs(cluster: KafkaCluster, topic: str) -> dict[tuple[str, int], list[SyncPoint]]:
+def read_offset_syncs(cluster: Cluster, topic: str) -> dict[tuple[str, int], list[SyncPoint]]:
     """Every sync in the topic, per (source topic, partition), in log order (duplicates kept)."""
     if topic not in cluster.list_topic_names():
         log.warning("offset-sync topic %s does not exist yet: no syncs", topic)

@@ -24,6 +24,7 @@ from kafka_ferry.core.rollback_plan import across_rollback
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import groups_to_commit
 from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.state.progress import migrated_groups, read_progress
 from kafka_ferry.state.rollback import copy_back_progress, recorded_copy_back, refuse_unseen_copy_back
 from kafka_ferry.state.staged_cutover import promoted_groups
@@ -165,7 +166,7 @@ def translate_migration(spec: MigrationSpec, source: KafkaCluster, destination: 
     return TranslationResult(decisions, copies)
 
 
-def copied_back(spec: MigrationSpec, source: KafkaCluster, store: MigrationStateStore,
+def copied_back(spec: MigrationSpec, source: Cluster, store: MigrationStateStore,
                 state: Mapping | None = None) -> dict[tuple[str, int], PartitionCopy]:
     """What rollbacks copied back, per destination partition (empty when none ran): the copy-back's syncs
     (destination offset -> source offset) as its progress covers them (``state.rollback``).

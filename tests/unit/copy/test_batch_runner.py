@@ -128,6 +128,7 @@ def batch(tmp_path):
         for i, (key, value) in enumerate(store.log[start:], start):
             if copied_at and copied_at[0] == i:
                 events.append("copied")
+            assert key is not None  # every state record has a key
             name = key.decode().split("/")[0]
             events.append({"copy-lease": "acquired" if value is not None else "released",
                            "batch": "finished"}.get(name, name))

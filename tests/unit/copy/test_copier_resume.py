@@ -37,7 +37,8 @@ def _resume(clusters, task: PartitionTask, progress: PartitionProgress | None) -
     plan = CopyPlan(migration="m", batch_id="b", source_cluster_id="s", destination_cluster_id="d",
                     state_topic="st", offset_syncs_topic="os", provenance_headers=True, offset_sync_interval=10,
                     max_records_per_partition=10, max_bytes_per_partition=10, tasks=(task,))
-    copier = partition_copier.PartitionCopier(plan, *clusters, sync_writer=None, store=None)
+    source, destination = clusters
+    copier = partition_copier.PartitionCopier(plan, source, destination, sync_writer=None, store=None)
     result = _Result()
     start = copier._resume_from_tail(task, progress, PartitionSyncTracker(10), lambda points: None, result,
                                      task.start_offset)

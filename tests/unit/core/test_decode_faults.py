@@ -80,7 +80,10 @@ def test_the_check_is_skipped_when_off_in_a_dry_run_or_once_promoted_asking_the_
     asked = []
 
     def status(value):
-        return lambda: asked.append(value) or value
+        def ask():
+            asked.append(value)
+            return value
+        return ask
 
     assert skip_reason(None, False, status(None)) == "decode_check is off"
     assert skip_reason("off", False, status(None)) == "decode_check is off"

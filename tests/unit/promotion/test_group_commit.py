@@ -70,5 +70,6 @@ def test_a_broker_refusal_after_the_members_were_read_is_reported_per_group(dest
     cluster.create_topic("dst", 1, 1, {})
     outcomes = {o.group: o for o in commit_translated_offsets(cluster, [decision("late", 0, 5),
                                                                         decision("other", 0, 6)])}
-    assert outcomes["late"].refused.startswith("broker refused:") and outcomes["late"].committed == {}
+    refused = outcomes["late"].refused
+    assert refused is not None and refused.startswith("broker refused:") and outcomes["late"].committed == {}
     assert outcomes["other"].refused is None and cluster.group_offsets("other") == {("dst", 0): 6}

@@ -44,6 +44,7 @@ def test_a_remap_registers_every_version_and_maps_each_source_id_and_a_rerun_wri
     assert result.registered == 3 and sorted(result.id_map) == [10, 11, 12]
     assert all(dst >= 500 for dst in result.id_map.values()) and stored == [result.id_map]
     orders = destination.read_subject("orders-value")
+    assert orders is not None
     assert [(v.version, v.deleted) for v in orders.versions] == [(1, False), (2, True)]  # arrives soft-deleted
     assert destination.subject_compatibility("pings-value") == "FULL"
     again = migrate_schemas(source, destination, settings("remap"), topics, store_id_map=stored.append)
@@ -56,5 +57,7 @@ def test_a_preserve_migration_keeps_ids_and_versions(source):
     destination = FakeRegistry("http://destination.invalid", first_id=500)
     result = migrate_schemas(source, destination, settings("preserve"), {"orders": "orders", "pings": "pings"})
     assert result.id_map == {10: 10, 11: 11, 12: 12}
-    assert [(v.version, v.schema_id) for v in destination.read_subject("orders-value").versions] == [(1, 10), (2, 11)]
-    assert destination.read_subject("orders-value").mode is None  # IMPORT mode left again
+    orders = destination.read_subject("orders-value")
+    assert orders is not None
+    assert [(v.version, v.schema_id) for v in orders.versions] == [(1, 10), (2, 11)]
+    assert orders.mode is None  # IMPORT mode left again
