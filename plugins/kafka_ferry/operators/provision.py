@@ -21,7 +21,7 @@ from kafka_ferry.core.trigger_form import (
     check_trigger,
     names,
 )
-from kafka_ferry.operators.base import DryRunOperator, MigrationOperator
+from kafka_ferry.operators.base import AUTHORITY_KEY, DryRunOperator, MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
 from kafka_ferry.provision.fences import check_fenceable, has_authorizer, put_fences, wanted_fences
@@ -54,7 +54,9 @@ class MigrationPreflightOperator(MigrationOperator):
     change. A promoted migration refuses here every mode but the rollback ones, naming the rollback (the copy and
     provisioning tasks would refuse it later). The rollback modes check the trigger, connections, tenant, both
     clusters and the state topic, and stop there: provisioning is no part of them, and its plan would refuse what a
-    rollback starts from (groups with members on the destination, topics the tenant changed there). A promotion
+    rollback starts from (groups with members on the destination, topics the tenant changed there). A cutover mode
+    (promote, promote-groups, promote-topics, rollback) is refused first when the tenant's promoters do not list
+    the run's triggering user, or no person triggered it (``check_authority``). A promotion
     (whole or staged) of a migration nothing was copied for yet is refused here, naming catch-up; ``promote-groups``
     and ``promote-topics`` make their tasks' checks here too (``check_staged``), so a refusal or a no-op comes before
     provisioning writes anything.
@@ -65,6 +67,7 @@ class MigrationPreflightOperator(MigrationOperator):
     @fail_fast
     def execute(self, context: Any) -> dict:
         mode = self.check_trigger(context)
+        authority = self.check_authority(context, mode)  # who may cut over: refused here, naming user and list
         self.check_connections_exist()
         self.check_tenant()  # with a tenants file: only what the spec's tenant is granted
         self.source_cluster.check_reachable()  # no address accepts a connection: one try, naming them
@@ -74,7 +77,7 @@ class MigrationPreflightOperator(MigrationOperator):
         state_exists = self.state_store.check_topic()  # one of another shape is refused before any change
         if mode in (ROLLBACK, ROLLBACK_PLAN):
             return {"migration": self.spec.name, "mode": mode, "source_cluster_id": source_info.cluster_id,
-                    "destination_cluster_id": destination_info.cluster_id}
+                    "destination_cluster_id": destination_info.cluster_id, AUTHORITY_KEY: authority}
         promoting = mode in (PROMOTE, PROMOTE_GROUPS, PROMOTE_TOPICS)
         state = self.state_store.read_all() if state_exists and promoting else {}  # what was copied and promoted
         if state_exists:
@@ -134,7 +137,7 @@ class MigrationPreflightOperator(MigrationOperator):
                                                 self.state_store)
         for line in estimate_lines(diff["estimate"]):
             self.log.info("  %s", line)
-        return {**diff, "mode": mode}
+        return {**diff, "mode": mode, AUTHORITY_KEY: authority}
 
     def check_staged(self, mode: str, params: dict, state: dict, planned: dict[str, list[str]]) -> bool:
         """The checks ``promote_groups`` / ``promote_topics`` make before acting, made here before provisioning
