@@ -34,7 +34,8 @@ RESET_PROMOTION = "reset-promotion"  # the CLI's reset (no DAG run): a mode of a
 AUTHORITY_MODES = (PROMOTE, PROMOTE_GROUPS, PROMOTE_TOPICS, ROLLBACK, RESET_PROMOTION)
 MANUAL = "manual"  # Airflow's DagRunType of a run a person triggered (UI, REST, `airflow dags trigger`, dag.test)
 ACT_VERSION = 1
-STARTED, DONE = "started", "done"
+STARTED, DONE, FAILED = "started", "done", "failed"
+MAX_ERROR = 1000  # characters of a failed act's message kept in its record
 
 
 class NotAllowed(Permanent, PermissionError):
@@ -122,9 +123,19 @@ def act_record(mode: str, migration: str, actor: Actor, confirmation: str | None
             "groups": sorted(groups), "topics": sorted(topics), "status": STARTED}
 
 
-def finished(record: Mapping[str, Any], at_ms: int, status: str = DONE) -> dict[str, Any]:
-    """The same act once its run's work is done (or ended otherwise: ``status`` says how)."""
-    return {**record, "status": status, "finished_at_ms": int(at_ms)}
+def finished(record: Mapping[str, Any], at_ms: int, status: str = DONE, error: str | None = None) -> dict[str, Any]:
+    """The same act once its run's work is done, or failed (``error``: why, cut to ``MAX_ERROR`` characters; a
+    retry's start sets it ``started`` again and keeps the error as ``last_error``)."""
+    out = {**record, "status": status, "finished_at_ms": int(at_ms)}
+    if error is not None:
+        out["error"] = error[:MAX_ERROR]
+    return out
+
+
+def restarted(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A failed act tried again (a task retry, a task cleared): started again, the last failure kept."""
+    out = {k: v for k, v in record.items() if k not in ("error", "finished_at_ms")}
+    return {**out, "status": STARTED, **({"last_error": record["error"]} if record.get("error") else {})}
 
 
 def act_line(record: Mapping[str, Any]) -> str:

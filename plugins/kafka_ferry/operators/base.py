@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from airflow.sdk import BaseHook, BaseOperator, conf
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from kafka_ferry.core.authority import (
+    FAILED,
     STARTED,
     Actor,
     act_key,
@@ -17,6 +19,7 @@ from kafka_ferry.core.authority import (
     allowed_by,
     check_authority,
     finished,
+    restarted,
 )
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
@@ -103,7 +106,18 @@ class MigrationOperator(MigrationContext, BaseOperator):
                 "roles": None if asking.roles is None else list(asking.roles),
                 "allowed_by": allowed_by(mode, promoters, asking)}
 
-    def record_act(self, context: Any, mode: str, status: str = STARTED) -> dict:
+    @contextlib.contextmanager
+    def acting(self, context: Any, mode: str) -> Iterator[dict]:
+        """The act recorded as started around a task's work (``record_act``), and as failed, with the message,
+        when the work raises (a refusal by the task's own checks included: the record says who tried)."""
+        record = self.record_act(context, mode)
+        try:
+            yield record
+        except Exception as exc:
+            self.record_act(context, mode, FAILED, error=f"{type(exc).__name__}: {exc}")
+            raise
+
+    def record_act(self, context: Any, mode: str, status: str = STARTED, error: str | None = None) -> dict:
         """Who did it (state kind ``act``, key ``<mode>/<run id>``): written as the act's first task starts, before
         its first change (a retry, or the promotion's next task, finds it and keeps it), and again with ``status``
         when it is done. The user and why they may come from the pre-flight's check; the confirmation and the
@@ -114,9 +128,9 @@ class MigrationOperator(MigrationContext, BaseOperator):
         recorded = self.state_store.read_kind(ACT_KIND).get(key)
         now_ms = int(time.time() * 1000)
         if recorded is not None:
-            if status == STARTED:
+            if status == STARTED and recorded.get("status") == STARTED:
                 return recorded
-            record = finished(recorded, now_ms, status)
+            record = restarted(recorded) if status == STARTED else finished(recorded, now_ms, status, error)
         else:
             ti = context.get("ti")
             checked = ti.xcom_pull(task_ids="preflight") if ti is not None else None
@@ -130,7 +144,7 @@ class MigrationOperator(MigrationContext, BaseOperator):
                                 params.get(CONFIRM_FIELD), run_id, now_ms, names(params.get(GROUPS_FIELD)),
                                 names(params.get(TOPICS_FIELD)), who.get("allowed_by") or "")
             if status != STARTED:
-                record = finished(record, now_ms, status)
+                record = finished(record, now_ms, status, error)
         self.state_store.put(ACT_KIND, key, record)
         return record
 

@@ -56,7 +56,10 @@ class PromoteMigrationOperator(TopicLineage, MigrationOperator):
 
     @fail_fast
     def execute(self, context: Any) -> dict:
-        act = self.record_act(context, PROMOTE)  # who did it: once per run, before this task's first change
+        with self.acting(context, PROMOTE) as act:  # who did it: once per run, before this task's first change
+            return self._promote(context, act)
+
+    def _promote(self, context: Any, act: dict) -> dict:
         runner = PromotionRunner(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
                                  work_dir=self.work_dir, allow_rewind=parse_bool(self.allow_rewind),
                                  final_copy=self._final_copy_engine())

@@ -47,12 +47,11 @@ class RollbackMigrationOperator(DryRunOperator):
         destination_registry = (registry(settings.destination_connection_id)
                                  if settings is not None and settings.mode == "remap" else None)
         try:
-            if not self.is_dry_run:
-                self._act = self.record_act(context, ROLLBACK)  # who did it, before the rollback's first change
-            result = self._execute(context, destination_registry)
-            if not self.is_dry_run:
-                act = self.record_act(context, ROLLBACK, DONE)
-                self.log.info("rollback recorded: %s", act_line(act))
+            if self.is_dry_run:
+                return self._execute(context, destination_registry)
+            with self.acting(context, ROLLBACK) as self._act:  # who did it, before the rollback's first change
+                result = self._execute(context, destination_registry)
+            self.log.info("rollback recorded: %s", act_line(self._act))  # done: _publish, its last step, says so
             return result
         finally:
             if destination_registry is not None:
@@ -162,6 +161,8 @@ class RollbackMigrationOperator(DryRunOperator):
     def _publish(self, context: Any, report: dict) -> None:
         state = self.state_store.read_all()  # promoted / rolled back per group and topic, as it stands now
         act = getattr(self, "_act", None)  # who did it (a rollback, not a plan), shown on its page
+        if act is not None and not self.is_dry_run:  # the rollback's last step: the act is done
+            act = self._act = self.record_act(context, ROLLBACK, DONE)
         page = publish_rollback_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id,
                                     {**report, "act": act} if act else report, state)
         self.log.info("run report: %s", page)

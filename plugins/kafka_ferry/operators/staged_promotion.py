@@ -61,7 +61,11 @@ class PromoteGroupsOperator(StagedPromotionOperator):
     def execute(self, context: Any) -> dict:
         params = context["params"]
         groups = validate_selection("groups", names(params.get(GROUPS_FIELD)), migrated_groups(self.state_store))
-        self.record_act(context, PROMOTE_GROUPS)  # who did it, before the first group changes
+        with self.acting(context, PROMOTE_GROUPS):  # who did it, before the first group changes
+            return self._promote(context, groups)
+
+    def _promote(self, context: Any, groups: list[str]) -> dict:
+        params = context["params"]
         for line in ready_groups(self.source_cluster, self.state_store, quiet_ms=0):
             self.log.info("group %s: %s (%s)", line.group, "ready" if line.ready else "not ready", line.reason)
         run_id = context.get("run_id") or "promote-groups"
@@ -93,8 +97,11 @@ class PromoteTopicsOperator(TopicLineage, StagedPromotionOperator):
 
     @fail_fast
     def execute(self, context: Any) -> dict:
+        with self.acting(context, PROMOTE_TOPICS):  # who did it, before the first topic changes
+            return self._promote(context)
+
+    def _promote(self, context: Any) -> dict:
         params = context["params"]
-        self.record_act(context, PROMOTE_TOPICS)  # who did it, before the first topic changes
         done = promote_topics(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
                               names(params.get(TOPICS_FIELD)), context.get("run_id") or "promote-topics",
                               threads_engine(), waived_groups=names(params.get(WAIVE_FIELD)),

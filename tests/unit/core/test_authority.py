@@ -126,3 +126,15 @@ def test_the_tenants_file_reads_promoters_and_refuses_a_bad_name(tmp_path):
     path.write_text(yaml.safe_dump({"tenants": {"acme": {"promoters": {"user": ["alice"]}}}}))
     with pytest.raises(SpecError, match="user"):
         load_tenants(path)
+
+
+def test_a_failed_act_keeps_why_and_a_retry_starts_it_again_keeping_the_last_failure():
+    from kafka_ferry.core.authority import FAILED, MAX_ERROR, restarted
+
+    record = act_record(ROLLBACK, "acme-orders", Actor("alice"), "acme-orders", "manual__1", 1_000)
+    failed = finished(record, 2_000, FAILED, "RollbackRefused: " + "x" * 2 * MAX_ERROR)
+    assert failed["status"] == FAILED and len(failed["error"]) == MAX_ERROR
+    again = restarted(failed)
+    assert again["status"] == STARTED and again["last_error"] == failed["error"]
+    assert "error" not in again and "finished_at_ms" not in again and again["started_at_ms"] == 1_000
+    assert act_line(failed).endswith("failed 1970-01-01T00:00:02Z")
