@@ -80,11 +80,13 @@ def authority_problem(mode: str, migration: str, tenant: str, promoters: Promote
     if promoters.roles and actor.roles is not None and set(actor.roles) & set(promoters.roles):
         return None
     if promoters.roles and actor.roles is None:
-        roles = "its roles could not be read here (the auth manager's users are readable only where Airflow's " \
-                "metadata DB is: list the user by name, or run it with `kafka-ferry` there)"
+        roles = " (its roles could not be read here: the auth manager's users are readable only where Airflow's " \
+                "metadata DB is; list the user by name, or run it with `kafka-ferry` there)"
+    elif actor.roles is None:
+        roles = ""  # the list names no role: none were looked up
     else:
-        roles = f"roles [{shown(sorted(actor.roles), 10)}]" if actor.roles else "no role"
-    return (f"{refused}: user {actor.user!r} ({roles}) is not one of tenant {tenant!r}'s promoters ({listed}, "
+        roles = f" (roles [{shown(sorted(actor.roles), 10)}])" if actor.roles else " (no role)"
+    return (f"{refused}: user {actor.user!r}{roles} is not one of tenant {tenant!r}'s promoters ({listed}, "
             f"{where}); one of them runs it, or the platform team adds the user or a role to the tenant's "
             "promoters")
 

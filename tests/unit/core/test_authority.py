@@ -55,7 +55,9 @@ def test_a_user_with_a_listed_role_may():
 
 def test_roles_that_cannot_be_read_refuse_a_user_listed_only_by_role_and_say_why():
     refused = problem(user="carol", roles=None)
-    assert "could not be read here" in refused and "list the user by name" in refused
+    assert "user 'carol' (its roles could not be read here" in refused and "list the user by name" in refused
+    unlooked = problem(promoters=Promoters(users=("alice",)), user="carol", roles=None)
+    assert "user 'carol' is not one of tenant 'acme''s promoters (users ['alice'], no role," in unlooked
 
 
 def test_without_a_list_anyone_may_as_before_but_a_run_no_person_triggered_never_may():
