@@ -122,11 +122,11 @@ def promoted(clusters, tmp_path_factory):
 def test_a_promotion_by_a_user_not_listed_or_by_a_scheduled_run_is_refused_before_any_change(promoted):
     bob, scheduled = promoted["refused"]["bob"], promoted["refused"]["scheduled"]
     assert bob.user == "bob" and bob.run_type == "manual"  # the run carries its user as the UI's would
-    assert bob.state == "failed" and bob.failed_tasks() == {"preflight": 1}, bob.tail()  # once: no retry
+    assert bob.state == "failed" and bob.tasks["preflight"] == ("failed", 1), bob.tail()  # once: no retry
     assert (f"promote of migration '{promoted['name']}' refused before any change: user 'bob' is not one "
             "of tenant 'test''s promoters (users ['alice'], no role, tenants file") in bob.log, bob.tail()
     assert scheduled.run_type == "scheduled" and scheduled.user is None
-    assert scheduled.state == "failed" and scheduled.failed_tasks() == {"preflight": 1}, scheduled.tail()
+    assert scheduled.state == "failed" and scheduled.tasks["preflight"] == ("failed", 1), scheduled.tail()
     assert "this is a scheduled run, which no person triggered" in scheduled.log, scheduled.tail()
     for run in (bob, scheduled):
         assert run.tasks["provision_topics"][0] != "success" and run.tasks["promote_reconcile_mark"][0] != "success"
