@@ -6,7 +6,8 @@ One migration, one Airflow home, one DAG process: a tenant whose promoters list 
 triggered by bob, and one by a scheduled run, are refused in the pre-flight (one try, naming the user and the
 list) with both clusters exactly as before; alice's promotion succeeds and its ``act`` record names her, her
 confirmation and the run; then through the CLI, ``rollback --as bob`` and ``reset-promotion --as bob`` are refused
-with nothing changed, and ``status`` (lines and ``--json``) says who promoted.
+with nothing changed, carol (a listed role in the FAB auth manager's tables, read where the metadata DB is) passes
+the check, and ``status`` (lines and ``--json``) says who promoted.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from matrix_support import DagSession, RunResult
 from route_support import Workspace, form_conf
 from scenarios import commit_source_group, seed_plain, snapshot, write_spec
 
+from airflow_stack import FAB_AUTH_MANAGER
 from kafka_ferry.core.state_records import ACT_KIND
 from kafka_ferry.state.promotion import promotion_status
 from kafka_ferry.state.store import MigrationStateStore
@@ -97,11 +99,17 @@ def promoted(clusters, tmp_path_factory):
         "spec_paths": ["migrations/*.yaml"], "name_prefixes": [name],
         "connections": [clusters.SOURCE_CONN, clusters.DESTINATION_CONN, clusters.SPARK_CONN],
         "state_topics": [ws.spec.state_topic_name], "destination_topic_prefixes": [""],
-        "promoters": {"users": ["alice"]}}}}))
+        "promoters": {"users": ["alice"], "roles": ["cutover"]}}}}))
     ws.env.update(KFERRY_TENANTS_FILE=str(tenants), PYTHONUNBUFFERED="1")
-    # one Airflow home and DAGs folder for the DAG process and the CLI after it (the spec file owns the state topic)
-    subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"], env=ws.env, check=True,
-                   capture_output=True, timeout=600)
+    # one Airflow home and DAGs folder for the DAG process and the CLI after it (the spec file owns the state topic);
+    # the FAB auth manager's tables in its DB, with carol holding role "cutover" (roles are read where the DB is)
+    fab = {**ws.env, "AIRFLOW__CORE__AUTH_MANAGER": FAB_AUTH_MANAGER}
+    airflow = str(Path(sys.executable).parent / "airflow")
+    subprocess.run([airflow, "db", "migrate"], env=fab, check=True, capture_output=True, timeout=600)
+    subprocess.run([airflow, "roles", "create", "cutover"], env=fab, check=True, capture_output=True, timeout=600)
+    subprocess.run([airflow, "users", "create", "--username", "carol", "--role", "cutover", "--firstname", "carol",
+                    "--lastname", "test", "--email", "carol@example.invalid"], env=fab, check=True,
+                   capture_output=True, timeout=600, input=b"pw-carol\npw-carol\n", start_new_session=True)
     session = DagSession([sys.executable, "-c", RUN_AS, str(ws.dags)], ws.env)
     try:
         caught_up = run_as(session, ws.spec.dag_id, form_conf("catch-up"), "bob")  # no authority needed
@@ -114,6 +122,7 @@ def promoted(clusters, tmp_path_factory):
         assert done.state == "success", done.tail()
     finally:
         session.close()
+    ws.env.update(AIRFLOW__CORE__AUTH_MANAGER=FAB_AUTH_MANAGER)  # the CLI below reads carol's roles
     yield {"p": p, "name": name, "ws": ws, "refused": refused, "done": done, "before": before,
            "after_refusals": after_refusals,
            "store": MigrationStateStore(clusters.cluster("destination"), ws.spec.state_topic_name)}
@@ -123,8 +132,8 @@ def test_a_promotion_by_a_user_not_listed_or_by_a_scheduled_run_is_refused_befor
     bob, scheduled = promoted["refused"]["bob"], promoted["refused"]["scheduled"]
     assert bob.user == "bob" and bob.run_type == "manual"  # the run carries its user as the UI's would
     assert bob.state == "failed" and bob.tasks["preflight"] == ("failed", 1), bob.tail()  # once: no retry
-    assert (f"promote of migration '{promoted['name']}' refused before any change: user 'bob' is not one "
-            "of tenant 'test''s promoters (users ['alice'], no role, tenants file") in bob.log, bob.tail()
+    assert (f"promote of migration '{promoted['name']}' refused before any change: user 'bob' (no role) is not "
+            "one of tenant 'test''s promoters (users ['alice'], roles ['cutover'], tenants file") in bob.log, bob.tail()
     assert scheduled.run_type == "scheduled" and scheduled.user is None
     assert scheduled.state == "failed" and scheduled.tasks["preflight"] == ("failed", 1), scheduled.tail()
     assert "this is a scheduled run, which no person triggered" in scheduled.log, scheduled.tail()
@@ -159,6 +168,11 @@ def test_the_cli_runs_as_its_user_refuses_a_rollback_and_a_reset_by_another_and_
     reset = ws.cli("reset-promotion", ws.spec_path, "--as", "bob", "--yes-i-mean", name)
     assert reset.returncode == 1, (reset.stdout + reset.stderr)[-6000:]
     assert f"reset-promotion of migration '{name}' refused before any change: user 'bob'" in reset.stdout
+    # carol is no listed user, but holds a listed role: her reset passes the check and stops at the next one (the
+    # promotion can still be rolled back), changing nothing
+    carol = ws.cli("reset-promotion", ws.spec_path, "--as", "carol", "--yes-i-mean", name)
+    assert carol.returncode == 1 and "can still be rolled back" in carol.stdout, carol.stdout + carol.stderr
+    assert "refused before any change: user" not in carol.stdout
     assert snapshot(clusters, p) == before
     assert promotion_status(promoted["store"])["status"] == "promoted"
 
