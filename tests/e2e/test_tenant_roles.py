@@ -1,13 +1,16 @@
 """Tenant separation on the real stack with a real auth manager (issue 36 case 9): the FAB provider's, whose roles
 carry per-DAG permissions. A user of tenant A may read A's report pages and trigger A's DAG; B's report page
 answers 403 and B's DAG cannot be triggered (Airflow's SimpleAuthManager, the stack's auth manager before, has no
-per-DAG roles: every user saw every DAG).
+per-DAG roles: every user saw every DAG). And who may cut over (issue 42): tenant A's promoters list user-a; a
+second user of tenant A, allowed to trigger the DAG, triggers a promotion through the REST API and the run records
+them and is refused in its pre-flight, naming them; user-a's promotion passes that check.
 """
 
 from __future__ import annotations
 
 import json
 import urllib.error
+from urllib.parse import quote
 
 import pytest
 import yaml
@@ -29,6 +32,13 @@ def status(stack: AirflowStack, method: str, path: str, token: str, body: dict |
     return 200
 
 
+def preflight_log(stack: AirflowStack, token: str, dag_id: str, run_id: str) -> str:
+    """The pre-flight task's log (its first try), as the REST API gives it."""
+    path = (f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/preflight/logs/1"
+            "?full_content=true")
+    return json.dumps(stack.call("GET", path, token).get("content"))
+
+
 def test_a_tenant_user_reaches_only_its_own_dags_pages_and_triggers(clusters, tmp_path):
     names = {t: clusters.unique(f"role{t}") for t in ("a", "b")}
     dags = tmp_path / "dags"
@@ -39,9 +49,17 @@ def test_a_tenant_user_reaches_only_its_own_dags_pages_and_triggers(clusters, tm
             "source": {"connection_id": clusters.SOURCE_CONN, "alias": "src"},
             "destination": {"connection_id": clusters.DESTINATION_CONN, "alias": f"dst-{name}"},
             "topics": {"include": [f"{name}\\..*"]}, "copy": {"spark_connection_id": clusters.SPARK_CONN}}))
+    # the platform's tenants file binds each spec; tenant a lets only user-a cut over (issue 42)
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text(yaml.safe_dump({"tenants": {f"tenant-{t}": {
+        "spec_paths": [f"dags/migrations/{name}.yaml"], "name_prefixes": [name],
+        "connections": [clusters.SOURCE_CONN, clusters.DESTINATION_CONN, clusters.SPARK_CONN],
+        "state_topics": [f"kafka-ferry.{name}.state"], "destination_topic_prefixes": [""],
+        **({"promoters": {"users": ["user-a"]}} if t == "a" else {})} for t, name in names.items()}}))
     write_stubs(dags)
     dag_ids = {t: f"kafka_ferry__{n}" for t, n in names.items()}
-    with AirflowStack(tmp_path / "airflow", dags, {"KFERRY_WORK_DIR": str(tmp_path / "work")}, auth="fab") as stack:
+    env = {"KFERRY_WORK_DIR": str(tmp_path / "work"), "KFERRY_TENANTS_FILE": str(tenants)}
+    with AirflowStack(tmp_path / "airflow", dags, env, auth="fab") as stack:
         admin = stack.token()
         stack.wait(lambda: {d["dag_id"] for d in stack.call("GET", "/api/v2/dags", admin)["dags"]}
                    >= set(dag_ids.values()), 300, "both DAGs parsed")
@@ -63,10 +81,34 @@ def test_a_tenant_user_reaches_only_its_own_dags_pages_and_triggers(clusters, tm
         trigger_own = status(stack, "POST", f"/api/v2/dags/{dag_ids['a']}/dagRuns", token, trigger)
         runs_of_b = stack.call("GET", f"/api/v2/dags/{dag_ids['b']}/dagRuns", admin)["dag_runs"]
 
+        # who may cut over (issue 42): a second user of tenant a may trigger its DAG, but a promotion of theirs is
+        # refused in the pre-flight, naming them and the list; user-a's passes that check (and stops at the next:
+        # nothing was copied yet)
+        stack.add_user("user-a2", "pw-a2-e2e", "kafka-ferry-tenant-a")
+        for run in stack.runs(admin, dag_ids["a"]):  # the dry run above: the DAG was paused, it never ran
+            stack.call("DELETE", f"/api/v2/dags/{dag_ids['a']}/dagRuns/{quote(run['dag_run_id'], safe='')}", admin)
+        stack.call("PATCH", f"/api/v2/dags/{dag_ids['a']}", admin, {"is_paused": False})
+        promote = {"logical_date": None, "conf": {"mode": "promote", "confirm_migration": names["a"]}}
+        cut = {}
+        for user, password in (("user-a2", "pw-a2-e2e"), ("user-a", "pw-a-e2e")):
+            run_id = stack.call("POST", f"/api/v2/dags/{dag_ids['a']}/dagRuns", stack.token(user, password),
+                                promote)["dag_run_id"]
+            run = stack.wait(lambda r=run_id: stack.finished(admin, dag_ids["a"], r), 600, f"{user}'s promote run")
+            cut[user] = (run, stack.task_states(admin, dag_ids["a"], run_id), preflight_log(stack, admin,
+                                                                                             dag_ids["a"], run_id))
+
     assert own == 404  # authorized; no run has written a page yet
     assert other == 403
     assert listed == {dag_ids["a"]}
     assert trigger_other == 403 and runs_of_b == []
     assert trigger_own == 200
+    refused, refused_tasks, refused_log = cut["user-a2"]
+    assert refused["triggering_user_name"] == "user-a2" and refused["state"] == "failed"
+    assert refused_tasks["preflight"] == "failed" and refused_tasks["provision_topics"] != "success"
+    assert (f"promote of migration '{names['a']}' refused before any change: user 'user-a2' is not one of tenant "
+            "'tenant-a''s promoters (users ['user-a'], no role") in refused_log, refused_log[-4000:]
+    allowed, _, allowed_log = cut["user-a"]
+    assert allowed["triggering_user_name"] == "user-a" and "refused before any change: user" not in allowed_log
+    assert "nothing was copied yet" in allowed_log, allowed_log[-4000:]
     print(f"\ntenant roles (FAB): user-a sees {sorted(listed)}; B's page 403, B's trigger 403 "
           f"({json.dumps(names)})")

@@ -60,6 +60,11 @@ def parser() -> argparse.ArgumentParser:
         if name in (*CONFIRMED, "reset-promotion"):
             command.add_argument("--yes-i-mean", metavar="NAME",
                                  help="confirm without a prompt (scripts): the migration's name")
+        if name in (*MODES, "reset-promotion"):
+            command.add_argument("--as", dest="as_user", metavar="USER",
+                                 help="the Airflow user the run is triggered by (recorded on the run and, for a "
+                                      "cutover, in the migration's state; checked against the tenant's promoters); "
+                                      "default: the OS user, as `airflow dags trigger` records it")
         if name == "promote":
             command.add_argument("--allow-rewind", action="store_true",
                                  help="the promotion may move a destination group's offsets backwards")
@@ -111,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "dry-run":
                 write_own_stub(spec_path, dags_folder)
 
-            return run_json(args.command, spec_path, dags_folder)
+            return run_json(args.command, spec_path, dags_folder, user(args))
         if args.command == "check":  # every connection the spec names, one verdict each (cli.checks)
             from kafka_ferry.cli.checks import check
 
@@ -126,15 +131,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             return checkpoint(spec_path, args)
         spec = commands.load(spec_path)
         if args.command == "reset-promotion":
-            confirm(spec.name, args.yes_i_mean, "reset the promotion of")
-            return commands.reset(spec_path, give_up_rollback=args.give_up_rollback)
+            typed = confirm(spec.name, args.yes_i_mean, "reset the promotion of")
+            return commands.reset(spec_path, give_up_rollback=args.give_up_rollback, user=user(args),
+                                  confirmed=typed)
         confirmed = (confirm(spec.name, args.yes_i_mean, CONFIRMED[args.command])
                      if args.command in CONFIRMED else None)
         write_own_stub(spec_path, dags_folder)
-        return commands.run_dag(spec_path, dags_folder, run_conf(args, confirmed))
+        return commands.run_dag(spec_path, dags_folder, run_conf(args, confirmed), user=user(args))
     except UsageError as exc:
         print(f"kafka-ferry: {exc}", file=sys.stderr)
         return 2
+
+
+def user(args: argparse.Namespace) -> str | None:
+    """``--as USER``, else the OS user; a blank or unprintable name is no user (exit 2)."""
+    from kafka_ferry.cli.commands import default_user
+
+    given = getattr(args, "as_user", None)
+    if given is None:
+        return default_user()
+    if not given.strip() or not given.isprintable() or len(given) > 512:
+        raise UsageError(f"--as {given!r}: an Airflow user name is 1-512 printable characters")
+    return given.strip()
 
 
 def prepare_environment(spec_path: Path) -> Path:

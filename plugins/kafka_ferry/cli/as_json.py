@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+SHOWN_ACTS_JSON = 100  # cutover acts `status --json` gives, newest first
+
 
 def emit(document: dict[str, Any]) -> None:
     print(json.dumps(document, indent=1, sort_keys=True, default=str))
@@ -31,9 +33,11 @@ def status_json(spec_path: Path) -> int:
     """What `status` prints: the last batch, the lag now, the last ETA, promoted or not."""
     from kafka_ferry.cli import migrate_db
     from kafka_ferry.cli.commands import cluster
+    from kafka_ferry.core.authority import acts_newest_first
     from kafka_ferry.core.dates import iso_utc
     from kafka_ferry.core.provisioning_plan import select_topics
     from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.core.state_records import ACT_KIND
     from kafka_ferry.promotion.readiness import replication_lag
     from kafka_ferry.state.backlog import read_backlog
     from kafka_ferry.state.batches import batch_history
@@ -67,13 +71,17 @@ def status_json(spec_path: Path) -> int:
     doc["promoted"] = promoted.get("status") == PROMOTED
     if doc["promoted"]:
         doc["promoted_at"] = iso_utc(promoted.get("promoted_at_ms"))
+    # who promoted, rolled back or reset (state kind act, core.authority.act_record), newest first
+    doc["acts"] = [{**r, "started_at": iso_utc(r.get("started_at_ms")),
+                    "finished_at": iso_utc(r.get("finished_at_ms")) if r.get("finished_at_ms") else None}
+                   for r in acts_newest_first(store.read_kind(ACT_KIND))[:SHOWN_ACTS_JSON]]
     emit(doc)
     return 0
 
 
-def dry_run_json(spec_path: Path, dags_folder: Path) -> int:
+def dry_run_json(spec_path: Path, dags_folder: Path, user: str | None = None) -> int:
     """The dry run's DAG run (tasks, pre-flight diff, schema plan, the first batch's ranges and the estimate)."""
-    code, run, results = _run_dag(spec_path, dags_folder, {"mode": "dry-run"})
+    code, run, results = _run_dag(spec_path, dags_folder, {"mode": "dry-run"}, user)
     doc: dict[str, Any] = {"command": "dry-run", "ok": code == 0}
     if run is None:
         doc["problem"] = results
@@ -89,12 +97,14 @@ def dry_run_json(spec_path: Path, dags_folder: Path) -> int:
     return code
 
 
-def _run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> tuple[int, Any, Any]:
+def _run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any], user: str | None = None
+             ) -> tuple[int, Any, Any]:
     """`commands.run_dag` without its lines: (exit code, the DAG run or None, its XCom results or the problem);
     everything the run prints goes to stderr."""
     from airflow.dag_processing.dagbag import DagBag
 
     from kafka_ferry.cli import migrate_db
+    from kafka_ferry.cli.commands import triggered_as
     from kafka_ferry.cli.summary import task_results
     from kafka_ferry.core.spec import load_spec
     from kafka_ferry.core.spec_check import dag_file_name
@@ -109,14 +119,15 @@ def _run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> tuple[
         dag = bag.dags.get(spec.dag_id)
         if dag is None:
             return 1, None, f"no DAG {spec.dag_id} in {dags_folder}"
-        run = dag.test(run_conf=conf)
+        with triggered_as(user):
+            run = dag.test(run_conf=conf)
         results = task_results(run)
     return (0 if str(run.state) in ("success", "DagRunState.SUCCESS") else 1), run, results
 
 
-def run_json(command: str, spec_path: Path, dags_folder: Path) -> int:
+def run_json(command: str, spec_path: Path, dags_folder: Path, user: str | None = None) -> int:
     if command == "check":
         return check_json(spec_path)
     if command == "status":
         return status_json(spec_path)
-    return dry_run_json(spec_path, dags_folder)
+    return dry_run_json(spec_path, dags_folder, user)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import getpass
 import json
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +15,8 @@ from kafka_ferry.core.dates import iso_utc
 from kafka_ferry.core.spec import MigrationSpec, load_spec
 from kafka_ferry.core.spec_check import dag_file_name
 from kafka_ferry.kafka.cluster import KafkaCluster
+
+SHOWN_ACTS = 10  # cutover acts `status` lists (newest first); `status --json` gives SHOWN_ACTS_JSON
 
 
 def load(spec_path: Path) -> MigrationSpec:
@@ -74,8 +80,44 @@ def acls(spec_path: Path) -> int:
     return 0
 
 
-def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> int:
-    """One run of the spec's DAG in this process (``dag.test``), then what it did."""
+def default_user() -> str | None:
+    """Who runs the command when ``--as`` is not given: the OS user, as ``airflow dags trigger`` records it."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
+
+
+@contextlib.contextmanager
+def triggered_as(user: str | None) -> Iterator[dict[str, Any]]:
+    """``dag.test`` runs triggered by ``user``, recorded on the DAG run as Airflow's own CLI and REST API record
+    theirs (``triggering_user_name``, triggered by ``cli``), not as ``dag.test``'s fixed "dag_test".
+
+    Why a wrap: ``dag.test`` has no argument for it and creates its run through ``airflow.models.dagrun.
+    get_or_create_dagrun``; the pre-flight checks the run's user against the tenant's promoters, so the run must
+    carry the user the command was told to be. ``seen["runs"]`` counts the runs created, so a caller can tell
+    an Airflow whose ``dag.test`` stopped calling it (then the run's user is not ``user``: ``run_dag`` says so)."""
+    from airflow.models import dagrun
+    from airflow.utils.types import DagRunTriggeredByType
+
+    original = dagrun.get_or_create_dagrun
+    seen: dict[str, Any] = {"runs": 0}
+
+    def create(*args, **kwargs):
+        seen["runs"] += 1
+        return original(*args, **{**kwargs, "triggering_user_name": user,
+                                  "triggered_by": DagRunTriggeredByType.CLI})
+
+    dagrun.get_or_create_dagrun = create
+    try:
+        yield seen
+    finally:
+        dagrun.get_or_create_dagrun = original
+
+
+def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any], user: str | None = None) -> int:
+    """One run of the spec's DAG in this process (``dag.test``), triggered by ``user`` (the pre-flight checks it
+    against the tenant's promoters), then what it did."""
     from airflow.dag_processing.dagbag import DagBag
 
     from kafka_ferry.cli import migrate_db
@@ -93,9 +135,12 @@ def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> int:
         return 1
     from kafka_ferry.cli.progress import RunWatcher
 
-    print(f"running {spec.dag_id} in mode {conf['mode']} ...", flush=True)
-    with RunWatcher(spec.dag_id, say=lambda line: print(line, flush=True)):
+    print(f"running {spec.dag_id} in mode {conf['mode']} as {user!r} ...", flush=True)
+    with RunWatcher(spec.dag_id, say=lambda line: print(line, flush=True)), triggered_as(user):
         run = dag.test(run_conf=conf)
+    if run.triggering_user_name != user:
+        print(f"warning: the run records triggering user {run.triggering_user_name!r}, not {user!r}: this Airflow's "
+              "dag.test did not take the user (kafka_ferry.cli.commands.triggered_as)")
     print_summary(run, spec.name)
     return 0 if str(run.state) in ("success", "DagRunState.SUCCESS") else 1
 
@@ -105,8 +150,9 @@ def status(spec_path: Path) -> int:
     from kafka_ferry.cli import migrate_db
     from kafka_ferry.cli.progress import wait_lines
     from kafka_ferry.copy.plan import work_dir
+    from kafka_ferry.core.authority import act_line, acts_newest_first
     from kafka_ferry.core.provisioning_plan import select_topics
-    from kafka_ferry.core.state_records import MIGRATION_KEY
+    from kafka_ferry.core.state_records import ACT_KIND, MIGRATION_KEY
     from kafka_ferry.promotion.readiness import replication_lag
     from kafka_ferry.promotion.rollback import STEPS as ROLLBACK_STEPS
     from kafka_ferry.promotion.steps import STEPS as PROMOTION_STEPS
@@ -157,6 +203,11 @@ def status(spec_path: Path) -> int:
     if promoted.get("status") == PROMOTED and current:
         for line in wait_lines({f"step/{s}": undone[f"step/{s}"] for s in current}, ROLLBACK_STEPS, "rollback"):
             print(f"  {line} (`kafka-ferry rollback {spec_path}` resumes it)")
+    acts = acts_newest_first(store.read_kind(ACT_KIND))
+    if acts:  # who promoted, rolled back or reset (state kind act), newest first
+        print(f"  who did it ({min(len(acts), SHOWN_ACTS)} of {len(acts)} cutover act(s), newest first):")
+        for record in acts[:SHOWN_ACTS]:
+            print(f"    {act_line(record)}")
     print_runs(spec.dag_id)
     overview = work_dir(spec.name) / OVERVIEW_FILE
     if overview.exists():
@@ -183,15 +234,36 @@ def print_runs(dag_id: str, limit: int = 5) -> None:
             print(f"    {line}")
 
 
-def reset(spec_path: Path, give_up_rollback: bool = False) -> int:
+def reset(spec_path: Path, give_up_rollback: bool = False, user: str | None = None, confirmed: str | None = None
+          ) -> int:
     """Delete the promotion records, so catch-up runs copy again (confirmed by the caller). Refused (exit 1,
-    nothing changed) while the promotion can be rolled back, unless ``give_up_rollback``."""
+    nothing changed) while the promotion can be rolled back, unless ``give_up_rollback``, and when the tenant's
+    promoters do not list ``user`` (no DAG runs: checked here as the pre-flight checks a run). A reset done is
+    recorded (state kind ``act``) with the user and the confirmation."""
     from kafka_ferry.cli import migrate_db
+    from kafka_ferry.core.authority import (
+        RESET_PROMOTION,
+        NotAllowed,
+        act_key,
+        act_record,
+        allowed_by,
+        check_authority,
+        finished,
+    )
+    from kafka_ferry.core.state_records import ACT_KIND
+    from kafka_ferry.operators.authority import actor, promoters_of
     from kafka_ferry.state.promotion import RollbackStillPossible, reset_promotion, rollback_possible
     from kafka_ferry.state.store import MigrationStateStore
 
     spec = load_spec(spec_path)
     migrate_db()
+    promoters, where = promoters_of(spec)
+    asking = actor(user, None, promoters)
+    try:
+        check_authority(RESET_PROMOTION, spec.name, spec.tenant, promoters, asking, where)
+    except NotAllowed as exc:
+        print(str(exc))
+        return 1
     destination = cluster(spec.destination.connection_id)
     if spec.state_topic_name not in destination.list_topic_names():
         print(f"{spec.name} never ran: nothing to reset")
@@ -203,6 +275,11 @@ def reset(spec_path: Path, give_up_rollback: bool = False) -> int:
     except RollbackStillPossible as exc:
         print(str(exc).replace("<spec>", str(spec_path)))
         return 1
+    now_ms = int(time.time() * 1000)
+    run_id = f"cli__{iso_utc(now_ms)}"
+    store.put(ACT_KIND, act_key(RESET_PROMOTION, run_id), finished(
+        act_record(RESET_PROMOTION, spec.name, asking, confirmed, run_id, now_ms,
+                   allowed=allowed_by(RESET_PROMOTION, promoters, asking)), now_ms))
     if possible:
         print(f"the rollback of {spec.name} is given up (--give-up-rollback): after this reset no rollback can "
               "bring the destination's records back to the source")

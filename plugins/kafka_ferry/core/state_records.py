@@ -196,9 +196,15 @@ OWNER_KIND = StateKind(
     "with the platform's tenants file, the first provisioning: the spec file (relative to the tenants file's "
     "spec_root) and tenant that own the state topic; a run from another spec file or tenant is refused before any "
     "change (core.tenants.owner_problem)")
+ACT_KIND = StateKind(
+    "act", "<mode>/<run id>",
+    ("record_version", "action", "user", "confirmation", "run_id", "run_type", "started_at_ms", "status"),
+    "every promotion, staged step, rollback and reset (promote, promote-groups, promote-topics, rollback, "
+    "reset-promotion): who triggered it, the typed confirmation, the run and when (core.authority.act_record); "
+    "written as the act's first task starts, again when it is done")
 
 KINDS: dict[str, StateKind] = {k.name: k for k in (
-    OWNER_KIND,
+    OWNER_KIND, ACT_KIND,
     PROGRESS_KIND, GAP_KIND, BATCH_KIND, TOPIC_KIND, OWNED_TOPIC_KIND, GROUP_KIND, TIMESTAMPS_KIND, PROMOTION_KIND,
     GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, FENCE_KIND, DECODE_CHECK_KIND,
     LEASE_KIND, SERIALIZED_FIELDS_KIND, BACKLOG_KIND, ROLLBACK_KIND)}

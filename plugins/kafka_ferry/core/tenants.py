@@ -16,6 +16,9 @@ the file, nothing is bound (as before).
         kubernetes_secrets: [acme-kafka-ferry]          # Secret names (copy.kubernetes_credentials_secret)
         state_topics: ["kafka-ferry.acme-*"]            # exact names, or a prefix ending in '*'
         destination_topic_prefixes: ["acme."]           # every destination topic starts with one ('' = any)
+        promoters:                                      # optional: who may cut over, roll back, reset (issue 42)
+          users: [alice]                                # Airflow user names (the run's triggering user)
+          roles: [acme-cutover]                         # or Airflow roles (the auth manager's)
 
 What a spec's author cannot choose binds it (issue 36): the spec file's path says whose it is (a spec saying
 ``tenant: globex`` in acme's folder is refused, as is one no tenant's ``spec_paths`` match), and its ``name`` (the
@@ -81,6 +84,27 @@ def _name_prefix_rule(value: str) -> str:
     return value
 
 
+def _identity_rule(value: str) -> str:
+    if not value or len(value) > 512 or not value.isprintable() or value != value.strip():
+        raise ValueError("an Airflow user or role name: 1-512 printable characters, no spaces around it")
+    return value
+
+
+Identity = Annotated[str, AfterValidator(_identity_rule)]
+
+
+class Promoters(BaseModel):
+    """Who may run a tenant's cutover modes (``core.authority.AUTHORITY_MODES``): Airflow user names and roles.
+
+    Absent (``promoters`` not given): anyone the platform lets trigger the tenant's DAG may, as before. Given with
+    both lists empty: no one may (a freeze)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    users: tuple[Identity, ...] = Field(default=(), max_length=1000)
+    roles: tuple[Identity, ...] = Field(default=(), max_length=1000)
+
+
 class TenantGrant(BaseModel):
     """What one tenant's specs may name; an empty list grants nothing of that kind."""
 
@@ -93,6 +117,7 @@ class TenantGrant(BaseModel):
     kubernetes_secrets: tuple[str, ...] = ()
     state_topics: tuple[Annotated[str, AfterValidator(_topic_rule)], ...] = ()
     destination_topic_prefixes: tuple[Annotated[str, AfterValidator(_prefix_rule)], ...] = ()
+    promoters: Promoters | None = None
 
     def allows_state_topic(self, topic: str) -> bool:
         return any(topic.startswith(t[:-1]) if t.endswith("*") else topic == t for t in self.state_topics)

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from airflow.sdk import BaseHook, BaseOperator, conf
 from airflow.sdk.exceptions import AirflowNotFoundException
 
+from kafka_ferry.core.authority import (
+    FAILED,
+    STARTED,
+    Actor,
+    act_key,
+    act_record,
+    allowed_by,
+    check_authority,
+    finished,
+    restarted,
+)
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec_check import check_connections, check_tenant, connection_refs
-from kafka_ferry.core.state_records import OWNER_KIND
+from kafka_ferry.core.state_records import ACT_KIND, OWNER_KIND
 from kafka_ferry.core.tenants import (
     AIRFLOW_CONFIG,
     OWNER_KEY,
@@ -21,7 +35,11 @@ from kafka_ferry.core.tenants import (
     owner_record,
     tenants_file_path,
 )
+from kafka_ferry.core.trigger_form import CONFIRM_FIELD, GROUPS_FIELD, TOPICS_FIELD, names
+from kafka_ferry.operators.authority import actor_of_run, promoters_of
 from kafka_ferry.task_support import MigrationContext
+
+AUTHORITY_KEY = "authority"  # the pre-flight's XCom: who triggered the run, and why they may
 
 
 class MigrationOperator(MigrationContext, BaseOperator):
@@ -76,6 +94,59 @@ class MigrationOperator(MigrationContext, BaseOperator):
         if self._recorded_owner(tenants, path) is None:
             self.state_store.put(OWNER_KIND, OWNER_KEY,
                                  owner_record(self.spec, tenants.owner_path(self.spec_path, path)))
+
+    def check_authority(self, context: Any, mode: str) -> dict:
+        """Refuse (once, before any change) a run of a cutover mode whose triggering user the tenant's promoters do
+        not list, and any such run no person triggered (``core.authority``); reads only. Returns who asked and
+        why they may, for the act's record."""
+        promoters, where = promoters_of(self.spec)
+        asking = actor_of_run(context, promoters)
+        check_authority(mode, self.spec.name, self.spec.tenant, promoters, asking, where)
+        return {"user": asking.user, "run_type": asking.run_type,
+                "roles": None if asking.roles is None else list(asking.roles),
+                "allowed_by": allowed_by(mode, promoters, asking)}
+
+    @contextlib.contextmanager
+    def acting(self, context: Any, mode: str) -> Iterator[dict]:
+        """The act recorded as started around a task's work (``record_act``), and as failed, with the message,
+        when the work raises (a refusal by the task's own checks included: the record says who tried)."""
+        record = self.record_act(context, mode)
+        try:
+            yield record
+        except Exception as exc:
+            self.record_act(context, mode, FAILED, error=f"{type(exc).__name__}: {exc}")
+            raise
+
+    def record_act(self, context: Any, mode: str, status: str = STARTED, error: str | None = None) -> dict:
+        """Who did it (state kind ``act``, key ``<mode>/<run id>``): written as the act's first task starts, before
+        its first change (a retry, or the promotion's next task, finds it and keeps it), and again with ``status``
+        when it is done. The user and why they may come from the pre-flight's check; the confirmation and the
+        names from the run's form."""
+        params = context.get("params") or {}
+        run_id = str(context.get("run_id") or self.task_id)
+        key = act_key(mode, run_id)
+        recorded = self.state_store.read_kind(ACT_KIND).get(key)
+        now_ms = int(time.time() * 1000)
+        if recorded is not None:
+            if status == STARTED and recorded.get("status") == STARTED:
+                return recorded
+            record = restarted(recorded) if status == STARTED else finished(recorded, now_ms, status, error)
+        else:
+            ti = context.get("ti")
+            checked = ti.xcom_pull(task_ids="preflight") if ti is not None else None
+            who = (checked or {}).get(AUTHORITY_KEY) if isinstance(checked, dict) else None
+            if not who:  # no pre-flight result (a task run alone): the run's own user, roles unread
+                dag_run = context.get("dag_run")
+                who = {"user": getattr(dag_run, "triggering_user_name", None), "roles": None,
+                       "run_type": str(getattr(getattr(dag_run, "run_type", None), "value", "") or "") or None,
+                       "allowed_by": "not checked: no pre-flight in this run"}
+            record = act_record(mode, self.spec.name, Actor(who.get("user"), who.get("run_type"), who.get("roles")),
+                                params.get(CONFIRM_FIELD), run_id, now_ms, names(params.get(GROUPS_FIELD)),
+                                names(params.get(TOPICS_FIELD)), who.get("allowed_by") or "")
+            if status != STARTED:
+                record = finished(record, now_ms, status, error)
+        self.state_store.put(ACT_KIND, key, record)
+        return record
 
     def _recorded_owner(self, tenants: TenantsFile, path) -> dict | None:
         recorded = self.state_store.read_kind(OWNER_KIND).get(OWNER_KEY)

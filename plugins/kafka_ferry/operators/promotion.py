@@ -13,8 +13,10 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from kafka_ferry.airflow_native.announce import TopicLineage, announce_promotion, promotion_measured
 from kafka_ferry.copy.packaging import build_package_zip
+from kafka_ferry.core.authority import DONE
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
+from kafka_ferry.core.trigger_form import PROMOTE
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.copy import SPARK_CONNECT_CONN_TYPE
 from kafka_ferry.operators.failures import fail_fast
@@ -52,6 +54,10 @@ class PromoteMigrationOperator(TopicLineage, MigrationOperator):
 
     @fail_fast
     def execute(self, context: Any) -> dict:
+        with self.acting(context, PROMOTE) as act:  # who did it: once per run, before this task's first change
+            return self._promote(context, act)
+
+    def _promote(self, context: Any, act: dict) -> dict:
         runner = PromotionRunner(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
                                  work_dir=self.work_dir, allow_rewind=parse_bool(self.allow_rewind),
                                  final_copy=self._final_copy_engine())
@@ -65,8 +71,10 @@ class PromoteMigrationOperator(TopicLineage, MigrationOperator):
                                     str(context.get("run_id") or "promotion"), mark)
         for uri in events:
             self.log.info("asset event %s: promoted", uri)
+        if mark:
+            act = self.record_act(context, PROMOTE, DONE)
         page = publish_promotion_run(self.spec, runner.work_dir, context.get("run_id") or "promotion",
-                                     report, batch_history(self.state_store))
+                                     {**report, "act": act}, batch_history(self.state_store))
         self.log.info("run report: %s", page)
         return {k: v for k, v in report.items() if k not in ("groups", "reconciliation")}
 

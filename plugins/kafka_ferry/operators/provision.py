@@ -14,7 +14,7 @@ from kafka_ferry.core.trigger_form import (
     ROLLBACK_PLAN,
     check_trigger,
 )
-from kafka_ferry.operators.base import DryRunOperator, MigrationOperator
+from kafka_ferry.operators.base import AUTHORITY_KEY, DryRunOperator, MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
 from kafka_ferry.promotion.mode_checks import check_staged, check_state
@@ -49,7 +49,9 @@ class MigrationPreflightOperator(MigrationOperator):
     change. A promoted migration refuses here every mode but the rollback ones, naming the rollback (the copy and
     provisioning tasks would refuse it later). The rollback modes check the trigger, connections, tenant, both
     clusters and the state topic, and stop there: provisioning is no part of them, and its plan would refuse what a
-    rollback starts from (groups with members on the destination, topics the tenant changed there). A promotion
+    rollback starts from (groups with members on the destination, topics the tenant changed there). A cutover mode
+    (promote, promote-groups, promote-topics, rollback) is refused first when the tenant's promoters do not list
+    the run's triggering user, or no person triggered it (``check_authority``). A promotion
     (whole or staged) of a migration nothing was copied for yet is refused here, naming catch-up; ``promote-groups``
     and ``promote-topics`` make their tasks' checks here too (``promotion.mode_checks``), so a refusal or a no-op
     comes before provisioning writes anything.
@@ -60,6 +62,7 @@ class MigrationPreflightOperator(MigrationOperator):
     @fail_fast
     def execute(self, context: Any) -> dict:
         mode = self.check_trigger(context)
+        authority = self.check_authority(context, mode)  # who may cut over: refused here, naming user and list
         self.check_connections_exist()
         self.check_tenant()  # with a tenants file: only what the spec's tenant is granted
         infos = reach(self.source_cluster, self.destination_cluster)  # one try when no address answers
@@ -67,7 +70,7 @@ class MigrationPreflightOperator(MigrationOperator):
         checked = check_state(self.spec, self.state_store, self.spec_path, mode, rollback)
         if rollback:
             return {"migration": self.spec.name, "mode": mode, "source_cluster_id": infos[0].cluster_id,
-                    "destination_cluster_id": infos[1].cluster_id}
+                    "destination_cluster_id": infos[1].cluster_id, AUTHORITY_KEY: authority}
         applications = check_applications(self.spec, self.source_cluster)  # refuses a selection splitting one
         diff, topic_plan, group_plan = plan_diff(self.spec, self.source_cluster, self.destination_cluster,
                                                  self.state_store, infos)
@@ -99,7 +102,7 @@ class MigrationPreflightOperator(MigrationOperator):
                                                 self.state_store)
         for line in estimate_lines(diff["estimate"]):
             self.log.info("  %s", line)
-        return {**diff, "mode": mode}
+        return {**diff, "mode": mode, AUTHORITY_KEY: authority}
 
     def serialized_fields(self) -> list[str]:
         """Per topic, the fields a remap rewrites and the decode check decodes, and why (read-only)."""

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from kafka_ferry.copy.plan import work_dir
-from kafka_ferry.core.trigger_form import GROUPS_FIELD, TOPICS_FIELD, names
+from kafka_ferry.core.authority import DONE, act_line
+from kafka_ferry.core.trigger_form import GROUPS_FIELD, ROLLBACK, TOPICS_FIELD, names
 from kafka_ferry.operators.base import DryRunOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.operators.schemas import registry
@@ -48,7 +49,12 @@ class RollbackMigrationOperator(DryRunOperator):
         destination_registry = (registry(settings.destination_connection_id)
                                  if settings is not None and settings.mode == "remap" else None)
         try:
-            return self._execute(context, destination_registry)
+            if self.is_dry_run:
+                return self._execute(context, destination_registry)
+            with self.acting(context, ROLLBACK) as self._act:  # who did it, before the rollback's first change
+                result = self._execute(context, destination_registry)
+            self.log.info("rollback recorded: %s", act_line(self._act))  # done: _publish, its last step, says so
+            return result
         finally:
             if destination_registry is not None:
                 destination_registry.close()
@@ -156,6 +162,9 @@ class RollbackMigrationOperator(DryRunOperator):
 
     def _publish(self, context: Any, report: dict) -> None:
         state = self.state_store.read_all()  # promoted / rolled back per group and topic, as it stands now
-        page = publish_rollback_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id, report,
-                                    state)
+        act = getattr(self, "_act", None)  # who did it (a rollback, not a plan), shown on its page
+        if act is not None and not self.is_dry_run:  # the rollback's last step: the act is done
+            act = self._act = self.record_act(context, ROLLBACK, DONE)
+        page = publish_rollback_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id,
+                                    {**report, "act": act} if act else report, state)
         self.log.info("run report: %s", page)

@@ -13,10 +13,18 @@ from typing import Any, ClassVar
 from kafka_ferry.airflow_native.announce import TopicLineage, announce_promotion
 from kafka_ferry.copy.catch_up import threads_engine
 from kafka_ferry.copy.plan import work_dir
+from kafka_ferry.core.authority import DONE
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.staged_cutover import validate_selection
-from kafka_ferry.core.trigger_form import GROUPS_FIELD, PROMOTE_GROUPS, PROMOTE_TOPICS, TOPICS_FIELD, WAIVE_FIELD, names
+from kafka_ferry.core.trigger_form import (
+    GROUPS_FIELD,
+    PROMOTE_GROUPS,
+    PROMOTE_TOPICS,
+    TOPICS_FIELD,
+    WAIVE_FIELD,
+    names,
+)
 from kafka_ferry.operators.base import MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.group import GROUP_TABLE, promote_group
@@ -51,11 +59,11 @@ class StagedPromotionOperator(MigrationOperator):
                                 source_applications(self.spec, self.source_cluster))
         check_staged_units(self.spec, units, step, topics, groups, done_topics, done_groups)
 
-    def publish(self, context: Any, this_run: list[str]) -> str:
+    def publish(self, context: Any, this_run: list[str], act: dict | None = None) -> str:
         state = self.state_store.read_all()
         page = publish_staged_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id, state,
                                   sorted(migrated_groups(self.state_store, state)),
-                                  sorted(mirrored_topics(self.state_store, state)), this_run)
+                                  sorted(mirrored_topics(self.state_store, state)), this_run, act=act)
         self.log.info("run report: %s", page)
         return str(page)
 
@@ -74,6 +82,11 @@ class PromoteGroupsOperator(StagedPromotionOperator):
         params = context["params"]
         groups = validate_selection("groups", names(params.get(GROUPS_FIELD)), migrated_groups(self.state_store))
         self.check_units(PROMOTE_GROUPS, groups=groups)
+        with self.acting(context, PROMOTE_GROUPS):  # who did it, before the first group changes
+            return self._promote(context, groups)
+
+    def _promote(self, context: Any, groups: list[str]) -> dict:
+        params = context["params"]
         for line in ready_groups(self.source_cluster, self.state_store, quiet_ms=0):
             self.log.info("group %s: %s (%s)", line.group, "ready" if line.ready else "not ready", line.reason)
         run_id = context.get("run_id") or "promote-groups"
@@ -83,7 +96,8 @@ class PromoteGroupsOperator(StagedPromotionOperator):
                                    run_id, threads_engine(), allow_rewind=parse_bool(params.get("allow_rewind")))
             self.log.info("group %s promoted by run %s at %s ms", group, record.run_id, record.promoted_at_ms)
             out[group] = {"run_id": record.run_id, "promoted_at_ms": record.promoted_at_ms}
-        return {**out, "run_report": self.publish(context, groups)}
+        act = self.record_act(context, PROMOTE_GROUPS, DONE)
+        return {**out, "run_report": self.publish(context, groups, act)}
 
 
 class PromoteTopicsOperator(TopicLineage, StagedPromotionOperator):
@@ -106,6 +120,10 @@ class PromoteTopicsOperator(TopicLineage, StagedPromotionOperator):
 
     @fail_fast
     def execute(self, context: Any) -> dict:
+        with self.acting(context, PROMOTE_TOPICS):  # who did it, before the first topic changes
+            return self._promote(context)
+
+    def _promote(self, context: Any) -> dict:
         params = context["params"]
         self.check_units(PROMOTE_TOPICS, topics=names(params.get(TOPICS_FIELD)))
         done = promote_topics(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
@@ -118,4 +136,5 @@ class PromoteTopicsOperator(TopicLineage, StagedPromotionOperator):
                                     str(context.get("run_id") or "promote-topics"), mark=True)
         for uri in events:
             self.log.info("asset event %s: promoted", uri)
-        return {**out, "run_report": self.publish(context, sorted(done))}
+        act = self.record_act(context, PROMOTE_TOPICS, DONE)
+        return {**out, "run_report": self.publish(context, sorted(done), act)}

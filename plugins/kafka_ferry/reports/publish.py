@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kafka_ferry.core.authority import act_line
 from kafka_ferry.core.patterns import MIGRATION_NAME
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_STEPS
@@ -30,7 +31,14 @@ from kafka_ferry.core.state_records import (
     TOPIC_PROMOTION_KIND,
     StateSnapshot,
 )
-from kafka_ferry.reports.render import batch_page, overview_backlog_chart, promotion_page, rollback_page, staged_page
+from kafka_ferry.reports.render import (
+    act_section,
+    batch_page,
+    overview_backlog_chart,
+    promotion_page,
+    rollback_page,
+    staged_page,
+)
 from kafka_ferry.reports.unit_status import counts, unit_statuses, units_section
 from kafka_ferry.storage.workdir import StoragePath, as_path, read_text, write_text
 
@@ -111,8 +119,14 @@ def publish_promotion_run(spec: MigrationSpec, migration_dir: StoragePath, run_i
     _update_overview(spec, migration_dir, run_id, promoted=report.get("status") == "promoted",
                      rolled_back=False if report.get("status") == "promoted" else None,
                      reconciliation=verdict, last_batch=latest.get("batch_id"),
-                     last_batch_at_ms=latest.get("finished_at_ms"), lag=latest.get("lag_after_total"))
+                     last_batch_at_ms=latest.get("finished_at_ms"), lag=latest.get("lag_after_total"),
+                     **_last_act(report.get("act")))
     return path
+
+
+def _last_act(act: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The overview row's ``last_act``: who did the migration's last cutover act (a line; the state has the rest)."""
+    return {"last_act": act_line(act)} if act else {}
 
 
 def publish_rollback_run(spec: MigrationSpec, migration_dir: StoragePath, run_id: str,
@@ -124,6 +138,7 @@ def publish_rollback_run(spec: MigrationSpec, migration_dir: StoragePath, run_id
     path = _write(run_page_path(migration_dir, run_id),
                   rollback_page(report, run_id, [units_section(units)] if units else []))
     extra = {"staged": counts(units)} if units else {}
+    extra.update(_last_act(report.get("act")))
     if report.get("status") == "rolled-back":
         _update_overview(spec, migration_dir, run_id, promoted=False, rolled_back=True, **extra)
     elif extra and not report.get("copy_back"):  # a unit's rollback (a plan changes nothing, not even the row)
@@ -137,15 +152,16 @@ def _units(state: Mapping[Any, Mapping]) -> dict[str, Any]:
 
 
 def publish_staged_run(spec: MigrationSpec, migration_dir: StoragePath, run_id: str, state: StateSnapshot,
-                       wanted_groups: Sequence[str], wanted_topics: Sequence[str],
-                       this_run: Sequence[str]) -> StoragePath:
-    """A promote-groups or promote-topics run's page, from the state topic's promotion records."""
+                       wanted_groups: Sequence[str], wanted_topics: Sequence[str], this_run: Sequence[str],
+                       act: Mapping[str, Any] | None = None) -> StoragePath:
+    """A promote-groups or promote-topics run's page, from the state topic's promotion records; ``act``: who did it
+    (state kind ``act``), shown on the page and the overview."""
     groups, topics = GROUP_PROMOTION_KIND.records(state), TOPIC_PROMOTION_KIND.records(state)
     units = unit_statuses(state, wanted_groups, wanted_topics)
     html = staged_page(spec.name, groups, topics, wanted_groups, wanted_topics, GROUP_STEPS, TOPIC_STEPS, this_run,
-                       run_id, [units_section(units)])
+                       run_id, [units_section(units), *([act_section(act)] if act else [])])
     path = _write(run_page_path(migration_dir, run_id), html)
-    _update_overview(spec, migration_dir, run_id, staged=counts(units))
+    _update_overview(spec, migration_dir, run_id, staged=counts(units), **_last_act(act))
     return path
 
 

@@ -176,6 +176,8 @@ def promotion_page(report: Mapping[str, Any], history: Sequence[Mapping[str, Any
                        [{"topic": t, **v} for t, v in report["decode_totals"].items()], left=("topic",))]
     if report.get("rollback_plan"):
         body.append(rollback_plan_section(report["rollback_plan"]))
+    if report.get("act"):
+        body.append(act_section(report["act"]))
     body += ["<h2>Lag over the migration's batches</h2>", lag_chart_svg(history)]
     return page(title, "".join(body))
 
@@ -240,6 +242,18 @@ OVERVIEW_COLUMNS = (("migration", "migration"), ("tenant", "tenant"), ("last_bat
                     ("reconciliation", "last reconciliation"), ("report", "last run"))
 
 
+ACT_COLUMNS = (("action", "act"), ("user", "triggered by"), ("allowed_by", "allowed as"),
+               ("confirmation", "confirmation typed"), ("run_id", "run"), ("started", "started"),
+               ("finished", "finished"), ("status", "status"))
+
+
+def act_section(act: Mapping[str, Any]) -> str:
+    """Who did this cutover act (state kind ``act``, ``core.authority``): the run's triggering user, why they may,
+    what they typed, the run and when."""
+    row = {**act, "started": _time(act.get("started_at_ms")), "finished": _time(act.get("finished_at_ms"))}
+    return "<h2>Who did it</h2>" + table(ACT_COLUMNS, [row], left=[c for c, _ in ACT_COLUMNS])
+
+
 def overview_page(rows: Sequence[Mapping[str, Any]], report_href: str = "") -> str:
     """Every migration on one page: the one a platform team opens in a migration week."""
     cells = []
@@ -257,7 +271,8 @@ def overview_page(rows: Sequence[Mapping[str, Any]], report_href: str = "") -> s
             + (f' <span class="muted">at {_time(r.get("last_batch_at_ms"))}</span>' if r.get("last_batch_at_ms")
                and r.get("lag") is not None else "") + "</td>",
             f'<td class="l {"ok" if r.get("promoted") else ""}">'
-            f'{"yes" if r.get("promoted") else "rolled back" if r.get("rolled_back") else "no"}</td>',
+            f'{"yes" if r.get("promoted") else "rolled back" if r.get("rolled_back") else "no"}'
+            + (f'<br><span class="muted">{_cell(r["last_act"])}</span>' if r.get("last_act") else "") + "</td>",
             f'<td class="l">{_cell(r.get("staged"))}</td>',
             f'<td class="l">{_cell(r.get("reconciliation"))}</td>', f'<td class="l">{link or "—"}</td>']) + "</tr>")
     head = "".join(f'<th class="l">{escape(h)}</th>' for _, h in OVERVIEW_COLUMNS)
@@ -409,6 +424,8 @@ def rollback_page(report: Mapping[str, Any], run_id: str = "", sections: Sequenc
     if steps:
         body.append(table((("step", "step"), ("status", "status"), ("seconds", "seconds")), steps,
                           left=("step", "status")))
+    if report.get("act"):
+        body.append(act_section(report["act"]))
     if "copy_back" in report:
         body.append(rollback_plan_section(report))
     else:

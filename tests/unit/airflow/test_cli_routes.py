@@ -111,3 +111,23 @@ def test_a_half_finished_promotion_names_its_next_step():
         "promotion half-finished: steps done final_copy, final_translation (last at 2026-11-18T11:07:40Z); "
         "next: commit_offsets"]
     assert wait_lines({}, ("final_copy",), "promotion") == []
+
+
+@pytest.mark.parametrize("command", [*MODES, "reset-promotion"])
+def test_every_command_that_acts_runs_as_the_user_it_is_told_and_else_as_the_os_user(command, monkeypatch):
+    """``--as`` is who the run is triggered by (the pre-flight checks it against the tenant's promoters, issue 42)."""
+    from kafka_ferry.cli import UsageError, user
+
+    extra = ["g"] if command in ("promote-groups", "promote-topics") else []
+    assert user(parser().parse_args([command, "s.yaml", *extra, "--as", "alice"])) == "alice"
+    monkeypatch.setattr("getpass.getuser", lambda: "os-user")
+    assert user(parser().parse_args([command, "s.yaml", *extra])) == "os-user"
+    for bad in ("", "  ", "al\nice", "x" * 513):
+        with pytest.raises(UsageError, match="an Airflow user name is 1-512 printable characters"):
+            user(parser().parse_args([command, "s.yaml", *extra, "--as", bad]))
+
+
+@pytest.mark.parametrize("command", ["check", "status", "acls"])
+def test_commands_that_only_read_take_no_user(command):
+    with pytest.raises(SystemExit):
+        parser().parse_args([command, "s.yaml", "--as", "alice"])

@@ -158,3 +158,22 @@ def test_a_promotion_page_sums_the_decode_check_over_the_whole_migration():
     html = promotion_page({"migration": "orders", "decode_totals": totals}, HISTORY)
     assert "1 record(s) did not decode" in html and "<td>17</td><td>16</td><td>17</td><td>1</td>" in html
     assert "the decode check" not in promotion_page({"migration": "orders", "decode_totals": {}}, HISTORY)
+
+
+def test_a_cutover_page_and_the_overview_say_who_did_it_escaped():
+    """Who did it (state kind act, issue 42): a user name is input, shown escaped."""
+    from kafka_ferry.core.authority import Actor, act_line, act_record, finished
+    from kafka_ferry.reports.render import rollback_page
+
+    act = finished(act_record("promote", "orders", Actor("<b>eve</b>", "manual"), "orders", "manual__1",
+                              1_795_000_000_000, allowed="user '<b>eve</b>' listed"), 1_795_000_060_000)
+    report = {"migration": "orders", "status": "promoted", "reconciliation": {"mismatched": [], "partitions": []},
+              "act": act}
+    for html in (promotion_page(report, []), rollback_page({**report, "status": "rolled-back"})):
+        assert "<h2>Who did it</h2>" in html and "<b>eve</b>" not in html
+        assert ('<td class="l">promote</td><td class="l">&lt;b&gt;eve&lt;/b&gt;</td><td class="l">user '
+                "&#x27;&lt;b&gt;eve&lt;/b&gt;&#x27; listed</td><td class=\"l\">orders</td>") in html
+        assert "2026-11-18 11:07:40 UTC" in html
+    assert "Who did it" not in promotion_page({**report, "act": None}, [])
+    row = {"migration": "orders", "tenant": "acme", "promoted": True, "last_act": act_line(act)}
+    assert '<br><span class="muted">promote by &#x27;&lt;b&gt;eve&lt;/b&gt;&#x27;, confirmed' in overview_page([row])
