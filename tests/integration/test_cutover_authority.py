@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -72,14 +73,24 @@ RUN_AS = textwrap.dedent("""
 """)
 
 
-def run_as(session: DagSession, dag_id: str, conf: dict, user: str | None, run_type: str = "manual") -> RunResult:
-    session.proc.stdin.write(json.dumps([dag_id, conf, user, run_type]) + "\n")
-    session.proc.stdin.flush()
+@dataclass
+class AuthoredRun(RunResult):
+    """A run's outcome and who it was recorded as triggered by (run id, user, run type)."""
+
+    run_id: str | None = None
+    user: str | None = None
+    run_type: str | None = None
+
+
+def run_as(session: DagSession, dag_id: str, conf: dict, user: str | None, run_type: str = "manual") -> AuthoredRun:
+    stdin = session.proc.stdin
+    assert stdin is not None  # the session's interpreter reads its runs from a pipe
+    stdin.write(json.dumps([dag_id, conf, user, run_type]) + "\n")
+    stdin.flush()
     lines = session._until("@@RESULT ", 1800)
     result = json.loads(lines[-1][len("@@RESULT "):])
-    out = RunResult(conf, result["state"], {t: tuple(v) for t, v in result["tasks"].items()}, "".join(lines))
-    out.run_id, out.user, out.run_type = result.get("run_id"), result.get("user"), result.get("run_type")
-    return out
+    return AuthoredRun(conf, result["state"], {t: tuple(v) for t, v in result["tasks"].items()}, "".join(lines),
+                       result.get("run_id"), result.get("user"), result.get("run_type"))
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +156,8 @@ def test_a_promotion_by_a_user_not_listed_or_by_a_scheduled_run_is_refused_befor
 def test_the_listed_users_promotion_succeeds_and_its_record_names_her(promoted):
     done, store = promoted["done"], promoted["store"]
     assert done.user == "alice"
-    assert promotion_status(store)["status"] == "promoted"
+    status = promotion_status(store)
+    assert status is not None and status["status"] == "promoted"
     acts = store.read_kind(ACT_KIND)
     assert list(acts) == [f"promote/{done.run_id}"]  # the refused runs recorded nothing
     act = acts[f"promote/{done.run_id}"]
@@ -174,7 +186,8 @@ def test_the_cli_runs_as_its_user_refuses_a_rollback_and_a_reset_by_another_and_
     assert carol.returncode == 1 and "can still be rolled back" in carol.stdout, carol.stdout + carol.stderr
     assert "refused before any change: user" not in carol.stdout
     assert snapshot(clusters, p) == before
-    assert promotion_status(promoted["store"])["status"] == "promoted"
+    status = promotion_status(promoted["store"])
+    assert status is not None and status["status"] == "promoted"
 
     status = ws.cli("status", ws.spec_path)
     assert status.returncode == 0, status.stdout + status.stderr

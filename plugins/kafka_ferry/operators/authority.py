@@ -36,7 +36,10 @@ def user_roles(user: str | None) -> tuple[str, ...] | None:
         from airflow import settings
         from airflow.providers.fab.auth_manager.models import User
 
-        session = settings.Session()
+        make_session = settings.Session
+        if make_session is None:  # no ORM configured here: the roles are unknown
+            return None
+        session = make_session()
     except Exception:  # noqa: BLE001 - a worker's blocked ORM, no FAB provider: the roles are unknown here
         return None
     try:
