@@ -179,13 +179,7 @@ class TopicSelection(Selection):
     @field_validator("adopt")
     @classmethod
     def _adopt(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        for name in v:
-            if not is_topic_name(name):
-                raise ValueError(f"{name!r} is not a legal Kafka topic name")
-        duplicates = sorted(n for n, count in Counter(v).items() if count > 1)
-        if duplicates:
-            raise ValueError(f"{duplicates[0]!r} is listed twice")
-        return v
+        return _topic_names(v)
 
 
 class CopySettings(_Frozen):
@@ -354,13 +348,7 @@ class StreamsApplicationSpec(_Frozen):
     @field_validator("output_topics")
     @classmethod
     def _outputs(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        for name in v:
-            if not is_topic_name(name):
-                raise ValueError(f"{name!r} is not a legal Kafka topic name")
-        duplicates = sorted(n for n, count in Counter(v).items() if count > 1)
-        if duplicates:
-            raise ValueError(f"{duplicates[0]!r} is listed twice")
-        return v
+        return _topic_names(v)
 
 UNIT_NAME_MAX = 1000  # a unit found in __transaction_state is named after its transactional ids
 
@@ -390,10 +378,7 @@ class DeclaredUnit(_Frozen):
     @field_validator("topics")
     @classmethod
     def _topics(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        for name in v:
-            if not is_topic_name(name):
-                raise ValueError(f"{name!r} is not a legal Kafka topic name")
-        return _no_duplicates(v)
+        return _topic_names(v)
 
     @field_validator("groups")
     @classmethod
@@ -426,6 +411,14 @@ def _no_duplicates(v: tuple[str, ...]) -> tuple[str, ...]:
     if duplicates:
         raise ValueError(f"{duplicates[0]!r} is listed twice")
     return v
+
+
+def _topic_names(v: tuple[str, ...]) -> tuple[str, ...]:
+    """A list of topic names: each legal, none twice (topics.adopt, an application's output_topics, a unit's)."""
+    for name in v:
+        if not is_topic_name(name):
+            raise ValueError(f"{name!r} is not a legal Kafka topic name")
+    return _no_duplicates(v)
 
 
 class CouplingSettings(_Frozen):
