@@ -58,7 +58,7 @@ def parser() -> argparse.ArgumentParser:
         if name in (*CONFIRMED, "reset-promotion"):
             command.add_argument("--yes-i-mean", metavar="NAME",
                                  help="confirm without a prompt (scripts): the migration's name")
-        if name == "promote":
+        if name in ("promote", "promote-groups"):
             command.add_argument("--allow-rewind", action="store_true",
                                  help="the promotion may move a destination group's offsets backwards")
         if name == "promote-groups":

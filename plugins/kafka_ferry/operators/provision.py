@@ -6,6 +6,7 @@ from typing import Any
 
 from kafka_ferry.copy.backlog import estimate_before_copy, estimate_lines
 from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.selection_check import check_selections
 from kafka_ferry.core.staged_cutover import check_topic_promotion, validate_selection
@@ -24,6 +25,7 @@ from kafka_ferry.core.trigger_form import (
 from kafka_ferry.operators.base import DryRunOperator, MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
+from kafka_ferry.promotion.readiness import refuse_settled_groups_ahead
 from kafka_ferry.provision.fences import check_fenceable, has_authorizer, put_fences, wanted_fences
 from kafka_ferry.provision.provision import (
     apply_topic_plan,
@@ -127,8 +129,16 @@ class MigrationPreflightOperator(MigrationOperator):
             self.log.info("  schemas %s", diff["schema_compatibility"])
         topic_plan.raise_if_refused()
         group_plan.raise_if_refused()
+        params = context.get("params") or {}
         if mode in (PROMOTE_GROUPS, PROMOTE_TOPICS):  # refused or a no-op here, before provisioning writes
-            diff[NO_OP_KEY] = self.check_staged(mode, context.get("params") or {}, state, group_plan.migrated)
+            diff[NO_OP_KEY] = self.check_staged(mode, params, state, group_plan.migrated)
+        if mode in (PROMOTE, PROMOTE_GROUPS) and not diff.get(NO_OP_KEY) and not parse_bool(params.get("allow_rewind")):
+            # a destination group past a translation the final copy cannot change: refused now, not after the copy
+            groups = names(params.get(GROUPS_FIELD)) if mode == PROMOTE_GROUPS else None
+            diff["groups_ahead"] = refuse_settled_groups_ahead(self.spec, self.source_cluster,
+                                                               self.destination_cluster, self.state_store, mode,
+                                                               groups)
+            self.log.info("  destination groups: none ahead of the translation (%s)", diff["groups_ahead"])
         # backlog and ETA before the next batch, from sizes alone (the dry run's plan_copy gives the same)
         diff["estimate"] = estimate_before_copy(self.spec, self.source_cluster, self.destination_cluster,
                                                 self.state_store)
