@@ -5,8 +5,8 @@ same through ``kafka-ferry``: every record produced on the destination after the
 order, the aborted ones absent, and the group resumes on the source exactly. With a schema registry (remap) too.
 
 And the two states the issue found a trap in: ``reset-promotion`` while a rollback is possible is refused
-(test_cli.py), and a second ``promote`` with a destination group ahead of the translation fails in one try naming
-``allow_rewind`` instead of waiting out the ``group_offsets_synced`` sensor."""
+(test_cli.py), and a second ``promote`` with a destination group ahead of the translation fails in one try of the
+pre-flight, changing nothing, naming ``allow_rewind`` instead of waiting out the ``group_offsets_synced`` sensor."""
 
 from __future__ import annotations
 
@@ -215,10 +215,14 @@ def test_promote_then_rollback_through_the_dag_with_a_remap_registry(clusters, t
 
 @pytest.mark.long
 @pytest.mark.timeout(1800)
-def test_a_second_promote_with_a_destination_group_ahead_fails_once_naming_allow_rewind(clusters, tmp_path):
+def test_a_second_promote_with_a_destination_group_ahead_fails_in_the_pre_flight_naming_allow_rewind(clusters,
+                                                                                                       tmp_path):
+    """Through ``kafka-ferry promote`` and ``kafka-ferry promote-groups`` (the form's conf, routes.GROUP_AHEAD): one
+    failed try of the pre-flight, before the final copy, naming the partition and ``--allow-rewind``; both clusters
+    as they were, although the source has records the final copy would have copied. Then the way out it named."""
     p, topic, group, spec_path = a_migration(clusters, tmp_path, "rrahead")
     ws = Workspace(tmp_path, spec_path)
-    from scenarios import provision, provision_groups
+    from scenarios import provision, provision_groups, snapshot
 
     provision(str(ws.spec_path))
     provision_groups(str(ws.spec_path))
@@ -228,13 +232,18 @@ def test_a_second_promote_with_a_destination_group_ahead_fails_once_naming_allow
     store = MigrationStateStore(destination, ws.spec.state_topic_name)
     reset_promotion(store, give_up_rollback=True)
     moved_on = destination.group_offsets(group)
+    seed_plain(clusters, topic, 2, 3, start=100)  # new on the source: a final copy would append them
+    before = snapshot(clusters, p)
 
-    again = ws.dag_test(form_conf("promote", ws.spec.name))
-    assert again["state"] == "failed", again["log"][-6000:]
-    assert again["tasks"]["promote_translate_commit"] == ["failed", 1]  # one try, no wait for the synced sensor
-    assert again["tasks"]["group_offsets_synced"][0] == "upstream_failed"
-    assert f"group {group} {topic}-0 committed at {moved_on[(topic, 0)]}, translation 8" in again["log"]
-    assert "allow_rewind" in again["log"] and "reset-promotion" not in again["log"]
+    for command, names in (("promote", ()), ("promote-groups", (group,))):
+        again = ws.cli(command, ws.spec_path, *names, "--yes-i-mean", ws.spec.name)
+        out = again.stdout + again.stderr
+        assert again.returncode == 1, out[-6000:]
+        assert "preflight=failed" in again.stdout and "provision_topics=upstream_failed" in again.stdout, out[-6000:]
+        assert "committed past the final translation" in out, out[-6000:]
+        assert f"group {group} {topic}-0 committed at {moved_on[(topic, 0)]}, translation 8" in out, out[-6000:]
+        assert f"kafka-ferry {command} --allow-rewind" in out and "reset-promotion" not in out, out[-6000:]
+        assert snapshot(clusters, p) == before, f"{command} changed a cluster"
     assert destination.group_offsets(group) == moved_on  # nothing committed
 
     rewound = ws.dag_test(form_conf("promote", ws.spec.name, allow_rewind=True))  # the way out it named
