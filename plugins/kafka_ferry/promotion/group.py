@@ -6,7 +6,8 @@ at the first missing one, and a promoted group is left as it is:
   final_copy    the group's topics copied at least up to the source's end at that moment (later records keep
                 coming with catch-up batches: producers are still on the source)
   translated    exact translation of the group's committed source offsets; any flagged decision stops here
-  committed     committed on the destination, refused while the destination group has members
+  committed     committed on the destination, refused while the destination group has members, and refused
+                (``core.groups_ahead``, naming ``allow_rewind``) when it is committed past the translation there
   reconciled    the copied ranges of the group's topics compared record by record
   promoted      from now on catch-up runs never commit this group's offsets again
 """
@@ -18,6 +19,7 @@ import time
 
 from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until
 from kafka_ferry.copy.plan import CopyPlan
+from kafka_ferry.core.groups_ahead import refuse_groups_ahead
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import StagedCutoverError, UnitPromotion, next_step, start_or_resume
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
@@ -26,6 +28,7 @@ from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.reconcile import reconcile_copies
 from kafka_ferry.provision.fences import lift_after_promoted, lift_fence
 from kafka_ferry.state.fences import group_fence_key
+from kafka_ferry.state.offset_decisions import expected_group_offsets
 from kafka_ferry.state.progress import migrated_groups, read_progress
 from kafka_ferry.state.schema_ids import record_rewriter
 from kafka_ferry.state.staged_cutover import read_promotions, save_promotion
@@ -97,6 +100,9 @@ def _run_step(step, spec, source, destination, store, group, topics, run_plan, a
         if active_groups(source, [group]):  # a consumer came back on the source after the copy: start over
             raise GroupPromotionRefused(f"group {group} has members on the source again")
         decisions = translate_migration(spec, source, destination, store, groups=[group]).decisions
+        if not allow_rewind:  # the pre-flight decides the settled cases; this one was past the copy or still consuming
+            expected = expected_group_offsets(decisions)
+            refuse_groups_ahead(spec.name, expected, destination.groups_offsets(expected), mode="promote-groups")
         [outcome] = commit_translated_offsets(destination, decisions, allow_rewind=allow_rewind, strict=True) or [None]
         return {"committed": outcome.committed if outcome else {}}
     if step == "reconciled":
