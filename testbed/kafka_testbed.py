@@ -91,6 +91,15 @@ def private_clusters(run_dir: Path, source_port: int, destination_port: int,
             _cluster("destination", DESTINATION.kafka_version, destination_port, run_dir, env_prefix))
 
 
+def kip848_clusters(run_dir: Path, source_port: int, destination_port: int) -> tuple[ClusterSpec, ClusterSpec]:
+    """A 4.x -> 4.x pair (own ports and data), both on the destination's Kafka version: both sides speak KIP-848's
+    consumer group protocol (``group.protocol=consumer``), which the 3.9 source does not."""
+    version = DESTINATION.kafka_version
+    return (ClusterSpec("source", version, source_port, source_port + 1, source_port + 2, run_dir),
+            ClusterSpec("destination", version, destination_port, destination_port + 1, destination_port + 2,
+                        run_dir))
+
+
 def tls_dir(spec: ClusterSpec) -> Path:
     return spec.run_dir / "tls"
 

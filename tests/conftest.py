@@ -123,6 +123,20 @@ def private(testbed):
 
 
 @pytest.fixture(scope="session")
+def kip848(testbed):
+    """A private 4.x -> 4.x pair (KIP-848 consumer groups on both sides; private_clusters.kip848_clusters). Stopped
+    by pid at the session's end even with KFERRY_KEEP_TESTBED: only its own tests use it."""
+    from private_clusters import kip848_clusters
+
+    pair = kip848_clusters(Clusters)
+    pair.up()
+    try:
+        yield pair
+    finally:
+        pair.down()
+
+
+@pytest.fixture(scope="session")
 def object_store():
     """The test bed's S3-compatible server (testbed/object_store.py: SeaweedFS built from its Go module), started
     once for the session unless it answers already; the one started here is stopped at its end (by pid), even

@@ -39,6 +39,33 @@ def private_clusters(clusters_class: type):
     return PrivateClusters(specs)
 
 
+def kip848_clusters(clusters_class: type):
+    """A private 4.x -> 4.x pair (``kafka_testbed.kip848_clusters``): KIP-848 consumer groups on both sides.
+
+    Ports from KFERRY_KIP848_SOURCE_PORT / KFERRY_KIP848_DESTINATION_PORT (defaults: the private pair's + 50, so each
+    engineer's range holds both pairs), data in ``<KFERRY_PRIVATE_RUN_DIR>/kip848``. ``group_protocol``: set it to
+    ``"consumer"`` and every consumer the pair hands out that joins a group uses KIP-848's protocol."""
+    run_dir = Path(os.environ.get("KFERRY_PRIVATE_RUN_DIR", REPO / ".testbed" / "private")) / "kip848"
+    source_port = int(os.environ.get("KFERRY_KIP848_SOURCE_PORT",
+                                     int(os.environ.get("KFERRY_PRIVATE_SOURCE_PORT", 21092)) + 50))
+    destination_port = int(os.environ.get("KFERRY_KIP848_DESTINATION_PORT",
+                                          int(os.environ.get("KFERRY_PRIVATE_DESTINATION_PORT", 22092)) + 50))
+    specs = tb.kip848_clusters(run_dir, source_port, destination_port)
+
+    class Kip848Clusters(_PrivateMixin, clusters_class):
+        """`Clusters` on the 4.x pair; consumers use ``group_protocol`` once a test sets it."""
+
+        SOURCE_CONN = "kf_kip848_source"
+        DESTINATION_CONN = "kf_kip848_destination"
+        group_protocol: str | None = None
+
+        def consumer(self, side: str, group_id: str | None = None, **config):
+            extra = {"group.protocol": self.group_protocol} if self.group_protocol else {}
+            return super().consumer(side, group_id, **{**extra, **config})
+
+    return Kip848Clusters(specs)
+
+
 class _PrivateMixin:
     def __init__(self, specs) -> None:
         self.specs = {"source": specs[0], "destination": specs[1]}

@@ -133,8 +133,9 @@ def trigger_params(migration: str, ready_groups: list[str] = (), ready_as_of_ms:
                                          f"({migration}) to confirm the cutover (or the rollback). Ignored by "
                                          "catch-up and dry-run."),
         "allow_rewind": Param(False, type="boolean", title="Allow rewinding destination groups", section="Promotion",
-                              description="For mode promote only: the promotion may move a destination group's "
-                                          "offsets backwards. Ignored by catch-up and dry-run."),
+                              description="For modes promote and promote-groups: the promotion may move a "
+                                          "destination group's offsets backwards (a group whose consumers moved on "
+                                          "on the destination is refused otherwise). Ignored by the other modes."),
         GROUPS_FIELD: _groups_param(sorted(ready_groups), ready_as_of_ms),
         TOPICS_FIELD: Param([], type=["null", "array"], **NAME_LIST, title="Topics to promote",
                             section="Staged cutover", description="For mode promote-topics: source topics, one per "

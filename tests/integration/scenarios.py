@@ -423,6 +423,41 @@ def consume_some(clusters, side, group, topic, per_partition) -> None:
         consumer.close()
 
 
+def consume_some_subscribed(clusters, side, group, topic, per_partition) -> None:
+    """``consume_some`` as a member of the group (subscribe, with whatever ``group.protocol`` the pair's consumers
+    use): reads ``per_partition[q]`` records of each partition from the committed offset (all for None), commits
+    where it stopped, leaves the group."""
+    hook = clusters.cluster(side)
+    ends = hook.list_offsets([(topic, q) for q in per_partition], "latest")
+    committed = hook.group_offsets(group)
+    consumer = clusters.consumer(side, group, **{"isolation.level": "read_committed"})
+    read = dict.fromkeys(per_partition, 0)
+    stop = {q: committed[(topic, q)] for q, n in per_partition.items()  # read to the end already
+            if n is None and committed.get((topic, q), -1) >= ends[(topic, q)]}
+    deadline = time.monotonic() + 120
+    try:
+        consumer.subscribe([topic])
+        while len(stop) < len(per_partition):
+            assert time.monotonic() < deadline, f"group {group} read {read} of {topic}, not {per_partition}, in 120 s"
+            for msg in consumer.consume(100, 0.5):
+                assert msg.error() is None, msg.error()
+                q = msg.partition()
+                if q in stop or q not in per_partition:
+                    continue  # past where this member stops, or not its to read: neither counted nor committed
+                read[q] += 1
+                if per_partition[q] is not None and read[q] >= per_partition[q]:
+                    stop[q] = msg.offset() + 1
+            for tp in consumer.assignment():
+                q = tp.partition
+                if q in per_partition and q not in stop and per_partition[q] is None:
+                    at = consumer.position([tp])[0].offset
+                    if at >= ends[(topic, q)]:
+                        stop[q] = at
+        consumer.commit(offsets=[TopicPartition(topic, q, o) for q, o in sorted(stop.items())], asynchronous=False)
+    finally:
+        consumer.close()
+
+
 def remaining(clusters, side, group, topic) -> dict[int, list[tuple]]:
     """What ``group`` has not read yet, per partition: the committed records from its committed offset on."""
     committed = clusters.cluster(side).group_offsets(group)

@@ -9,7 +9,9 @@ offsets, ACLs, heartbeats). One Airflow process per engine runs the cells one af
 spark-submit (local[2]); the promotions' final copy and the rollbacks run with the migration's Spark connection
 pointing at a Spark Connect server (the same connection id, as an operator would re-point it).
 
-The cells changing the migration that the walk does not take are accounted for in ``routes.OFF_CHAIN``.
+The cells changing the migration that the walk does not take are accounted for in ``routes.OFF_CHAIN``. After the
+walk (it ends in ``routes.AHEAD_STATE``), a group moves on on the destination and the promote modes naming it are
+refused in the pre-flight (``routes.GROUP_AHEAD``): no state is built for them.
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ class Walk:
             raise
         self.at, self.broken = routes.NEW, ""
         self.expected: dict[str, dict] = {}  # per group: what it has left to read on the destination (rollback)
+        self.ahead: dict | None = None  # the first group's destination offsets once it moved on (GROUP_AHEAD)
 
     # --- the form -----------------------------------------------------------------------------------------------
     def run(self, mode: str, m: Migration) -> RunResult:
@@ -231,6 +234,16 @@ class Walk:
             consume_some(self.clusters, "destination", group, topic, stops)
             self.expected[group] = remaining(self.clusters, "destination", group, topic)
 
+    def group_ahead(self) -> None:
+        """The first group reads on on the destination past where the rollback left it (what a promotion would commit
+        it at): once, for the cells of ``routes.GROUP_AHEAD``."""
+        if self.ahead is None:
+            moved = self.clusters.cluster("destination").group_offsets(self.groups[0])
+            consume_some(self.clusters, "destination", self.groups[0], self.topics[0], {0: 2})
+            now = self.clusters.cluster("destination").group_offsets(self.groups[0])
+            assert now[(self.topics[0], 0)] > moved[(self.topics[0], 0)], (moved, now)  # it did move on
+            self.ahead = now
+
     def source_split(self) -> tuple[dict, dict]:
         own, back = {}, {}
         for t in self.topics:
@@ -276,3 +289,12 @@ def test_route(walk, state, mode):
         walk.unchanged(state, mode, o)
     else:
         walk.step(state, mode, o)
+
+
+@pytest.mark.parametrize("mode", list(routes.GROUP_AHEAD))
+def test_route_with_a_destination_group_ahead(walk, mode):
+    """After the walk, which ends in ``routes.AHEAD_STATE``: the first group moves on on the destination, and each
+    promote mode naming it is refused in one try of the pre-flight, changing nothing on either cluster."""
+    walk.reach(routes.AHEAD_STATE)
+    walk.group_ahead()
+    walk.unchanged(routes.AHEAD_STATE, mode, routes.GROUP_AHEAD[mode])

@@ -65,7 +65,7 @@ def parser() -> argparse.ArgumentParser:
                                  help="the Airflow user the run is triggered by (recorded on the run and, for a "
                                       "cutover, in the migration's state; checked against the tenant's promoters); "
                                       "default: the OS user, as `airflow dags trigger` records it")
-        if name == "promote":
+        if name in ("promote", "promote-groups"):
             command.add_argument("--allow-rewind", action="store_true",
                                  help="the promotion may move a destination group's offsets backwards")
         if name == "promote-groups":

@@ -46,7 +46,7 @@ from kafka_ferry.core.trigger_form import PROMOTE_TOPICS as PROMOTE_TOPICS
 from kafka_ferry.core.trigger_form import ROLLBACK as ROLLBACK
 from kafka_ferry.core.trigger_form import ROLLBACK_PLAN as ROLLBACK_PLAN
 
-REWIND_FIELD = "allow_rewind"  # the form's field (dag_promotion.trigger_params); only promote reads it
+REWIND_FIELD = "allow_rewind"  # the form's field (dag_promotion.trigger_params); promote and promote-groups read it
 
 NEW, CAUGHT_UP, GROUPS_STAGED, TOPICS_STAGED = "new", "caught up", "groups staged", "topics staged"
 PROMOTED, ROLLED_BACK, CAUGHT_UP_AGAIN, PROMOTED_AGAIN = (
@@ -229,6 +229,21 @@ OFF_CHAIN: dict[tuple[str, str], str] = {
 }
 
 
+# A condition no state above shows: after the migration went back to the source (a rollback, or a promotion reset
+# with --give-up-rollback), a group's consumers moved on on the destination, past the offset a promotion would commit
+# it at. No wait moves it back, and the promotion never rewinds unless asked: the promote modes naming that group
+# are refused in the pre-flight, before the final copy writes anything (``core.groups_ahead``). The matrix checks
+# these cells in ``AHEAD_STATE`` (the walk's last state), with the first group moved on on the destination.
+AHEAD_STATE = ROLLED_BACK
+AHEAD_MEANING = ("the migration was rolled back or its promotion reset, then the consumers of a group read on "
+                 "on the destination, past the offset a promotion would commit it at")
+_AHEAD = "committed past the final translation"
+GROUP_AHEAD: dict[str, Outcome] = {
+    PROMOTE: refused("preflight", _AHEAD, "kafka-ferry promote --allow-rewind"),
+    PROMOTE_GROUPS: refused("preflight", _AHEAD, "kafka-ferry promote-groups --allow-rewind"),
+}
+
+
 def outcome(state: str, mode: str) -> Outcome:
     """The designed outcome of ``mode`` in ``state``; an unknown name is an error naming it."""
     if state not in ROUTES:
@@ -280,6 +295,12 @@ def render_table(modes: Sequence[str] = MODES) -> str:
         else:
             text = f"{o.note}; nothing changes."
         lines.append(f"- `{m}` in *{s}* ({o.kind}): {text}")
+    lines += ["", f"With a destination group ahead ({AHEAD_MEANING}; checked in *{AHEAD_STATE}*), the modes that "
+              "would promote it stop before anything changes; `allow_rewind` (`--allow-rewind`) lets them commit "
+              "it back at the translation:", ""]
+    for m, o in GROUP_AHEAD.items():
+        lines.append(f"- `{m}` naming a group that is ahead ({o.kind}): fails in one try of `{o.task}`, nothing "
+                     f"changed; the message says “…{o.why}…” and “…{o.way_out}…”.")
     lines += ["", "The form's fields per cell: a confirmed mode has the migration's name typed in; `promote-groups` "
               "names one group (`{group}`), `promote-topics` the topic it reads (`{topic}`); the rollback modes "
               "name nothing (the whole migration). `reset-promotion` is no mode of the form: it is a `kafka-ferry` "

@@ -5,19 +5,24 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_ferry.copy.backlog import estimate_before_copy, estimate_lines
+from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.trigger_form import (
     DRY_RUN,
+    GROUPS_FIELD,
+    PROMOTE,
     PROMOTE_GROUPS,
     PROMOTE_TOPICS,
     ROLLBACK,
     ROLLBACK_PLAN,
     check_trigger,
+    names,
 )
 from kafka_ferry.operators.base import AUTHORITY_KEY, DryRunOperator, MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.guard import assert_not_promoted
 from kafka_ferry.promotion.mode_checks import check_staged, check_state
+from kafka_ferry.promotion.readiness import refuse_settled_groups_ahead
 from kafka_ferry.promotion.units import migration_units
 from kafka_ferry.provision.fences import has_authorizer, put_fences, wanted_fences
 from kafka_ferry.provision.preflight import check_fencing, diff_lines, plan_diff, reach
@@ -94,9 +99,17 @@ class MigrationPreflightOperator(MigrationOperator):
                 self.log.info("  coupling: %s", line)
         topic_plan.raise_if_refused()
         group_plan.raise_if_refused()
+        params = context.get("params") or {}
         if mode in (PROMOTE_GROUPS, PROMOTE_TOPICS):  # refused or a no-op here, before provisioning writes
-            diff[NO_OP_KEY] = check_staged(self.spec, self.source_cluster, self.state_store, mode,
-                                           context.get("params") or {}, checked.state, group_plan.migrated, units)
+            diff[NO_OP_KEY] = check_staged(self.spec, self.source_cluster, self.state_store, mode, params,
+                                           checked.state, group_plan.migrated, units)
+        if mode in (PROMOTE, PROMOTE_GROUPS) and not diff.get(NO_OP_KEY) and not parse_bool(params.get("allow_rewind")):
+            # a destination group past a translation the final copy cannot change: refused now, not after the copy
+            groups = names(params.get(GROUPS_FIELD)) if mode == PROMOTE_GROUPS else None
+            diff["groups_ahead"] = refuse_settled_groups_ahead(self.spec, self.source_cluster,
+                                                               self.destination_cluster, self.state_store, mode,
+                                                               groups)
+            self.log.info("  destination groups: none ahead of the translation (%s)", diff["groups_ahead"])
         # backlog and ETA before the next batch, from sizes alone (the dry run's plan_copy gives the same)
         diff["estimate"] = estimate_before_copy(self.spec, self.source_cluster, self.destination_cluster,
                                                 self.state_store)

@@ -7,7 +7,8 @@ is left as it is:
   final_copy    the group's topics copied at least up to the source's end at that moment (later records keep
                 coming with catch-up batches: producers are still on the source)
   translated    exact translation of the group's committed source offsets; any flagged decision stops here
-  committed     committed on the destination, refused while the destination group has members
+  committed     committed on the destination, refused while the destination group has members, and refused
+                (``core.groups_ahead``, naming ``allow_rewind``) when it is committed past the translation there
   reconciled    the copied ranges of the group's topics compared record by record
   promoted      from now on catch-up runs never commit this group's offsets again
 """
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.core.failures import Retryable
+from kafka_ferry.core.groups_ahead import refuse_groups_ahead
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import StagedCutoverError, UnitPromotion, start_or_resume
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
@@ -33,6 +35,7 @@ from kafka_ferry.promotion.reconcile import reconcile_copies
 from kafka_ferry.promotion.step_runner import run_table
 from kafka_ferry.provision.fences import lift_after_promoted, lift_fence
 from kafka_ferry.state.fences import group_fence_key
+from kafka_ferry.state.offset_decisions import expected_group_offsets
 from kafka_ferry.state.progress import migrated_groups, read_progress
 from kafka_ferry.state.schema_ids import record_rewriter
 from kafka_ferry.state.staged_cutover import read_promotions, save_promotion
@@ -128,6 +131,9 @@ def _committed(run: GroupPromotion) -> Summary:
     if active_groups(run.source, [run.group]):  # a consumer came back on the source after the copy: start over
         raise GroupPromotionRefused(f"group {run.group} has members on the source again")
     decisions = translate_migration(run.spec, run.source, run.destination, run.store, groups=[run.group]).decisions
+    if not run.allow_rewind:  # the pre-flight decides the settled cases; this one was past the copy or still consuming
+        expected = expected_group_offsets(decisions)
+        refuse_groups_ahead(run.spec.name, expected, run.destination.groups_offsets(expected), mode="promote-groups")
     [outcome] = commit_translated_offsets(run.destination, decisions, allow_rewind=run.allow_rewind,
                                           strict=True) or [None]
     return {"committed": outcome.committed if outcome else {}}

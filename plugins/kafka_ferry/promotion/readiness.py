@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 
-from kafka_ferry.core.groups_ahead import refuse_groups_ahead
+from kafka_ferry.core.groups_ahead import refuse_groups_ahead, settled_translation
 from kafka_ferry.core.state_records import partition_key
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.offset_decisions import expected_group_offsets, stored_decisions
@@ -103,3 +103,19 @@ def check_group_offsets_synced(destination, store: MigrationStateStore, migratio
     refuse_groups_ahead(migration or store.topic, expected, committed)
     mismatches = group_offset_mismatches(destination, expected, committed)
     return not mismatches, {"mismatches": mismatches}
+
+
+def refuse_settled_groups_ahead(spec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
+                                mode: str, groups: Iterable[str] | None = None) -> dict[str, int]:
+    """Before a promotion copies or commits anything (the pre-flight): refuse, with ``DestinationGroupsAhead``, a
+    group whose destination offset is past a translation no final copy can change (``core.groups_ahead``); reads
+    only. ``groups``: only these (``promote-groups``), else every group the promotion would commit. Returns how many
+    partitions were decided now and how many are left to the commit step (their translation may still move)."""
+    from kafka_ferry.translation.translate import translate_migration  # the translation stage: only when promoting
+
+    decisions = translate_migration(spec, source, destination, store, groups, catch_up=True).decisions
+    translated = sorted({d.group for d in decisions})
+    settled = settled_translation(decisions, active_groups(source, translated))
+    refuse_groups_ahead(spec.name, settled, destination.groups_offsets(settled) if settled else {}, mode=mode)
+    decided = sum(len(offsets) for offsets in settled.values())
+    return {"decided": decided, "left_to_commit": sum(d.downstream_offset is not None for d in decisions) - decided}

@@ -32,6 +32,8 @@ def test_every_mode_of_the_form_has_a_command():
     (("dry-run", "s.yaml"), "dry-run", {}),
     (("promote", "s.yaml", "--allow-rewind"), "promote", {"allow_rewind": True}),
     (("promote-groups", "s.yaml", "billing", "audit"), "promote-groups", {"groups": ["billing", "audit"]}),
+    (("promote-groups", "s.yaml", "billing", "--allow-rewind"), "promote-groups",
+     {"groups": ["billing"], "allow_rewind": True}),
     (("promote-topics", "s.yaml", "orders", "--waive-groups", "audit"), "promote-topics",
      {"topics": ["orders"], "waive_groups": ["audit"]}),
     (("rollback", "s.yaml"), "rollback", {}),

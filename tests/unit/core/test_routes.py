@@ -98,3 +98,13 @@ def test_a_page_without_the_markers_is_refused_naming_them(tmp_path):
     page.write_text("# Operations\n")
     with pytest.raises(ValueError, match="BEGIN route matrix"):
         routes.main(["write", str(page)])
+
+
+def test_a_destination_group_ahead_stops_the_promote_modes_in_the_pre_flight_naming_the_rewind():
+    table = routes.render_table()
+    assert set(routes.GROUP_AHEAD) == {routes.PROMOTE, routes.PROMOTE_GROUPS}
+    assert routes.outcome(routes.AHEAD_STATE, routes.PROMOTE).kind == routes.WORKS  # without the group ahead
+    for mode, o in routes.GROUP_AHEAD.items():
+        assert (o.kind, o.task) == (routes.REFUSED, "preflight")
+        assert f"kafka-ferry {mode} --allow-rewind" in o.way_out and "reset-promotion" not in o.way_out
+        assert f"- `{mode}` naming a group that is ahead (refused): fails in one try of `preflight`" in table
