@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.offset_decisions import BELOW_LOG_START, FIRST_COPIED_RECORD, OffsetDecision
-from kafka_ferry.core.offset_translation import EXACT_RUN, HOLE_NEXT_RECORD
+from kafka_ferry.core.offset_translation import TranslationMethod
 from kafka_ferry.core.rollback_plan import COPIED_BACK_RECORD, FORWARD_RECORD
 
 Offsets = Mapping[tuple[str, int], int]
@@ -48,8 +48,8 @@ class DestinationGroupsAhead(Permanent, RuntimeError):
 # Translation methods whose answer is a record the copy placed already (its copy, or a copied-back record's
 # original): a later copy only appends after it, so the final translation gives the same offset. Not settled:
 # at or ahead of the copied end, nothing copied, after every counterpart (the next record is still to come).
-SETTLED_METHODS = frozenset({EXACT_RUN, HOLE_NEXT_RECORD, FIRST_COPIED_RECORD, BELOW_LOG_START, FORWARD_RECORD,
-                             COPIED_BACK_RECORD})
+SETTLED_METHODS = frozenset({TranslationMethod.EXACT_RUN, TranslationMethod.HOLE_NEXT_RECORD, FIRST_COPIED_RECORD,
+                             BELOW_LOG_START, FORWARD_RECORD, COPIED_BACK_RECORD})
 
 
 def settled_translation(decisions: Iterable[OffsetDecision], active: Iterable[str] = ()) -> dict[str, Offsets]:
@@ -61,7 +61,7 @@ def settled_translation(decisions: Iterable[OffsetDecision], active: Iterable[st
     for d in decisions:
         if d.group not in busy and d.method in SETTLED_METHODS and d.downstream_offset is not None:
             out.setdefault(d.group, {})[(d.destination_topic, d.partition)] = d.downstream_offset
-    return out
+    return dict(out)
 
 
 def groups_ahead(expected: Mapping[str, Offsets], committed: Mapping[str, Offsets]) -> list[GroupAhead]:

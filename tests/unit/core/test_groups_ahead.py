@@ -17,7 +17,7 @@ from kafka_ferry.core.groups_ahead import (
 )
 from kafka_ferry.core.offset_decisions import PartitionCopy, decide
 from kafka_ferry.core.offset_sync_policy import SyncPoint
-from kafka_ferry.core.offset_translation import AHEAD_OF_COPY, EXACT_RUN
+from kafka_ferry.core.offset_translation import TranslationMethod
 
 
 def test_only_a_partition_committed_past_the_translation_is_ahead():
@@ -88,10 +88,10 @@ def test_a_settled_translation_is_what_the_final_copy_translates_too(copies, com
 
 def test_a_group_with_members_on_the_source_is_left_to_the_commit_step():
     decisions = [decide(g, 3, "", a_copy([(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)], 5)) for g in ("billing", "audit")]
-    assert {d.method for d in decisions} == {EXACT_RUN}
+    assert {d.method for d in decisions} == {TranslationMethod.EXACT_RUN}
     assert settled_translation(decisions, active=["billing"]) == {"audit": {("orders", 0): 3}}
     ahead = decide("late", 9, "", a_copy([(0, 0), (1, 1)], 2))  # committed past the copy: it may still move
-    assert ahead.method == AHEAD_OF_COPY and settled_translation([ahead]) == {}
+    assert ahead.method == TranslationMethod.AHEAD_OF_COPY and settled_translation([ahead]) == {}
 
 
 def test_the_staged_refusal_names_its_own_mode():
