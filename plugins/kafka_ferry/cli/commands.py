@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +75,11 @@ def acls(spec_path: Path) -> int:
     return 0
 
 
-def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> int:
-    """One run of the spec's DAG in this process (``dag.test``), then what it did."""
+def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any], command: Sequence[str] = (),
+            given_path: str | None = None) -> int:
+    """One run of the spec's DAG in this process (``dag.test``), then what it did. A TERM or INT meanwhile stops
+    it at once, marks the run failed and names the way to continue (``cli.interrupt``; ``command`` is this
+    command's arguments, ``given_path`` the spec as typed)."""
     from airflow.dag_processing.dagbag import DagBag
 
     from kafka_ferry.cli import migrate_db
@@ -91,10 +95,12 @@ def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any]) -> int:
     if dag is None:
         print(f"no DAG {spec.dag_id} in {dags_folder}")
         return 1
+    from kafka_ferry.cli.interrupt import RunInterrupts
     from kafka_ferry.cli.progress import RunWatcher
 
     print(f"running {spec.dag_id} in mode {conf['mode']} ...", flush=True)
-    with RunWatcher(spec.dag_id, say=lambda line: print(line, flush=True)):
+    with (RunInterrupts(spec.dag_id, command, given_path or str(spec_path)),
+          RunWatcher(spec.dag_id, say=lambda line: print(line, flush=True))):
         run = dag.test(run_conf=conf)
     print_summary(run, spec.name)
     return 0 if str(run.state) in ("success", "DagRunState.SUCCESS") else 1
