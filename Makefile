@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: help install demo demo-secure demo-promote e2e test test-long test-matrix test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference routes-table docs lock clean
+.PHONY: help install standalone standalone-down demo demo-secure demo-promote e2e test test-long test-matrix test-faults test-unit test-integration testbed-up testbed-down testbed-status lint dags check-spec spec-reference routes-table docs lock clean
 
 ## Create ./.venv from the pinned constraints.txt (every target that needs Python runs it first).
 install: $(STAMP)
@@ -32,6 +32,14 @@ testbed-up:
 ## Stop the test bed's clusters (the demo's registries stop with the demo; data stays in .testbed/).
 testbed-down:
 	$(PYTHON) testbed/kafka_testbed.py down
+
+## `airflow standalone` of the exported AIRFLOW_HOME in the background, in its own process group (ports: docs/testbed.md).
+standalone: install
+	$(PY) testbed/airflow_standalone.py up
+
+## Stop that `airflow standalone`: its whole process group and any worker that left it.
+standalone-down: install
+	$(PY) testbed/airflow_standalone.py down
 
 ## Whether the test bed's clusters run, and where.
 testbed-status:
