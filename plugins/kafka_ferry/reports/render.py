@@ -360,7 +360,8 @@ def overview_page(rows: Sequence[Mapping[str, Any]], report_href: str = "") -> s
     head = "".join(f'<th class="l">{escape(h)}</th>' for _, h in OVERVIEW_COLUMNS)
     empty = '<tr><td class="l" colspan="9">no migration has reported yet</td></tr>'
     return page("kafka-ferry migrations", f"<h1>kafka-ferry migrations</h1><table><tr>{head}</tr>"
-                                          f"{''.join(cells) or empty}</table>{overview_backlog_section(rows)}")
+                                          f"{''.join(cells) or empty}</table>"
+                                          f"{overview_backlog_section(rows, report_href)}")
 
 
 def _mb(value: Any) -> str | None:
@@ -397,19 +398,39 @@ def overview_backlog_chart(migration: str, history: Sequence[Mapping[str, Any]])
     return backlog_chart_svg(history, title=f"Backlog of {migration}", size=(8, 2.2))
 
 
-def overview_backlog_section(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Per migration that recorded a backlog: its ETA sentence and its backlog chart as stored with its row
-    (``backlog_chart``: SVG text the row's writer drew); no chart is drawn here, so the overview's cost per
-    request does not grow with matplotlib figures (issue 36 case 4)."""
-    parts = []
+def charted(rows: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The migrations whose backlog chart the overview shows: the ``WORST_N`` with the largest lag after their last
+    batch (the others' ETAs are one line each, their chart on their last run's page): the page stays readable, and
+    its size bounded, with hundreds of migrations."""
+    with_history = [r for r in rows if r.get("backlog_history")]
+    worst = sorted(with_history, key=lambda r: (-(r.get("lag") or 0), r.get("tenant") or "", r["migration"]))
+    return {r["migration"] for r in worst[:WORST_N]}
+
+
+def overview_backlog_section(rows: Sequence[Mapping[str, Any]], report_href: str = "") -> str:
+    """Per migration that recorded a backlog: its ETA sentence and, for those ``charted`` picks, its backlog chart
+    as stored with its row (``backlog_chart``: SVG text the row's writer drew); no chart is drawn here, so the
+    overview's cost per request does not grow with matplotlib figures (issue 36 case 4)."""
+    parts, lines = [], []
+    shown = charted(rows)
     for r in sorted(rows, key=lambda r: (r.get("tenant") or "", r["migration"])):
         history = r.get("backlog_history") or []
         if not history and not r.get("eta"):
             continue
+        eta = f"{escape(str(r['migration']))}: {escape(str(r.get('eta') or 'no ETA yet'))}"
+        if history and r["migration"] not in shown:
+            link = ""
+            if r.get("dag_id") and r.get("last_run_id") and report_href:
+                href = report_href.format(dag_id=quote(r["dag_id"], safe=""), run_id=quote(r["last_run_id"], safe=""))
+                link = f' (<a href="{href}">chart on its last run</a>)'
+            lines.append(f"<li>{eta}{link}</li>")
+            continue
         chart = r.get("backlog_chart")
-        parts += [f"<h3>{escape(str(r['migration']))}: {escape(str(r.get('eta') or 'no ETA yet'))}</h3>",
+        parts += [f"<h3>{eta}</h3>",
                   chart if isinstance(chart, str) and chart.startswith("<svg") else
                   '<p class="muted">The backlog chart is drawn when the migration\'s next run writes its row.</p>']
+    if lines:
+        parts.append(f"<h3>{len(lines):,} more, with a smaller lag</h3><ul>{''.join(lines)}</ul>")
     return ("<h2>Backlog and ETA</h2>" + "".join(parts)) if parts else ""
 
 

@@ -138,3 +138,17 @@ def test_the_plugin_serves_detail_pages_under_the_run_pages_own_access_check():
     page, detail = routes["/runs/{dag_id}/{run_id}"], routes["/runs/{dag_id}/{run_id}/{section}"]
     checks = lambda route: [d.call.__qualname__ for d in route.dependant.dependencies]  # noqa: E731
     assert checks(detail) == checks(page) and checks(page), checks(page)
+
+
+def test_the_overview_of_200_migrations_charts_the_20_with_the_largest_lag_and_links_the_rest():
+    from kafka_ferry.reports.render import overview_page
+
+    chart = "<svg>" + "x" * 40_000 + "</svg>"  # a stored chart is tens of kB: 200 of them made a 10 MB page
+    rows = [{"migration": f"m{i:03d}", "tenant": "acme", "dag_id": f"kafka_ferry__m{i:03d}", "last_run_id": "r1",
+             "lag": 1000 - i, "eta": f"lag 0 in {i} min", "backlog_history": [{"at_ms": 1, "backlog": 1}],
+             "backlog_chart": chart} for i in range(200)]
+    html = overview_page(rows, report_href="/kafka-ferry/runs/{dag_id}/{run_id}")
+    assert html.count("<svg>") == WORST_N and len(html) < 20 * 41_000 + PAGE_LIMIT
+    assert "<h3>m000: lag 0 in 0 min</h3><svg>" in html and "<h3>m019: lag 0 in 19 min</h3><svg>" in html
+    assert '<li>m199: lag 0 in 199 min (<a href="/kafka-ferry/runs/kafka_ferry__m199/r1">chart on its last run' in html
+    assert "180 more, with a smaller lag" in html and html.count("<tr>") == 201  # every migration's row stays
