@@ -5,22 +5,25 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: help install demo demo-secure demo-promote e2e test test-long test-matrix test-faults test-unit test-integration testbed-up testbed-down testbed-status lint typecheck dags check-spec spec-reference routes-table docs lock clean
+.PHONY: help install standalone standalone-down demo demo-secure demo-promote e2e test test-long test-matrix test-faults test-unit test-integration testbed-up testbed-down testbed-status lint typecheck dags check-spec spec-reference routes-table docs lock clean
 
 ## Create ./.venv from the pinned constraints.txt (every target that needs Python runs it first).
 install: $(STAMP)
 
+# The editable install leaves plugins/kafka_ferry.egg-info beside the package, and puts plugins/ on sys.path:
+# Python then sees the distribution twice, Airflow loads its `airflow.plugins` entry point twice and shows
+# "Plugin 'kafka_ferry' already registered" as a red import error on every page. The installed metadata is in
+# the venv's site-packages; the copy in the source tree is only in the way, so the recipe removes it.
+# (Comments stay above the rule: a `#` line inside a recipe is a shell line that make echoes.)
 $(STAMP): pyproject.toml constraints.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade "pip>=24"
-	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
-	# The editable install leaves plugins/kafka_ferry.egg-info beside the package, and puts plugins/ on sys.path:
-	# Python then sees the distribution twice, Airflow loads its `airflow.plugins` entry point twice and shows
-	# "Plugin 'kafka_ferry' already registered" as a red import error on every page. The installed metadata is in
-	# the venv's site-packages; the copy in the source tree is only in the way.
-	rm -rf plugins/*.egg-info
-	$(PY) -c "import pyspark, airflow, confluent_kafka, kafka_ferry"  # pyspark/pyspark-client mismatch shows here
-	rm -f $(VENV)/.installed-* && touch $@
+	@echo "install: $(VENV) from constraints.txt (pip, quiet; minutes the first time)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -q --upgrade "pip>=24"
+	@$(PY) -m pip install -q -c constraints.txt -e ".[test]"
+	@rm -rf plugins/*.egg-info
+	@# a pyspark/pyspark-client mismatch shows in this import
+	@$(PY) -c "import pyspark, airflow, confluent_kafka, kafka_ferry"
+	@rm -f $(VENV)/.installed-* && touch $@
 
 ## Start the two local Kafka clusters (source 127.0.0.1:19092, destination :29092; ports: docs/testbed.md).
 testbed-up:
@@ -29,6 +32,14 @@ testbed-up:
 ## Stop the test bed's clusters (the demo's registries stop with the demo; data stays in .testbed/).
 testbed-down:
 	$(PYTHON) testbed/kafka_testbed.py down
+
+## `airflow standalone` of the exported AIRFLOW_HOME in the background, in its own process group (ports: docs/testbed.md).
+standalone: install
+	$(PY) testbed/airflow_standalone.py up
+
+## Stop that `airflow standalone`: its whole process group and any worker that left it.
+standalone-down: install
+	$(PY) testbed/airflow_standalone.py down
 
 ## Whether the test bed's clusters run, and where.
 testbed-status:

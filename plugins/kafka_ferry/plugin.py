@@ -23,8 +23,8 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse
 
 from kafka_ferry.core.patterns import MIGRATION_NAME
-from kafka_ferry.reports.publish import overview_chart, overview_rows, run_page_path
-from kafka_ferry.reports.render import overview_page, page
+from kafka_ferry.reports.publish import detail_page_path, overview_chart, overview_rows, run_page_path
+from kafka_ferry.reports.render import DETAIL_SECTIONS, charted, overview_page, page
 from kafka_ferry.storage.workdir import StoragePath, fresh, work_base
 
 URL_PREFIX = "/kafka-ferry"
@@ -68,7 +68,8 @@ def overview_html(base: StoragePath, readable: Collection[str]) -> str:
     only (a JSON row and an SVG per migration): the charts are drawn when the rows are written, so a GET - which
     any logged-in user may repeat - never draws one (bench/overview.py measures its CPU)."""
     rows = [r for r in overview_rows(base) if r.get("dag_id") in readable]
-    rows = [{**r, "backlog_chart": overview_chart(base, r)} if r.get("backlog_history") else r for r in rows]
+    shown = charted(rows)  # the charts of the migrations with the largest lag only: a bounded page
+    rows = [{**r, "backlog_chart": overview_chart(base, r)} if r["migration"] in shown else r for r in rows]
     return overview_page(rows, report_href=RUN_REPORT_HREF)
 
 
@@ -82,6 +83,21 @@ def run_report(dag_id: str, run_id: str) -> HTMLResponse:
     return HTMLResponse(page("no report", f"<p>No kafka-ferry report for run <code>{escape(run_id)}</code> of "
                                           f"<code>{escape(dag_id)}</code> (yet): reports are written by the "
                                           "catch-up translation and the promotion tasks.</p>"), status_code=404)
+
+
+@app.get("/runs/{dag_id}/{run_id}/{section}", response_class=HTMLResponse,
+         dependencies=[Depends(requires_access_dag("GET", DagAccessEntity.RUN))])
+def run_report_detail(dag_id: str, run_id: str, section: str) -> HTMLResponse:
+    """Every row of a table the run's page summarizes (``render.Details``), under the run page's own check: a
+    user reads it only where they may read the DAG's runs; ``section`` is one of ``DETAIL_SECTIONS``, never a path."""
+    if (section in DETAIL_SECTIONS and dag_id.startswith(DAG_ID_PREFIX)
+            and MIGRATION_NAME.fullmatch(dag_id[len(DAG_ID_PREFIX):])):
+        path = detail_page_path(_work_base() / dag_id[len(DAG_ID_PREFIX):], run_id, section)
+        if path.is_file():
+            return HTMLResponse(path.read_text())
+    return HTMLResponse(page("no detail", f"<p>No detail page <code>{escape(section)}</code> for run "
+                                          f"<code>{escape(run_id)}</code> of <code>{escape(dag_id)}</code>.</p>"),
+                        status_code=404)
 
 
 class KafkaFerryPlugin(AirflowPlugin):

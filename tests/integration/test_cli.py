@@ -7,9 +7,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -258,3 +260,60 @@ def test_check_status_and_acls_write_no_dag_file(workspace):
     twin = kafka_ferry(env, "check", path)
     assert twin.returncode == 1
     assert f"{path.parent / 'twin.yaml'} has this name too" in twin.stdout, twin.stdout
+
+
+@pytest.mark.long
+@pytest.mark.spark
+def test_a_term_during_the_copy_stops_the_command_marks_the_run_failed_and_the_same_command_continues(
+        workspace, clusters):
+    """`kafka-ferry run` gets a real SIGTERM while its Spark copy runs (the task runner's own SIGTERM handler used to
+    swallow it): it exits 143 at once with one line naming the run, the task and the way on, leaves no process of
+    its own running, `status` shows the run failed at that task, and the command it names copies every record."""
+    import psutil
+
+    p, topic, path, env = workspace
+    producer = clusters.producer("source")
+    for i in range(20):
+        producer.produce(topic, key=f"k{i}".encode(), value=b"v", partition=i % 2)
+    producer.flush(30)
+    with subprocess.Popen([sys.executable, "-m", "kafka_ferry.cli", "run", str(path)], env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        try:
+            seen = []
+            for line in proc.stdout:  # waits for the watcher's line, however long the pre-flight takes
+                seen.append(line)
+                if "copy_batch: running" in line:
+                    break
+            assert any("copy_batch: running" in line for line in seen), "".join(seen) + proc.stderr.read()
+            started = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+            proc.send_signal(signal.SIGTERM)
+            rest, err = proc.communicate(timeout=300)  # generous; no timing is asserted
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, "".join(seen) + rest + err
+    stop = [line for line in err.splitlines() if line.startswith("kafka-ferry: stopped by SIGTERM")]
+    assert len(stop) == 1, err[-4000:]
+    assert re.search(r"at task copy_batch; run \S+ \(mode catch-up\) marked failed in Airflow's metadata DB", stop[0])
+    assert f"`kafka-ferry run {path}`" in stop[0] and f"`kafka-ferry status {path}`" in stop[0], stop[0]
+    assert not [pid for pid in started if psutil.pid_exists(pid)
+                and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE], "a process of the command outlived it"
+
+    status = kafka_ferry(env, "status", path)
+    assert "(mode catch-up): failed, started " in status.stdout, status.stdout
+    assert re.search(r"copy_batch: FAILED since \d{4}-\d\d-\d\dT", status.stdout), status.stdout
+
+    again = kafka_ferry(env, "run", path)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
+    # every record once on the destination (a copy stopped mid-transaction left only aborted records)
+    reader = clusters.consumer("destination", **{"isolation.level": "read_committed"})
+    try:
+        reader.assign([TopicPartition(topic, part, 0) for part in (0, 1)])
+        keys, deadline = [], time.monotonic() + 120
+        while len(keys) < 20 and time.monotonic() < deadline:
+            keys += [m.key() for m in reader.consume(100, timeout=1) if m.error() is None]
+        extra = [m for m in reader.consume(100, timeout=3) if m.error() is None]
+    finally:
+        reader.close()
+    assert sorted(keys) == sorted(f"k{i}".encode() for i in range(20)) and not extra, keys

@@ -27,6 +27,12 @@ PROBE = textwrap.dedent("""
     missing = client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__2", headers=auth)
     overview = client.get("/kafka-ferry/", headers=auth)
     views = client.get("/api/v2/plugins", headers=auth)
+    # a summarized table's rows, one click away, under the run page's own check (reports.render.Details)
+    detail = client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__1/partitions", headers=auth)
+    out.update(detail=[detail.status_code, detail.text],
+               anonymous_detail=client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__1/partitions").status_code,
+               odd_detail=client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__1/..%2Fmanual__1",
+                                     headers=auth).status_code)
     out.update(run=[run.status_code, run.text], missing=[missing.status_code, missing.text],
                overview=[overview.status_code, overview.text], views=views.text)
     # the issue's two run ids: each its own page
@@ -49,6 +55,7 @@ def test_reports_need_a_login_and_are_served_to_a_user_with_dag_access(tmp_path)
     runs = work / "orders" / "runs"
     runs.mkdir(parents=True)
     (runs / "manual__1.html").write_text("<html><body>batch report of orders</body></html>")
+    (runs / "manual__1.partitions.html").write_text("<html><body>every partition of orders</body></html>")
     (runs / "manual__2026-11-25T07_00_00_00_00.html").write_text("<html><body>the underscore run</body></html>")
     (runs / "manual__2026-11-25T07~3A00~3A00~2B00~3A00.html").write_text("<html><body>the colon run</body></html>")
     (work / "orders" / "overview.json").write_text(json.dumps(
@@ -73,6 +80,8 @@ def test_reports_need_a_login_and_are_served_to_a_user_with_dag_access(tmp_path)
     assert out["anonymous_overview"] == out["anonymous_run"] == 401
     assert out["run"] == [200, "<html><body>batch report of orders</body></html>"]
     assert out["colon"] == [200, "<html><body>the colon run</body></html>"]
+    assert out["detail"] == [200, "<html><body>every partition of orders</body></html>"]
+    assert out["anonymous_detail"] == 401 and out["odd_detail"] == 404
     for name, headers in out["headers"].items():  # pages, 404s and the 401 alike
         csp = headers.get("content-security-policy", "")
         assert "default-src 'none'" in csp and "frame-ancestors 'self'" in csp and "script-src" not in csp, name

@@ -137,7 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         confirmed = (confirm(spec.name, args.yes_i_mean, CONFIRMED[args.command])
                      if args.command in CONFIRMED else None)
         write_own_stub(spec_path, dags_folder)
-        return commands.run_dag(spec_path, dags_folder, run_conf(args, confirmed), user=user(args))
+        return commands.run_dag(spec_path, dags_folder, run_conf(args, confirmed), user=user(args),
+                                command=list(sys.argv[1:] if argv is None else argv), given_path=args.spec)
     except UsageError as exc:
         print(f"kafka-ferry: {exc}", file=sys.stderr)
         return 2

@@ -119,7 +119,10 @@ def _run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any], user: str
         dag = bag.dags.get(spec.dag_id)
         if dag is None:
             return 1, None, f"no DAG {spec.dag_id} in {dags_folder}"
-        with triggered_as(user):
+        from kafka_ferry.cli.interrupt import RunInterrupts
+
+        with (triggered_as(user),
+              RunInterrupts(spec.dag_id, ["dry-run", str(spec_path), "--json"], str(spec_path))):  # cli.interrupt
             run = dag.test(run_conf=conf)
         results = task_results(run)
     return (0 if str(run.state) in ("success", "DagRunState.SUCCESS") else 1), run, results

@@ -6,7 +6,7 @@ import contextlib
 import getpass
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,9 +115,12 @@ def triggered_as(user: str | None) -> Iterator[dict[str, Any]]:
         dagrun.get_or_create_dagrun = original
 
 
-def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any], user: str | None = None) -> int:
+def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any], user: str | None = None,
+            command: Sequence[str] = (), given_path: str | None = None) -> int:
     """One run of the spec's DAG in this process (``dag.test``), triggered by ``user`` (the pre-flight checks it
-    against the tenant's promoters), then what it did."""
+    against the tenant's promoters), then what it did. A TERM or INT meanwhile stops it at once, marks the run
+    failed and names the way to continue (``cli.interrupt``; ``command`` is this command's arguments,
+    ``given_path`` the spec as typed)."""
     from airflow.dag_processing.dagbag import DagBag
 
     from kafka_ferry.cli import migrate_db
@@ -133,10 +136,12 @@ def run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any], user: str 
     if dag is None:
         print(f"no DAG {spec.dag_id} in {dags_folder}")
         return 1
+    from kafka_ferry.cli.interrupt import RunInterrupts
     from kafka_ferry.cli.progress import RunWatcher
 
     print(f"running {spec.dag_id} in mode {conf['mode']} as {user!r} ...", flush=True)
-    with RunWatcher(spec.dag_id, say=lambda line: print(line, flush=True)), triggered_as(user):
+    with (RunInterrupts(spec.dag_id, command, given_path or str(spec_path)),
+          RunWatcher(spec.dag_id, say=lambda line: print(line, flush=True)), triggered_as(user)):
         run = dag.test(run_conf=conf)
     if run.triggering_user_name != user:
         print(f"warning: the run records triggering user {run.triggering_user_name!r}, not {user!r}: this Airflow's "

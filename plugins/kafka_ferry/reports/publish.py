@@ -1,7 +1,8 @@
 """Write a run's HTML page and the migration's overview row into the work dir, where the UI plugin reads them.
 
 Layout under the work base (``kafka_ferry.storage.workdir``: a local directory or an object-storage URL):
-``<migration>/runs/<run id>.html`` (one page per DAG run, rewritten as the run progresses) and
+``<migration>/runs/<run id>.html`` (one page per DAG run, rewritten as the run progresses), beside it
+``<run id>.<section>.html`` (every row of a table the page summarizes: ``render.Details``), and
 ``<migration>/overview.json`` (the migration's row on the overview page), with ``<migration>/overview-backlog.svg``
 (the row's backlog chart, drawn when the row's backlog history is written: the overview GET only reads it, so a
 request costs file reads, never a matplotlib figure per migration). Files, not the state topic, so
@@ -32,6 +33,8 @@ from kafka_ferry.core.state_records import (
     StateSnapshot,
 )
 from kafka_ferry.reports.render import (
+    DETAIL_SECTIONS,
+    Details,
     act_section,
     batch_page,
     overview_backlog_chart,
@@ -89,9 +92,24 @@ def run_page_path(migration_dir: Path | StoragePath, run_id: str) -> StoragePath
     return as_path(migration_dir) / "runs" / (run_file_name(run_id) + ".html")
 
 
+def detail_page_path(migration_dir: Path | StoragePath, run_id: str, section: str) -> StoragePath:
+    """The detail page ``section`` of one run's page (``render.DETAIL_SECTIONS`` only: never a name from input)."""
+    if section not in DETAIL_SECTIONS:
+        raise ValueError(f"no detail page {section!r}; one of {', '.join(DETAIL_SECTIONS)}")
+    return as_path(migration_dir) / "runs" / f"{run_file_name(run_id)}.{section}.html"
+
+
+def _write_run_page(migration_dir: Path | StoragePath, run_id: str, html: str, details: Details) -> StoragePath:
+    """The run's page, after its detail pages (a link on the page never points at a page not yet written)."""
+    for section, detail in details.items():
+        _write(detail_page_path(migration_dir, run_id, section), detail)
+    return _write(run_page_path(migration_dir, run_id), html)
+
+
 def publish_batch_run(spec: MigrationSpec, migration_dir: StoragePath, run_id: str, report: Mapping[str, Any],
                       groups: Sequence[Mapping[str, Any]], history: Sequence[Mapping[str, Any]]) -> StoragePath:
-    path = _write(run_page_path(migration_dir, run_id), batch_page(report, groups, history, run_id))
+    details = Details(run_id)
+    path = _write_run_page(migration_dir, run_id, batch_page(report, groups, history, run_id, details), details)
     _update_overview(spec, migration_dir, run_id, last_batch=report.get("batch_id"),
                      last_batch_at_ms=report.get("finished_at_ms"), lag=report.get("lag_after_total"),
                      **overview_backlog(report))
@@ -112,7 +130,8 @@ def overview_backlog(report: Mapping[str, Any]) -> dict[str, Any]:
 
 def publish_promotion_run(spec: MigrationSpec, migration_dir: StoragePath, run_id: str, report: Mapping[str, Any],
                           history: Sequence[Mapping[str, Any]]) -> StoragePath:
-    path = _write(run_page_path(migration_dir, run_id), promotion_page(report, history, run_id))
+    details = Details(run_id)
+    path = _write_run_page(migration_dir, run_id, promotion_page(report, history, run_id, details), details)
     rec = report.get("reconciliation") or {}
     verdict = None if not rec else ("ok" if not rec.get("mismatched") else "mismatch: " + ", ".join(rec["mismatched"]))
     latest = history[-1] if history else {}
@@ -135,8 +154,9 @@ def publish_rollback_run(spec: MigrationSpec, migration_dir: StoragePath, run_id
     ``state`` (the state topic's snapshot after the run): the page and the overview also show promoted / rolled back
     per group and topic."""
     units = None if state is None else _units(state)
-    path = _write(run_page_path(migration_dir, run_id),
-                  rollback_page(report, run_id, [units_section(units)] if units else []))
+    details = Details(run_id)
+    path = _write_run_page(migration_dir, run_id, rollback_page(
+        report, run_id, [units_section(units, details)] if units else [], details), details)
     extra = {"staged": counts(units)} if units else {}
     extra.update(_last_act(report.get("act")))
     if report.get("status") == "rolled-back":
@@ -158,9 +178,10 @@ def publish_staged_run(spec: MigrationSpec, migration_dir: StoragePath, run_id: 
     (state kind ``act``), shown on the page and the overview."""
     groups, topics = GROUP_PROMOTION_KIND.records(state), TOPIC_PROMOTION_KIND.records(state)
     units = unit_statuses(state, wanted_groups, wanted_topics)
+    details = Details(run_id)
     html = staged_page(spec.name, groups, topics, wanted_groups, wanted_topics, GROUP_STEPS, TOPIC_STEPS, this_run,
-                       run_id, [units_section(units), *([act_section(act)] if act else [])])
-    path = _write(run_page_path(migration_dir, run_id), html)
+                       run_id, [units_section(units, details), *([act_section(act)] if act else [])], details)
+    path = _write_run_page(migration_dir, run_id, html, details)
     _update_overview(spec, migration_dir, run_id, staged=counts(units), **_last_act(act))
     return path
 
@@ -211,4 +232,5 @@ def publish_live_batch(migration_dir: StoragePath, run_id: str, view: Mapping[st
     """The run's page while its batch runs (``render.live_batch_page``); the batch's report replaces it."""
     from kafka_ferry.reports.render import live_batch_page
 
-    return _write(run_page_path(migration_dir, run_id), live_batch_page(view, run_id))
+    details = Details(run_id)
+    return _write_run_page(migration_dir, run_id, live_batch_page(view, run_id, details), details)

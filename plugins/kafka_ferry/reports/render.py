@@ -2,6 +2,12 @@
 
 Pure: dicts in, one self-contained HTML string out (inline CSS, the chart as inline SVG; no script, no
 asset from the internet). Every value from a cluster or a spec is escaped.
+
+Readable at a real tenant's size (200 topics, 2,000 partitions, 200 groups): a table of more than ``SUMMARY_AT``
+rows is summarized on the run's page (its count, its totals, the ``WORST_N`` rows that need a look first), and its
+every row goes to a detail page of its own, one click away (``Details``: ``publish`` writes each beside the run's
+page, the UI plugin serves it with the run page's own access check). A page then stays a few hundred kB at most
+whatever the tenant's size, and the detail is never lost.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from kafka_ferry.core.offset_translation import EXACT_METHODS
 from kafka_ferry.reports.chart import backlog_chart_svg, lag_chart_svg
 
 STYLE = """
@@ -53,6 +60,57 @@ def _align(key: str, left: set[str]) -> str:
     return ' class="l"' if key in left else ""
 
 
+SUMMARY_AT = 50  # rows a table shows in full on a run's page; above, it is summarized (module docstring)
+WORST_N = 20  # rows of a summarized table shown on the page: those that need a look first
+DETAIL_SECTIONS = ("partitions", "groups", "decode", "reconciliation", "timestamps", "copy-back", "resume",
+                   "staged-groups", "staged-topics", "units")
+
+
+class Details(dict):
+    """The detail pages of one run page: section name -> HTML (``publish`` writes them; ``href`` links them).
+
+    :param run_id: the run whose page links them (the link is relative to that page's URL).
+    """
+
+    def __init__(self, run_id: str = "") -> None:
+        super().__init__()
+        self.run_id = run_id
+
+    def href(self, section: str) -> str:
+        # the run page's URL ends with the quoted run id: a relative link to "<run id>/<section>" stays under it
+        return f"{quote(self.run_id, safe='')}/{section}"
+
+
+def summarized(section: str, what: str, columns: Sequence[tuple[str, str]], rows: Sequence[Mapping[str, Any]],
+               left: Iterable[str] = (), worst: Any = None, worst_says: str = "", totals: Iterable[str] = (),
+               details: Details | None = None, title: str = "") -> str:
+    """``table``, or above ``SUMMARY_AT`` rows: a line with the count and the totals of the ``totals`` columns,
+    the ``WORST_N`` rows first by ``worst`` (a sort key; ``worst_says`` names the order), and a link to the
+    detail page with every row (put in ``details`` under ``section``).
+
+    :param what: what a row is, plural ("partitions").
+    """
+    assert section in DETAIL_SECTIONS, section
+    left = list(left)
+    if len(rows) <= SUMMARY_AT:
+        return table(columns, rows, left=left)
+    sums = []
+    for key in totals:
+        values = [r.get(key) for r in rows if isinstance(r.get(key), int | float)]
+        heading = dict(columns).get(key, key)
+        sums.append(f"{escape(heading)} {sum(values):,}" if values else "")
+    shown = sorted(rows, key=worst)[:WORST_N] if worst else list(rows)[:WORST_N]
+    full = table(columns, rows, left=left)
+    link = ""
+    if details is not None:
+        details[section] = page(f"{title or what}: all {len(rows):,} {what}",
+                                f"<h1>{escape(title or what)}: all {len(rows):,} {escape(what)}</h1>{full}")
+        link = f' <a href="{escape(details.href(section))}">All {len(rows):,} {escape(what)}</a>'
+    head = (f'<p class="summary">{len(rows):,} {escape(what)}' + "".join(f"; {t}" for t in sums if t)
+            + f"; the {len(shown)} shown {escape(worst_says or 'first')}.{link}</p>")
+    return head + table(columns, shown, left=left)
+
+
 def page(title: str, body: str) -> str:
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
             f"<style>{STYLE}</style></head><body>{body}</body></html>")
@@ -83,7 +141,7 @@ DECODE_FAILURE_COLUMNS = (("topic", "topic"), ("partition", "partition"), ("offs
                           ("schema_id", "schema id"), ("reason", "why"))
 
 
-def _decode_section(check: Mapping[str, Any]) -> str:
+def _decode_section(check: Mapping[str, Any], details: Details | None = None) -> str:
     """The decode check of the batch's records on the destination: per topic, then the first failures."""
     failed = check.get("failed", 0)
     rows = [{"topic": t, **tally, "types": ", ".join(f"{k} {v}" for k, v in sorted(tally["schema_types"].items()))}
@@ -93,22 +151,38 @@ def _decode_section(check: Mapping[str, Any]) -> str:
     checks = "; ".join(f"{k}: {v}" for k, v in sorted(check.get("checks", {}).items()))
     out = [f"<h2>Schemas: copied records decoded on the destination: {verdict}</h2>",
            f'<p class="muted">against the destination registry; {escape(checks)}</p>',
-           table(DECODE_COLUMNS, rows, left=("topic", "serialized", "types"))]
+           summarized("decode", "topics", DECODE_COLUMNS, rows, left=("topic", "serialized", "types"),
+                      worst=lambda r: (-(r.get("failed") or 0), r["topic"]), worst_says="most failures first",
+                      totals=("records", "failed"), details=details, title="Decode check")]
     if check.get("failures"):
         out += ['<h3 class="warn">First records that do not decode</h3>',
                 table(DECODE_FAILURE_COLUMNS, check["failures"], left=("topic", "field", "reason"))]
     return "".join(out)
 
 
-def _groups_section(groups: Sequence[Mapping[str, Any]]) -> str:
-    return "<h2>Consumer groups: source → destination offsets</h2>" + table(
-        GROUP_COLUMNS, sorted(groups, key=lambda g: (g["group"], g["source_topic"], g["partition"])),
-        left=("group", "source_topic", "destination_topic", "method", "reason"))
+def _groups_section(groups: Sequence[Mapping[str, Any]], details: Details | None = None) -> str:
+    """Per group and partition, the translated offsets; at a real tenant's size, the groups' count, the methods'
+    counts, and the partitions whose method is not an exact one first."""
+    rows = sorted(groups, key=lambda g: (g["group"], g["source_topic"], g["partition"]))
+    methods: dict[str, int] = {}
+    for g in rows:
+        methods[str(g.get("method"))] = methods.get(str(g.get("method")), 0) + 1
+    head = "<h2>Consumer groups: source → destination offsets</h2>"
+    if len(rows) > SUMMARY_AT:
+        head += (f'<p class="muted">{len({g["group"] for g in rows}):,} group(s); methods: '
+                 + escape(", ".join(f"{m} {n:,}" for m, n in sorted(methods.items()))) + "</p>")
+    return head + summarized(
+        "groups", "group partitions", GROUP_COLUMNS, rows,
+        left=("group", "source_topic", "destination_topic", "method", "reason"),
+        worst=lambda g: (g.get("method") in EXACT_METHODS, g["group"], g["source_topic"],
+                         g["partition"]),
+        worst_says="not exact first, then by group", details=details, title="Consumer groups")
 
 
 def batch_page(report: Mapping[str, Any], groups: Sequence[Mapping[str, Any]], history: Sequence[Mapping[str, Any]],
-               run_id: str = "") -> str:
-    """A catch-up run: the batch's totals and partitions, gaps, translated groups, the lag chart."""
+               run_id: str = "", details: Details | None = None) -> str:
+    """A catch-up run: the batch's totals and partitions, gaps, translated groups, the lag chart (big tables
+    summarized, their rows in ``details``: module docstring)."""
     status = report.get("status", "?")
     title = f"{report['migration']}: batch {report['batch_id']}"
     body = [f"<h1>{escape(title)}</h1>",
@@ -124,13 +198,19 @@ def batch_page(report: Mapping[str, Any], groups: Sequence[Mapping[str, Any]], h
             *([backlog_section(report["backlog"])] if report.get("backlog") else []),
             "<h2>Lag over the migration's batches</h2>", lag_chart_svg(history),
             "<h2>Partitions of this batch</h2>",
-            table(PARTITION_COLUMNS, report.get("partitions", []), left=("source_topic", "destination_topic"))]
+            summarized("partitions", "partitions", PARTITION_COLUMNS, report.get("partitions", []),
+                       left=("source_topic", "destination_topic"),
+                       worst=lambda r: (-(r.get("lag_after") or 0), -(r.get("records_copied") or 0),
+                                        str(r.get("source_topic")), r.get("partition") or 0),
+                       worst_says="by lag after the batch, then records copied",
+                       totals=("records_copied", "bytes_copied", "syncs_written"), details=details,
+                       title="Partitions of this batch")]
     if report.get("gaps"):
         body += ['<h2 class="warn">Retention gaps (accepted by the spec)</h2>', table(GAP_COLUMNS, report["gaps"],
                                                                                       left=("topic",))]
     if report.get("decode_check"):
-        body.append(_decode_section(report["decode_check"]))
-    body.append(_groups_section(groups))
+        body.append(_decode_section(report["decode_check"], details))
+    body.append(_groups_section(groups, details))
     return page(title, "".join(body))
 
 
@@ -138,7 +218,8 @@ RECONCILE_COLUMNS = (("source_topic", "source topic"), ("partition", "partition"
                      ("destination_count", "destination records"), ("verdict", "verdict"))
 
 
-def promotion_page(report: Mapping[str, Any], history: Sequence[Mapping[str, Any]], run_id: str = "") -> str:
+def promotion_page(report: Mapping[str, Any], history: Sequence[Mapping[str, Any]], run_id: str = "",
+                   details: Details | None = None) -> str:
     """A promotion run: status, steps, reconciliation per partition, per-group offsets, timestamps, lag chart."""
     title = f"{report['migration']}: promotion"
     rec = report.get("reconciliation") or {}
@@ -155,27 +236,37 @@ def promotion_page(report: Mapping[str, Any], history: Sequence[Mapping[str, Any
                     ("seconds, all steps", report.get("total_s", report.get("duration_s")))]),
             f'<h2>Reconciliation: <span class="{"ok" if rec and not rec.get("mismatched") else "bad"}">'
             f"{escape(verdict)}</span></h2>",
-            table(RECONCILE_COLUMNS, rows, left=("source_topic", "verdict")),
-            _groups_section(report.get("groups", [])),
+            summarized("reconciliation", "partitions", RECONCILE_COLUMNS, rows, left=("source_topic", "verdict"),
+                       worst=lambda r: (r["verdict"] == "ok", str(r.get("source_topic")), r.get("partition") or 0),
+                       worst_says="mismatches first", totals=("source_count", "destination_count"),
+                       details=details, title="Reconciliation"),
+            _groups_section(report.get("groups", []), details),
             "<h2>Promotion steps, in the order they ran</h2>",
             table((("step", "step"), ("finished", "finished"), ("seconds", "seconds")), steps,
                   left=("step", "finished"))]
     if report.get("timestamps"):
         ts = [{"topic": t, **p, "at_promotion": _config_changes(p.get("at_promotion")) or "unchanged"}
               for t, p in report["timestamps"].items()]
-        body += ["<h2>Timestamp types</h2>", table((("topic", "source topic"), ("destination_topic", "mirror"),
-                                                    ("status", "status"), ("at_promotion", "from promotion on")),
-                                                   ts, left=("topic", "destination_topic", "status", "at_promotion"))]
+        body += ["<h2>Timestamp types</h2>", summarized(
+            "timestamps", "topics", (("topic", "source topic"), ("destination_topic", "mirror"), ("status", "status"),
+                                     ("at_promotion", "from promotion on")),
+            ts, left=("topic", "destination_topic", "status", "at_promotion"),
+            worst=lambda r: (r["at_promotion"] == "unchanged", str(r["topic"])), worst_says="changed first",
+            details=details, title="Timestamp types")]
     if report.get("decode_totals"):
         failed = sum(t["failed"] for t in report["decode_totals"].values())
         verdict = (f'<span class="bad">{failed} record(s) did not decode</span>' if failed else
                    '<span class="ok">every checked record decoded</span>')
         body += [f"<h2>Schemas: the decode check over the whole migration: {verdict}</h2>",
-                 table((("topic", "destination topic"), ("records", "records checked"), ("decoded", "keys/values "
-                        "decoded"), ("plain", "keys/values without schema"), ("failed", "records failed")),
-                       [{"topic": t, **v} for t, v in report["decode_totals"].items()], left=("topic",))]
+                 summarized("decode", "topics", (("topic", "destination topic"), ("records", "records checked"),
+                                                 ("decoded", "keys/values decoded"),
+                                                 ("plain", "keys/values without schema"),
+                                                 ("failed", "records failed")),
+                            [{"topic": t, **v} for t, v in report["decode_totals"].items()], left=("topic",),
+                            worst=lambda r: (-(r.get("failed") or 0), r["topic"]), worst_says="most failures first",
+                            totals=("records", "failed"), details=details, title="Decode check")]
     if report.get("rollback_plan"):
-        body.append(rollback_plan_section(report["rollback_plan"]))
+        body.append(rollback_plan_section(report["rollback_plan"], details))
     if report.get("act"):
         body.append(act_section(report["act"]))
     body += ["<h2>Lag over the migration's batches</h2>", lag_chart_svg(history)]
@@ -214,7 +305,7 @@ def _staged_rows(units: Mapping[str, Mapping[str, Any]], wanted: Iterable[str], 
 def staged_page(migration: str, groups: Mapping[str, Mapping[str, Any]], topics: Mapping[str, Mapping[str, Any]],
                 wanted_groups: Iterable[str], wanted_topics: Iterable[str], group_steps: Sequence[str],
                 topic_steps: Sequence[str], this_run: Iterable[str] = (), run_id: str = "",
-                sections: Sequence[str] = ()) -> str:
+                sections: Sequence[str] = (), details: Details | None = None) -> str:
     """A staged-cutover run: where every group and topic of the migration stands, and for the units this run
     promoted, the offsets committed for them (the group-by-group twin of the promotion page). ``sections``: more
     HTML at the end (``reports.unit_status``: promoted / rolled back per unit)."""
@@ -229,11 +320,17 @@ def staged_page(migration: str, groups: Mapping[str, Mapping[str, Any]], topics:
             "</p>",
             _cards([("groups promoted", f"{promoted(group_rows)} / {len(group_rows)}"),
                     ("topics promoted", f"{promoted(topic_rows)} / {len(topic_rows)}")]),
-            "<h2>Consumer groups</h2>", table(STAGED_COLUMNS, group_rows, left=[c for c, _ in STAGED_COLUMNS]),
-            "<h2>Topics</h2>", table(STAGED_COLUMNS, topic_rows, left=[c for c, _ in STAGED_COLUMNS])]
+            "<h2>Consumer groups</h2>", _staged_table("staged-groups", "groups", group_rows, details),
+            "<h2>Topics</h2>", _staged_table("staged-topics", "topics", topic_rows, details)]
     if offsets:
-        body.append(_groups_section(offsets))
+        body.append(_groups_section(offsets, details))
     return page(title, "".join(body + list(sections)))
+
+
+def _staged_table(section: str, what: str, rows: Sequence[Mapping[str, Any]], details: Details | None) -> str:
+    return summarized(section, what, STAGED_COLUMNS, rows, left=[c for c, _ in STAGED_COLUMNS],
+                      worst=lambda r: ({"promoted": 2, "not started": 1}.get(r["status"], 0), r["name"]),
+                      worst_says="in progress first, then not started", details=details, title=f"Staged {what}")
 
 
 OVERVIEW_COLUMNS = (("migration", "migration"), ("tenant", "tenant"), ("last_batch", "last batch"),
@@ -278,7 +375,8 @@ def overview_page(rows: Sequence[Mapping[str, Any]], report_href: str = "") -> s
     head = "".join(f'<th class="l">{escape(h)}</th>' for _, h in OVERVIEW_COLUMNS)
     empty = '<tr><td class="l" colspan="9">no migration has reported yet</td></tr>'
     return page("kafka-ferry migrations", f"<h1>kafka-ferry migrations</h1><table><tr>{head}</tr>"
-                                          f"{''.join(cells) or empty}</table>{overview_backlog_section(rows)}")
+                                          f"{''.join(cells) or empty}</table>"
+                                          f"{overview_backlog_section(rows, report_href)}")
 
 
 def _mb(value: Any) -> str | None:
@@ -315,19 +413,39 @@ def overview_backlog_chart(migration: str, history: Sequence[Mapping[str, Any]])
     return backlog_chart_svg(history, title=f"Backlog of {migration}", size=(8, 2.2))
 
 
-def overview_backlog_section(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Per migration that recorded a backlog: its ETA sentence and its backlog chart as stored with its row
-    (``backlog_chart``: SVG text the row's writer drew); no chart is drawn here, so the overview's cost per
-    request does not grow with matplotlib figures (issue 36 case 4)."""
-    parts = []
+def charted(rows: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The migrations whose backlog chart the overview shows: the ``WORST_N`` with the largest lag after their last
+    batch (the others' ETAs are one line each, their chart on their last run's page): the page stays readable, and
+    its size bounded, with hundreds of migrations."""
+    with_history = [r for r in rows if r.get("backlog_history")]
+    worst = sorted(with_history, key=lambda r: (-(r.get("lag") or 0), r.get("tenant") or "", r["migration"]))
+    return {r["migration"] for r in worst[:WORST_N]}
+
+
+def overview_backlog_section(rows: Sequence[Mapping[str, Any]], report_href: str = "") -> str:
+    """Per migration that recorded a backlog: its ETA sentence and, for those ``charted`` picks, its backlog chart
+    as stored with its row (``backlog_chart``: SVG text the row's writer drew); no chart is drawn here, so the
+    overview's cost per request does not grow with matplotlib figures (issue 36 case 4)."""
+    parts, lines = [], []
+    shown = charted(rows)
     for r in sorted(rows, key=lambda r: (r.get("tenant") or "", r["migration"])):
         history = r.get("backlog_history") or []
         if not history and not r.get("eta"):
             continue
+        eta = f"{escape(str(r['migration']))}: {escape(str(r.get('eta') or 'no ETA yet'))}"
+        if history and r["migration"] not in shown:
+            link = ""
+            if r.get("dag_id") and r.get("last_run_id") and report_href:
+                href = report_href.format(dag_id=quote(r["dag_id"], safe=""), run_id=quote(r["last_run_id"], safe=""))
+                link = f' (<a href="{href}">chart on its last run</a>)'
+            lines.append(f"<li>{eta}{link}</li>")
+            continue
         chart = r.get("backlog_chart")
-        parts += [f"<h3>{escape(str(r['migration']))}: {escape(str(r.get('eta') or 'no ETA yet'))}</h3>",
+        parts += [f"<h3>{eta}</h3>",
                   chart if isinstance(chart, str) and chart.startswith("<svg") else
                   '<p class="muted">The backlog chart is drawn when the migration\'s next run writes its row.</p>']
+    if lines:
+        parts.append(f"<h3>{len(lines):,} more, with a smaller lag</h3><ul>{''.join(lines)}</ul>")
     return ("<h2>Backlog and ETA</h2>" + "".join(parts)) if parts else ""
 
 
@@ -335,7 +453,7 @@ LIVE_COLUMNS = (("source_topic", "source topic"), ("partition", "partition"), ("
                 ("planned", "offsets planned"), ("copied", "offsets copied so far"), ("finished", "finished"))
 
 
-def live_batch_page(view: Mapping[str, Any], run_id: str = "") -> str:
+def live_batch_page(view: Mapping[str, Any], run_id: str = "", details: Details | None = None) -> str:
     """A batch while it runs: per partition what is copied so far, the rate and the time to the batch's end
     (``core.live_progress``); the page the translation task replaces with the batch's report."""
     title = f"{view['migration']}: batch {view['batch_id']} {'stopped' if view.get('stopped') else 'in progress'}"
@@ -354,7 +472,11 @@ def live_batch_page(view: Mapping[str, Any], run_id: str = "") -> str:
             '<p class="muted">A partition\'s progress is recorded when its copy finishes: one still copying shows '
             "0 until then.</p>",
             "<h2>Partitions of this batch</h2>",
-            table(LIVE_COLUMNS, view.get("rows", []), left=("source_topic", "status", "finished"))]
+            summarized("partitions", "partitions", LIVE_COLUMNS, view.get("rows", []),
+                       left=("source_topic", "status", "finished"),
+                       worst=lambda r: (r.get("status") == "finished", -(r.get("planned") or 0)),
+                       worst_says="still copying first, most offsets planned first", totals=("planned", "copied"),
+                       details=details, title="Partitions of this batch")]
     return page(title, "".join(body))
 
 
@@ -398,7 +520,7 @@ def _acls_section(acls: Mapping[str, Any]) -> str:
     return f"<h3>ACLs the rollback needs on the source ({len(missing)} missing now)</h3><ul>{items}</ul>"
 
 
-def rollback_plan_section(plan: Mapping[str, Any]) -> str:
+def rollback_plan_section(plan: Mapping[str, Any], details: Details | None = None) -> str:
     """What a rollback would copy back now and where each group would resume on the source (the promotion page
     and a rollback-plan run show it)."""
     if plan.get("error"):
@@ -408,11 +530,29 @@ def rollback_plan_section(plan: Mapping[str, Any]) -> str:
     return "".join([f"<h2>Rollback plan: {_cell(plan.get('records', 0))} record(s) to copy back</h2>",
                     _schema_ids_section(plan["schema_ids"]) if plan.get("schema_ids") else "",
                     _acls_section(plan["acls"]) if plan.get("acls") else "",
-                    table(ROLLBACK_RANGE_COLUMNS, ranges, left=("destination_topic", "source_topic", "reason")),
-                    table(ROLLBACK_GROUP_COLUMNS, groups, left=("group", "destination_topic", "method", "reason"))])
+                    _copy_back_table(ranges, details), _resume_table(groups, details)])
 
 
-def rollback_page(report: Mapping[str, Any], run_id: str = "", sections: Sequence[str] = ()) -> str:
+def _copy_back_table(ranges: Sequence[Mapping[str, Any]], details: Details | None) -> str:
+    return summarized("copy-back", "partitions to copy back", ROLLBACK_RANGE_COLUMNS, ranges,
+                      left=("destination_topic", "source_topic", "reason"),
+                      worst=lambda r: (-(r.get("records") or 0), str(r.get("destination_topic")),
+                                       r.get("partition") or 0),
+                      worst_says="most records first", totals=("records",), details=details,
+                      title="Rollback: copy back")
+
+
+def _resume_table(groups: Sequence[Mapping[str, Any]], details: Details | None) -> str:
+    return summarized("resume", "group partitions", ROLLBACK_GROUP_COLUMNS, groups,
+                      left=("group", "destination_topic", "method", "reason"),
+                      worst=lambda r: (r.get("method") in EXACT_METHODS, str(r["group"]),
+                                       str(r.get("destination_topic")), r.get("partition") or 0),
+                      worst_says="not exact first, then by group", details=details,
+                      title="Rollback: where each group resumes")
+
+
+def rollback_page(report: Mapping[str, Any], run_id: str = "", sections: Sequence[str] = (),
+                  details: Details | None = None) -> str:
     """A rollback run (or its plan): status, the steps of this run, where every group resumes on the source;
     ``sections``: more HTML at the end (``reports.unit_status``: promoted / rolled back per unit)."""
     title = f"{report['migration']}: rollback"
@@ -427,8 +567,8 @@ def rollback_page(report: Mapping[str, Any], run_id: str = "", sections: Sequenc
     if report.get("act"):
         body.append(act_section(report["act"]))
     if "copy_back" in report:
-        body.append(rollback_plan_section(report))
+        body.append(rollback_plan_section(report, details))
     else:
         groups = [{"group": g, **r} for g, rows in (report.get("groups") or {}).items() for r in rows]
-        body.append(table(ROLLBACK_GROUP_COLUMNS, groups, left=("group", "destination_topic", "method", "reason")))
+        body.append(_resume_table(groups, details))
     return page(title, "".join(body + list(sections)))

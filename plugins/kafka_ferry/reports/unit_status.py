@@ -29,7 +29,7 @@ from kafka_ferry.core.state_records import (
     TOPIC_PROMOTION_KIND,
     under,
 )
-from kafka_ferry.reports.render import _cards, _cell, _time
+from kafka_ferry.reports.render import SUMMARY_AT, WORST_N, Details, _cards, _cell, _time, page
 
 PROMOTED, ROLLED_BACK, NOT_PROMOTED, STAGED = "promoted", "rolled back", "not promoted", "staged cutover"
 UNIT_COLUMNS = (("kind", "kind"), ("name", "name"), ("status", "status"), ("since", "since"), ("how", "how"))
@@ -101,17 +101,34 @@ def counts(units: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def units_section(units: Mapping[str, Any]) -> str:
-    """The run page's section: the migration's status, then one row per group and topic (promoted in green,
-    rolled back in amber)."""
-    m = units["migration"]
+def _units_table(rows: Iterable[Mapping[str, Any]]) -> str:
     css = {PROMOTED: "ok", ROLLED_BACK: "warn"}
     head = "".join(f'<th class="l">{escape(h)}</th>' for _, h in UNIT_COLUMNS)
     body = "".join(
         f'<tr><td class="l">{_cell(r["kind"])}</td><td class="l">{_cell(r["name"])}</td>'
         f'<td class="l {css.get(r["status"], "")}">{_cell(r["status"])}</td>'
         f'<td class="l">{_time(r.get("since_ms"))}</td><td class="l">{_cell(r.get("how") or "—")}</td></tr>'
-        for r in units["units"]) or '<tr><td class="l" colspan="5">no group or topic recorded yet</td></tr>'
-    return "".join(["<h2>Promoted / rolled back</h2>",
-                    _cards([("migration", m["status"]), ("since", _time(m.get("since_ms"))),
-                            ("units", counts(units))]), f"<table><tr>{head}</tr>{body}</table>"])
+        for r in rows) or '<tr><td class="l" colspan="5">no group or topic recorded yet</td></tr>'
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def units_section(units: Mapping[str, Any], details: Details | None = None) -> str:
+    """The run page's section: the migration's status, then one row per group and topic (promoted in green,
+    rolled back in amber); above ``render.SUMMARY_AT`` units, those not promoted first and every unit on the
+    detail page ``units`` (``render``'s module docstring)."""
+    m = units["migration"]
+    rows = list(units["units"])
+    cards = _cards([("migration", m["status"]), ("since", _time(m.get("since_ms"))), ("units", counts(units))])
+    if len(rows) <= SUMMARY_AT:
+        return "".join(["<h2>Promoted / rolled back</h2>", cards, _units_table(rows)])
+    order = {PROMOTED: 2, ROLLED_BACK: 0}
+    shown = sorted(rows, key=lambda r: (order.get(r["status"], 1), r["kind"], r["name"]))[:WORST_N]
+    link = ""
+    if details is not None:
+        details["units"] = page(f"Promoted / rolled back: all {len(rows):,} groups and topics",
+                                f"<h1>Promoted / rolled back: all {len(rows):,} groups and topics</h1>"
+                                + _units_table(rows))
+        link = f' <a href="{escape(details.href("units"))}">All {len(rows):,} groups and topics</a>'
+    return "".join(["<h2>Promoted / rolled back</h2>", cards,
+                    f'<p class="summary">{len(rows):,} groups and topics; the {len(shown)} shown rolled back '
+                    f"first, then those not promoted.{link}</p>", _units_table(shown)])
