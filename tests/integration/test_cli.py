@@ -278,6 +278,7 @@ def test_a_term_during_the_copy_stops_the_command_marks_the_run_failed_and_the_s
     producer.flush(30)
     with subprocess.Popen([sys.executable, "-m", "kafka_ferry.cli", "run", str(path)], env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None  # both piped
         try:
             seen = []
             for line in proc.stdout:  # waits for the watcher's line, however long the pre-flight takes
@@ -310,9 +311,10 @@ def test_a_term_during_the_copy_stops_the_command_marks_the_run_failed_and_the_s
     reader = clusters.consumer("destination", **{"isolation.level": "read_committed"})
     try:
         reader.assign([TopicPartition(topic, part, 0) for part in (0, 1)])
-        keys, deadline = [], time.monotonic() + 120
+        keys: list[bytes] = []
+        deadline = time.monotonic() + 120
         while len(keys) < 20 and time.monotonic() < deadline:
-            keys += [m.key() for m in reader.consume(100, timeout=1) if m.error() is None]
+            keys += [m.key() or b"" for m in reader.consume(100, timeout=1) if m.error() is None]
         extra = [m for m in reader.consume(100, timeout=3) if m.error() is None]
     finally:
         reader.close()

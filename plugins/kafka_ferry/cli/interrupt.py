@@ -23,6 +23,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -60,12 +61,11 @@ def mark_failed(dag_id: str, run_id: str) -> bool:
     from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
     from airflow.utils.state import DagRunState, TaskInstanceState
-    from airflow.utils.timezone import utcnow
     from sqlalchemy import update
 
     from kafka_ferry.cli.progress import ACTIVE
 
-    now = utcnow()
+    now = datetime.now(UTC)
     with create_session() as session:
         session.execute(update(TaskInstance)
                         .where(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run_id,
@@ -177,7 +177,8 @@ class RunInterrupts:
         except Exception:  # noqa: BLE001, S110 - the stop goes on: the line and the exit matter more
             pass
         try:
-            run = self._current_run()
+            current = self._current_run or self.newest_run  # set on entering; the newest run otherwise
+            run = current()
             if run is not None and run["state"] in ("running", "queued"):
                 marked = self.mark(self.dag_id, run["run_id"])
         except Exception:  # noqa: BLE001, S110 - an unreadable DB: the line says the run may still read running

@@ -96,7 +96,7 @@ def summarized(section: str, what: str, columns: Sequence[tuple[str, str]], rows
         return table(columns, rows, left=left)
     sums = []
     for key in totals:
-        values = [r.get(key) for r in rows if isinstance(r.get(key), int | float)]
+        values = [v for v in (r.get(key) for r in rows) if isinstance(v, int | float)]
         heading = dict(columns).get(key, key)
         sums.append(f"{escape(heading)} {sum(values):,}" if values else "")
     shown = sorted(rows, key=worst)[:WORST_N] if worst else list(rows)[:WORST_N]

@@ -46,6 +46,7 @@ CHILD = textwrap.dedent("""
 def test_a_signal_stops_the_command_marks_the_run_and_names_the_way_on(signum):
     with subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}) as proc:
+        assert proc.stdout is not None and proc.stderr is not None  # both piped
         try:
             ready = proc.stdout.readline()
             assert ready.startswith("ready "), ready + proc.stderr.read()
