@@ -51,6 +51,11 @@ class RollbackMigrationOperator(DryRunOperator):
         try:
             if self.is_dry_run:
                 return self._execute(context, destination_registry)
+            params = context.get("params") or {}
+            if not (names(params.get(GROUPS_FIELD)) or names(params.get(TOPICS_FIELD))):
+                # a whole rollback of a migration not promoted as a whole is refused before the act is recorded:
+                # a refusal writes nothing, not even who tried (the run's log and page say that)
+                self._runner(destination_registry).check_promoted()
             with self.acting(context, ROLLBACK) as self._act:  # who did it, before the rollback's first change
                 result = self._execute(context, destination_registry)
             self.log.info("rollback recorded: %s", act_line(self._act))  # done: _publish, its last step, says so
@@ -59,11 +64,13 @@ class RollbackMigrationOperator(DryRunOperator):
             if destination_registry is not None:
                 destination_registry.close()
 
+    def _runner(self, destination_registry: SchemaRegistry | None) -> RollbackRunner:
+        return RollbackRunner(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
+                              work_dir=self.work_dir, quiesce_window_s=self.spec.promotion.quiesce_window_seconds,
+                              versions_of_id=destination_registry.versions_of_id if destination_registry else None)
+
     def _execute(self, context: Any, destination_registry: SchemaRegistry | None) -> dict:
-        runner = RollbackRunner(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
-                                work_dir=self.work_dir,
-                                quiesce_window_s=self.spec.promotion.quiesce_window_seconds,
-                                versions_of_id=destination_registry.versions_of_id if destination_registry else None)
+        runner = self._runner(destination_registry)
         params = context.get("params") or {}
         groups, topics = names(params.get(GROUPS_FIELD)), names(params.get(TOPICS_FIELD))
         if topics:
