@@ -55,6 +55,19 @@ DURABLE_PRODUCER = {"acks": "all", "enable.idempotence": True, "linger.ms": 5}
 GROUPS_IN_FLIGHT = 200
 
 
+
+def _commit_metadata(group: str, tp: TopicPartition) -> str:
+    """A committed offset's metadata as text; "" when it is not UTF-8. Why: Kafka Streams commits binary metadata
+    (its partition time), and confluent-kafka decodes the field as UTF-8 on access, raising for those bytes; the
+    client has no call for the raw bytes, so such metadata cannot be read or committed again through it. The offset
+    is what translation and rollback need; the metadata is dropped, said once per partition at info."""
+    try:
+        return tp.metadata or ""
+    except UnicodeDecodeError:
+        log.info("group %s %s-%d: committed metadata is not UTF-8 (binary, as Kafka Streams writes it): not carried",
+                 group, tp.topic, tp.partition)
+        return ""
+
 class KafkaCluster(AdminWaits):
     """One cluster: ``name`` is what errors call it (the Airflow connection id, or the role in the Spark job).
 
@@ -364,7 +377,7 @@ class KafkaCluster(AdminWaits):
                 return self._wait_all(futures, "read offsets of group", lambda g: {"GROUP": ("DESCRIBE", g)})
 
             for group, result in self._retrying(call).items():
-                out[group] = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "")
+                out[group] = {(tp.topic, tp.partition): (tp.offset, _commit_metadata(group, tp))
                               for tp in result.topic_partitions if tp.offset >= 0}
         return out
 
