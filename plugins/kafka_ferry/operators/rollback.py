@@ -54,8 +54,12 @@ class RollbackMigrationOperator(DryRunOperator):
             params = context.get("params") or {}
             if not (names(params.get(GROUPS_FIELD)) or names(params.get(TOPICS_FIELD))):
                 # a whole rollback of a migration not promoted as a whole is refused before the act is recorded:
-                # a refusal writes nothing, not even who tried (the run's log and page say that)
-                self._runner(destination_registry).check_promoted()
+                # a refusal writes nothing, not even who tried (the run's log and page say that); one rolled back
+                # already is a no-op, which records nothing either
+                runner = self._runner(destination_registry)
+                runner.check_promoted()
+                if not runner.is_promoted():
+                    return self._execute(context, destination_registry)
             with self.acting(context, ROLLBACK) as self._act:  # who did it, before the rollback's first change
                 result = self._execute(context, destination_registry)
             self.log.info("rollback recorded: %s", act_line(self._act))  # done: _publish, its last step, says so

@@ -158,6 +158,11 @@ class RollbackRunner:
             return done.get("promoted_at_ms")
         raise RollbackRefused(self.not_promoted_message())
 
+    def is_promoted(self) -> bool:
+        """Promoted as a whole now (not rolled back already): a whole rollback has work to do."""
+        status = promotion_status(self.store)
+        return bool(status and status.get("status") == PROMOTED)
+
     def check_promoted(self) -> int | None:
         """When the last promotion was (the rollback's promotion, rolled back already); refuses, as the rollback
         itself does, a migration that is not promoted as a whole: the dry run says what the run would say."""
