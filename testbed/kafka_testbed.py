@@ -122,19 +122,24 @@ def sasl_client_config(spec: ClusterSpec, username: str, password: str) -> dict[
             "ssl.ca.location": str(tls_dir(spec) / "ca.pem")}
 
 
-def jar_dir(version: str) -> Path:
-    """Resolve (once) every jar a broker, the CLI tools and MirrorMaker 2 of this version need."""
-    target = JAR_CACHE / version
+def maven_jars(pom: str, target: Path, version: str, what: str, *properties: str) -> Path:
+    """Resolve (once) the dependencies of one of the test bed's poms into ``target`` with Maven; a marker file says
+    the copy is complete, so an interrupted one is done again. ``properties``: the ``-D`` settings the pom reads."""
     marker = target / ".complete"
     if marker.exists():
         return target
     target.mkdir(parents=True, exist_ok=True)
-    cmd = ["mvn", "-q", "-B", "-f", str(TESTBED_DIR / "pom.xml"), "dependency:copy-dependencies",
-           f"-Dkafka.version={version}", f"-DoutputDirectory={target}"]
-    print(f"resolving Kafka {version} jars with Maven into {target} ...", flush=True)
+    cmd = ["mvn", "-q", "-B", "-f", str(TESTBED_DIR / pom), "dependency:copy-dependencies",
+           *(f"-D{p}" for p in properties), f"-DoutputDirectory={target}"]
+    print(f"resolving {what} with Maven into {target} ...", flush=True)
     subprocess.run(cmd, check=True)
     marker.write_text(version)
     return target
+
+
+def jar_dir(version: str) -> Path:
+    """Resolve (once) every jar a broker, the CLI tools and MirrorMaker 2 of this version need."""
+    return maven_jars("pom.xml", JAR_CACHE / version, version, f"Kafka {version} jars", f"kafka.version={version}")
 
 
 def classpath(version: str) -> str:

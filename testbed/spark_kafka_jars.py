@@ -9,11 +9,10 @@ commons-pool2 (Hadoop, Scala, lz4, snappy and slf4j come with pyspark; a second 
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
-from kafka_testbed import JAR_CACHE, TESTBED_DIR
+from kafka_testbed import JAR_CACHE, maven_jars
 
 ADDED = ("spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13", "kafka-clients", "commons-pool2")
 
@@ -27,17 +26,9 @@ def spark_version() -> str:
 def jar_dir(version: str | None = None) -> Path:
     """Resolve (once) the Kafka source jars for this Spark version."""
     version = version or spark_version()
-    target = JAR_CACHE / f"spark-sql-kafka-{version}"
-    marker = target / ".complete"
-    if marker.exists():
-        return target
-    target.mkdir(parents=True, exist_ok=True)
-    cmd = ["mvn", "-q", "-B", "-f", str(TESTBED_DIR / "spark-kafka-pom.xml"), "dependency:copy-dependencies",
-           f"-Dspark.version={version}", f"-DincludeArtifactIds={','.join(ADDED)}", f"-DoutputDirectory={target}"]
-    print(f"resolving Spark {version}'s Kafka source jars with Maven into {target} ...", flush=True)
-    subprocess.run(cmd, check=True)
-    marker.write_text(version)
-    return target
+    return maven_jars("spark-kafka-pom.xml", JAR_CACHE / f"spark-sql-kafka-{version}", version,
+                      f"Spark {version}'s Kafka source jars", f"spark.version={version}",
+                      f"includeArtifactIds={','.join(ADDED)}")
 
 
 def jars(version: str | None = None) -> list[Path]:

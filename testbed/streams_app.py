@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from kafka_testbed import JAR_CACHE, TESTBED_DIR, alive, stop_recorded
+from kafka_testbed import JAR_CACHE, TESTBED_DIR, alive, maven_jars, stop_recorded
 
 STREAMS_VERSION = os.environ.get("KFERRY_STREAMS_KAFKA", "4.3.0")
 SOURCE = TESTBED_DIR / "streams_app" / "WordCount.java"
@@ -35,17 +35,8 @@ REPARTITION_NAME, STORE_NAME = "words", "counts"
 
 def jar_dir(version: str = STREAMS_VERSION) -> Path:
     """Resolve (once) kafka-streams and its dependencies of this version."""
-    target = JAR_CACHE / f"kafka-streams-{version}"
-    marker = target / ".complete"
-    if marker.exists():
-        return target
-    target.mkdir(parents=True, exist_ok=True)
-    cmd = ["mvn", "-q", "-B", "-f", str(TESTBED_DIR / "streams-pom.xml"), "dependency:copy-dependencies",
-           f"-Dkafka.version={version}", f"-DoutputDirectory={target}"]
-    print(f"resolving Kafka Streams {version} with Maven into {target} ...", flush=True)
-    subprocess.run(cmd, check=True)
-    marker.write_text(version)
-    return target
+    return maven_jars("streams-pom.xml", JAR_CACHE / f"kafka-streams-{version}", version,
+                      f"Kafka Streams {version}", f"kafka.version={version}")
 
 
 def classpath(version: str = STREAMS_VERSION) -> list[Path]:
