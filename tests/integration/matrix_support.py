@@ -15,10 +15,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dag_test_speed import PARSE_ONCE, QUICK_POLL
+
 # argv: dags folder. Reads one [dag id, run conf] per line on stdin and runs it with dag.test; each run is framed by
 # markers, so its log (the task logs dag.test prints) is told apart from the next run's, and the result line carries
 # every task's state and try number. The parent reads both clusters between two runs (one Airflow start per session).
-RUN = textwrap.dedent("""
+RUN = PARSE_ONCE + QUICK_POLL + textwrap.dedent("""
     import json, sys, traceback
     from airflow.dag_processing.dagbag import DagBag
     bag = DagBag(dag_folder=sys.argv[1])
