@@ -12,11 +12,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+from dag_test_speed import QUICK_POLL
+
 from kafka_ferry.core.spec import load_spec
 
 # argv: dags folder, dag id, run conf (JSON). Prints one RESULT line: the run's state, each task's state and try, and
 # the rollback task's return value.
-RUN = textwrap.dedent("""
+RUN = QUICK_POLL + textwrap.dedent("""
     import json, sys
     from airflow.dag_processing.dagbag import DagBag
     from kafka_ferry.cli.summary import task_results

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from dag_test_speed import QUICK_POLL
 from scenarios import one_group_migration, seed_plain
 
 from kafka_ferry.dag_factory import write_stubs
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.long]
 
-RUN = textwrap.dedent("""
+RUN = QUICK_POLL + textwrap.dedent("""
     import json, sys
     from airflow.dag_processing.dagbag import DagBag
     from airflow.models.asset import AssetEvent

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from dag_test_speed import QUICK_POLL
 from scenarios import assert_copied_exactly_once, seed_plain
 
 from kafka_ferry.dag_factory import write_stubs
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark]
 
-RUN = textwrap.dedent("""
+RUN = QUICK_POLL + textwrap.dedent("""
     import json, sys
     from airflow.dag_processing.dagbag import DagBag
     from airflow.models.renderedtifields import RenderedTaskInstanceFields

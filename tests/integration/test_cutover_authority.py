@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from dag_test_speed import PARSE_ONCE, QUICK_POLL
 from matrix_support import DagSession, RunResult
 from route_support import Workspace, form_conf
 from scenarios import commit_source_group, seed_plain, snapshot, write_spec
@@ -35,7 +36,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.long]
 # argv: dags folder. Reads [dag id, run conf, triggering user, run type] per line: each run is created as dag.test
 # creates it, then carries the user as the UI / REST API / `kafka-ferry --as` record it (``triggered_as``), and for
 # run type "scheduled" is the scheduler's run (no user, run type scheduled).
-RUN_AS = textwrap.dedent("""
+RUN_AS = PARSE_ONCE + QUICK_POLL + textwrap.dedent("""
     import json, sys, traceback
     from airflow.dag_processing.dagbag import DagBag
     from airflow.models import dagrun

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import NewTopic
+from dag_test_speed import QUICK_POLL
 from scenarios import provision, provision_groups, seed_plain, write_spec
 
 from kafka_ferry.core.spec import load_spec
@@ -28,7 +29,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.airflow]
 
 TOPICS, PARTITIONS, GROUPS, PER_PARTITION = 50, 4, 50, 5
 
-RUN = textwrap.dedent("""
+RUN = QUICK_POLL + textwrap.dedent("""
     import json, sys
     from airflow.dag_processing.dagbag import DagBag
     bag = DagBag(dag_folder=sys.argv[1])

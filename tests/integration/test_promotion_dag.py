@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from dag_test_speed import QUICK_POLL
 from scenarios import consume_as_group, one_group_migration
 
 from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promoted
@@ -18,7 +19,7 @@ from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow]
 
-RUN = textwrap.dedent("""
+RUN = QUICK_POLL + textwrap.dedent("""
     import json, sys
     from airflow.dag_processing.dagbag import DagBag
     bag = DagBag(dag_folder=sys.argv[1])

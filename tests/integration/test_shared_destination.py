@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from airflow.sdk.exceptions import AirflowFailException
+from dag_test_speed import QUICK_POLL
 from scenarios import (
     commit_source_group,
     plan_and_copy_in_process,
@@ -139,7 +140,7 @@ def test_a_state_topic_of_another_shape_is_refused(clusters, tmp_path, partition
 
 # --- dry runs through a real DAG run -----------------------------------------------------------------------------
 
-RUN = textwrap.dedent("""
+RUN = QUICK_POLL + textwrap.dedent("""
     import json, sys
     from airflow.dag_processing.dagbag import DagBag
     from airflow.models.xcom import XComModel

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 from confluent_kafka import TopicPartition
+from dag_test_speed import QUICK_POLL
 from scenarios import provision, write_spec
 
 import spark_kafka_jars
@@ -57,7 +58,7 @@ QUERY = textwrap.dedent("""
     spark.stop()
 """)
 
-PROMOTE = textwrap.dedent("""
+PROMOTE = QUICK_POLL + textwrap.dedent("""
     import json, sys
     from airflow.dag_processing.dagbag import DagBag
     bag = DagBag(dag_folder=sys.argv[1])

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from dag_test_speed import QUICK_POLL
 from scenarios import commit_source_group, provision, run_batch, seed_plain, write_spec
 
 from kafka_ferry.dag_factory import write_stubs
@@ -23,7 +24,7 @@ from kafka_ferry.reports.publish import run_file_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark, pytest.mark.long]
 
-RUN = textwrap.dedent("""
+RUN = QUICK_POLL + textwrap.dedent("""
     import json, sys
     from airflow.dag_processing.dagbag import DagBag
     from airflow.models.xcom import XComModel
