@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: help install standalone standalone-down demo demo-secure demo-promote e2e test test-long test-matrix test-faults test-unit test-integration testbed-up testbed-down testbed-status lint typecheck dags check-spec spec-reference routes-table docs lock clean
+.PHONY: help install standalone standalone-down demo demo-secure demo-promote e2e screenshots test test-long test-matrix test-faults test-unit test-integration testbed-up testbed-down testbed-status lint typecheck dags check-spec spec-reference routes-table docs lock clean
 
 ## Create ./.venv from the pinned constraints.txt (every target that needs Python runs it first).
 install: $(STAMP)
@@ -60,6 +60,13 @@ demo-secure: install testbed-up
 ## The production-like stack (PostgreSQL, Airflow services, Chromium) against the test bed (takes minutes).
 e2e: install testbed-up
 	$(PY) -m pytest -q $(PYTEST_ARGS) tests/e2e
+
+## Refresh the manual's pictures (docs/screenshots/*.png): the browser tests that take them, told to write there.
+## Every other run of these tests writes its pictures to its own temp dir and leaves the checkout as it was.
+screenshots: install testbed-up
+	KFERRY_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest -q $(PYTEST_ARGS) tests/e2e \
+		tests/integration/test_backlog_and_progress.py::test_run_page_overview_and_a_running_batch_in_a_browser \
+		tests/integration/test_topic_rollback.py::test_one_promoted_topic_rolls_back_while_another_stays_promoted
 
 ## Every test but the fault matrix, the long suites and the end-to-end stack.
 ## Pure units, then integration against the real two-cluster test bed.

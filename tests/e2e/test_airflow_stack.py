@@ -4,8 +4,9 @@
 One scenario, in the order a platform team meets it: the tenant's DAG runs on its cron schedule with no
 trigger; a manual trigger during that run waits (max_active_runs=1); bad trigger input changes nothing;
 then in Chromium: log in, open the DAG, fill the trigger form for a catch-up, run it, open the run's report
-tab; screenshots go to docs/screenshots/. The work dir is in object storage (the test bed's SeaweedFS, through an
-Airflow connection): the API server shares no volume with the workers and renders both pages from the bucket.
+tab; screenshots go to the test's temp dir (`make screenshots` writes docs/screenshots/). The work dir is in
+object storage (the test bed's SeaweedFS, through an Airflow connection): the API server shares no volume with the
+workers and renders both pages from the bucket.
 Last, a confirmed promotion, whose asset event runs the downstream team's DAG scheduled on the promoted topic
 (dags/examples/post_cutover_check.py).
 """
@@ -30,7 +31,9 @@ from kafka_ferry.dag_factory import write_stubs
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.e2e]
 
 REPO = Path(__file__).resolve().parents[2]
-SCREENSHOTS = Path(os.environ.get("KFERRY_SCREENSHOTS", REPO / "docs" / "screenshots"))
+# Where the pictures go: the test's own temp dir, so a test run never rewrites the manual's pictures in the checkout;
+# `make screenshots` names docs/screenshots here to refresh them.
+SCREENSHOTS = os.environ.get("KFERRY_SCREENSHOTS")
 
 
 
@@ -97,7 +100,7 @@ def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path, s3_wor
         stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": True})
 
         # 3. The tenant's view in a browser.
-        report = browse(stack, dag_id, name)
+        report = browse(stack, dag_id, name, Path(SCREENSHOTS) if SCREENSHOTS else tmp_path / "screenshots")
         assert report["lag_after_total"] == 0
         assert not (tmp_path / "airflow" / "kafka-ferry").exists()  # no local work dir: all of it is in the bucket
 
@@ -136,7 +139,7 @@ def promoted_topic_runs(stack, token, dag_id: str, name: str, destination_bootst
 
 
 
-def browse(stack, dag_id: str, name: str) -> dict:
+def browse(stack, dag_id: str, name: str, shots: Path) -> dict:
     """Log in, open the DAG, trigger a catch-up from the form, open the run's report tab and the overview.
 
     Returns the batch report of the run the form triggered.
@@ -145,7 +148,7 @@ def browse(stack, dag_id: str, name: str) -> dict:
 
     from airflow_stack import PASSWORD, USER
 
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shots.mkdir(parents=True, exist_ok=True)
     token = stack.token()
     before = {r["dag_run_id"] for r in stack.runs(token, dag_id)}
     with sync_playwright() as pw:
@@ -163,7 +166,7 @@ def browse(stack, dag_id: str, name: str) -> dict:
             dialog.get_by_text("catch-up: copy the next batch").wait_for()
             dialog.get_by_role("button", name="Promotion").click()
             dialog.get_by_text("Confirm promotion").wait_for()
-            page.screenshot(path=str(SCREENSHOTS / "trigger-form.png"))
+            page.screenshot(path=str(shots / "trigger-form.png"))
             dialog.get_by_role("button", name="Trigger", exact=True).click()
 
             run = stack.wait(lambda: next((r for r in stack.runs(token, dag_id) if r["dag_run_id"] not in before),
@@ -183,18 +186,18 @@ def browse(stack, dag_id: str, name: str) -> dict:
             try:
                 stack.wait(lambda: any(f"{name}: batch" in _text(f) for f in page.frames), 60, "the report tab")
             except TimeoutError:
-                page.screenshot(path=str(SCREENSHOTS / "run-report-tab-failed.png"))
+                page.screenshot(path=str(shots / "run-report-tab-failed.png"))
                 raise AssertionError(f"no frame shows the report; frames: {[f.url for f in page.frames]}") from None
             page.wait_for_timeout(1000)
-            page.screenshot(path=str(SCREENSHOTS / "run-report-tab.png"))
+            page.screenshot(path=str(shots / "run-report-tab.png"))
 
             page.goto(f"{stack.base_url}/kafka-ferry/runs/{dag_id}/{quoted}")
             assert "Consumer groups: source" in page.content() and "<svg" in page.content()
-            page.screenshot(path=str(SCREENSHOTS / "run-report.png"), full_page=True)
+            page.screenshot(path=str(shots / "run-report.png"), full_page=True)
 
             page.goto(f"{stack.base_url}/kafka-ferry/")
             assert dag_id in page.content() and "acme" in page.content()
-            page.screenshot(path=str(SCREENSHOTS / "migrations-overview.png"))
+            page.screenshot(path=str(shots / "migrations-overview.png"))
         finally:
             browser.close()
     from kafka_ferry.storage.workdir import as_path, read_text
