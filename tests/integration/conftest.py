@@ -1,4 +1,5 @@
-"""Fixtures of the copy tests: a work dir per test, spark-submit on PATH, both clusters' configs."""
+"""Fixtures of the integration tests: a work dir per test, spark-submit on PATH, both clusters' configs, the stop of
+every DAG process a test's workspaces started."""
 
 from __future__ import annotations
 
@@ -124,3 +125,12 @@ def axon_pair():
     finally:
         for spec in started:
             srtb.stop(spec)
+
+
+@pytest.fixture(autouse=True)
+def stop_workspaces():
+    """After each test, passed or failed: the DAG processes its ``route_support.Workspace``s started, stopped by pid."""
+    yield
+    route_support = sys.modules.get("route_support")  # loaded only by the tests that use it
+    while route_support is not None and route_support.OPEN:
+        route_support.OPEN.pop().close()

@@ -46,6 +46,7 @@ class RunResult:
     state: str
     tasks: dict[str, tuple[str, int]]
     log: str
+    returns: dict | None = None  # task id -> its return value, for a session script that prints "returns"
 
     def failed_tasks(self) -> dict[str, int]:
         """The failed tasks and their try numbers."""
@@ -94,7 +95,8 @@ class DagSession:
         self.proc.stdin.flush()
         lines = self._until("@@RESULT ", timeout_s)
         result = json.loads(lines[-1][len("@@RESULT "):])
-        return RunResult(conf, result["state"], {t: tuple(v) for t, v in result["tasks"].items()}, "".join(lines))
+        return RunResult(conf, result["state"], {t: tuple(v) for t, v in result["tasks"].items()}, "".join(lines),
+                         result.get("returns"))
 
     def close(self) -> None:
         if self.proc.poll() is None:

@@ -4,7 +4,6 @@ settings are read once per process)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -12,24 +11,38 @@ import sys
 import textwrap
 from pathlib import Path
 
-from dag_test_speed import QUICK_POLL
+from dag_test_speed import PARSE_ONCE, QUICK_POLL
+from matrix_support import DagSession
 
 from kafka_ferry.core.spec import load_spec
 
-# argv: dags folder, dag id, run conf (JSON). Prints one RESULT line: the run's state, each task's state and try, and
-# the rollback task's return value.
-RUN = QUICK_POLL + textwrap.dedent("""
-    import json, sys
+# argv: dags folder. The route matrix's session (matrix_support.DagSession): reads one [dag id, run conf] per line and
+# runs it with dag.test; its result line carries the run's state, each task's state and try, and the rollback task's
+# return value. One process per workspace: one Python, Airflow and DAG parse per test, not one per run.
+RUN = PARSE_ONCE + QUICK_POLL + textwrap.dedent("""
+    import json, sys, traceback
     from airflow.dag_processing.dagbag import DagBag
     from kafka_ferry.cli.summary import task_results
     bag = DagBag(dag_folder=sys.argv[1])
     assert not bag.import_errors, bag.import_errors
-    run = bag.dags[sys.argv[2]].test(run_conf=json.loads(sys.argv[3]))
-    tasks = {ti.task_id: [str(ti.state).rsplit(".", 1)[-1].lower(), ti.try_number] for ti in run.get_task_instances()}
-    results = task_results(run)
-    print("RESULT " + json.dumps({"state": str(run.state).rsplit(".", 1)[-1].lower(), "tasks": tasks,
-                                  "rollback": results.get("rollback")}, default=str))
+    print("@@READY", flush=True)
+    for line in sys.stdin:
+        dag_id, conf = json.loads(line)
+        print("@@RUN-BEGIN", flush=True)
+        try:
+            run = bag.dags[dag_id].test(run_conf=conf)
+            tasks = {ti.task_id: [str(ti.state).rsplit(".", 1)[-1].lower(), ti.try_number]
+                     for ti in run.get_task_instances()}
+            result = {"state": str(run.state).rsplit(".", 1)[-1].lower(), "tasks": tasks,
+                      "returns": {"rollback": task_results(run).get("rollback")}}
+        except BaseException:
+            result = {"state": "dag.test raised: " + traceback.format_exc()[-3000:], "tasks": {}}
+        print("\\n@@RESULT " + json.dumps(result, default=str), flush=True)
 """)
+
+# The workspaces whose DAG process runs: the autouse fixture ``stop_workspaces`` (conftest.py) stops them by pid after
+# each test, passed or failed.
+OPEN: list[Workspace] = []
 
 
 def form_conf(mode: str, confirm: str | None = None, **fields) -> dict:
@@ -53,19 +66,27 @@ class Workspace:
         self.env = {k: v for k, v in os.environ.items() if k not in ("AIRFLOW__CORE__UNIT_TEST_MODE", "AIRFLOW_HOME")}
         self.env.update(AIRFLOW_HOME=str(tmp_path / "airflow"), AIRFLOW__CORE__DAGS_FOLDER=str(self.dags),
                         AIRFLOW__CORE__LOAD_EXAMPLES="False", KFERRY_WORK_DIR=str(tmp_path / "work"))
-        self._migrated = False
+        self._session: DagSession | None = None
 
     def dag_test(self, conf: dict) -> dict:
-        """One run of the DAG with ``conf``; its RESULT (state, tasks: {id: [state, try]}, rollback), and the log."""
-        if not self._migrated:
+        """One run of the DAG with ``conf``: its state, tasks ({id: [state, try]}), the rollback task's return value,
+        and the run's log. Runs in the workspace's DAG process, started (after ``airflow db migrate``) for the first
+        run and kept for the next ones."""
+        if self._session is None:
             airflow = str(Path(sys.executable).parent / "airflow")
             subprocess.run([airflow, "db", "migrate"], env=self.env, check=True, capture_output=True, timeout=600)
-            self._migrated = True
-        done = subprocess.run([sys.executable, "-c", RUN, str(self.dags), self.spec.dag_id, json.dumps(conf)],
-                              env=self.env, capture_output=True, text=True, timeout=1200)
-        lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-        assert lines, (done.stdout + done.stderr)[-6000:]
-        return {**json.loads(lines[-1][7:]), "log": done.stdout + done.stderr}
+            OPEN.append(self)
+            self._session = DagSession([sys.executable, "-c", RUN, str(self.dags)], self.env)
+        run = self._session.run(self.spec.dag_id, conf, timeout_s=1200)
+        assert run.state in ("success", "failed"), run.tail()
+        return {"state": run.state, "tasks": {t: list(v) for t, v in run.tasks.items()},
+                "rollback": (run.returns or {}).get("rollback"), "log": run.log}
+
+    def close(self) -> None:
+        """Stops the workspace's DAG process (by pid), if it runs."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
 
     def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "kafka_ferry.cli", *map(str, args)], env=self.env,
