@@ -219,3 +219,24 @@ def test_a_steady_capped_catch_up_is_predicted_exactly_from_its_measured_runs(
         expected_gap_error = gap if n == 1 else 0.0  # after one batch no gap is measured yet
         # ends are kept in ms: a ms of rounding per batch
         assert counted.seconds == pytest.approx(actual - expected_gap_error * (len(points) - n), rel=1e-3, abs=0.01)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 5_000), min_size=1, max_size=8), st.floats(1.0, 500.0), st.floats(0.0, 60.0),
+       st.floats(1.0, 600.0), st.one_of(st.none(), st.integers(1, 2_000)))
+def test_a_window_leaves_each_batch_what_its_fixed_cost_does_not_take_and_a_wider_one_never_needs_more(
+        lags, rate, fixed, beyond_fixed, cap):
+    window = fixed + beyond_fixed  # the copy gets `beyond_fixed` seconds of each window
+    counted = batch_eta(lags, rate, fixed, cap_per_partition=cap, window_s=window)
+    if sum(lags) == 0:
+        assert counted.batches == 0
+        return
+    budget = beyond_fixed * rate
+    by_window = math.ceil(sum(lags) / budget - 1e-9)
+    by_cap = max(math.ceil(lag / cap) for lag in lags) if cap else 1
+    assert counted.batches is not None and max(by_window, by_cap) <= counted.batches
+    if cap is None:  # the window alone: partitions share each batch's budget, so they all end in the same batch
+        assert counted.batches == by_window
+        assert counted.seconds == pytest.approx(counted.batches * fixed + sum(lags) / rate)
+    wider = batch_eta(lags, rate, fixed, cap_per_partition=cap, window_s=window * 2)
+    assert wider.batches is not None and wider.batches <= counted.batches
