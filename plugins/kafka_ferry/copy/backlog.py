@@ -66,7 +66,8 @@ def _point(report: Mapping[str, Any]) -> RunPoint:
     return RunPoint(str(report["batch_id"]), int(report.get("finished_at_ms") or 0),
                     float(report.get("duration_s") or 0), int(report.get("records_copied") or 0),
                     int(report.get("bytes_copied") or 0), int(report.get("lag_before_total") or 0),
-                    int(report.get("lag_after_total") or 0), report.get("stop_reason"), offsets_progressed(report))
+                    int(report.get("lag_after_total") or 0), report.get("stop_reason"), offsets_progressed(report),
+                    report.get("planned_at_ms") or None)
 
 
 def record_backlog(spec: MigrationSpec, report: Mapping[str, Any], store: MigrationStateStore) -> dict[str, Any]:
@@ -89,6 +90,8 @@ def record_backlog(spec: MigrationSpec, report: Mapping[str, Any], store: Migrat
         "backlog_before": this.backlog_before, "backlog_after": this.backlog_after,
         # what the producers' rate subtracts (core.backlog_eta: offsets, not records)
         "offsets_progressed": this.offsets_progressed,
+        # the run's start as the counted ETA measures a batch's fixed cost (RunPoint.run_s: an engine's start too)
+        "planned_at_ms": this.planned_at_ms,
         # why the batch stopped: only a busy one (deadline, limit) measures the copy rate (core.copy_rate)
         "stop_reason": this.stop_reason,
         # the part this batch copied is measured; only the rest is estimated

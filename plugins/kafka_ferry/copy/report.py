@@ -78,6 +78,8 @@ def build_report(plan: CopyPlan, results: Iterable[Mapping[str, Any]], lag_after
         "migration": plan.migration,
         "batch_id": plan.batch_id,
         "status": status,
+        # when the batch was planned (its lag_before is from then): a run's start, as the counted ETA measures it
+        "planned_at_ms": plan.planned_at_ms,
         "started_at_ms": started_at_ms,
         "finished_at_ms": finished_at_ms,
         "duration_s": round((finished_at_ms - started_at_ms) / 1000, 3),

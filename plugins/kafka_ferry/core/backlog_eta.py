@@ -37,6 +37,7 @@ rate, ...), as the translation decisions do. Pure: no Kafka, no Airflow, no cloc
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from itertools import pairwise
@@ -63,10 +64,24 @@ class RunPoint:
     # Offsets the batch moved the stored positions by, summed over its partitions (None in records kept before
     # it was measured: the copied records stand in for it there).
     offsets_progressed: int | None = None
+    # When the batch was planned (its plan's ``planned_at_ms``: the backlog before is measured then); None in
+    # records kept before it was: the batch's own duration stands in for its run then.
+    planned_at_ms: int | None = None
 
     @property
     def offsets_moved(self) -> int:
         return self.records_copied if self.offsets_progressed is None else self.offsets_progressed
+
+    @property
+    def run_s(self) -> float:
+        """Seconds from the plan to the batch's end: what one catch-up run costs besides the wait for it.
+
+        ``duration_s`` is the copy's own time, measured inside the engine: spark-submit's JVM start and the
+        SparkContext (seconds, in the field most of a batch) come before it, so a cost taken from it alone
+        leaves them to the time between batches, which is unknown until two batches ended."""
+        if self.planned_at_ms is None or self.planned_at_ms <= 0:
+            return self.duration_s
+        return max(self.duration_s, (self.finished_at_ms - self.planned_at_ms) / 1000)
 
 
 @dataclass(frozen=True)
@@ -134,11 +149,21 @@ def bytes_per_record(points: Sequence[RunPoint], sampled: float | None = None) -
 
 
 def inflow_rate(points: Sequence[RunPoint], last: int = RATE_HISTORY) -> float | None:
-    """Records the source's producers added per second between the last ``last`` + 1 batch ends; None before two.
+    """Records the source's producers added per second between the last ``last`` + 1 batch ends; with one batch,
+    between its plan and its end (``(backlog_after - backlog_before + moved) / run``); None before any batch, or
+    with one batch whose plan time is not kept.
 
+    Why the one batch too: without a rate the counted ETA after the first batch takes the producers for
+    stopped, and a capped catch-up against live producers needs more batches than that says.
     Negative growth (retention deleting uncopied records, a topic leaving the selection) counts as 0: it is
     no copy the migration did."""
     ordered = sorted(points, key=lambda p: p.finished_at_ms)[-(last + 1):]
+    if len(ordered) == 1:
+        only = ordered[0]
+        if only.planned_at_ms is None or only.planned_at_ms <= 0 or only.finished_at_ms <= only.planned_at_ms:
+            return None
+        added = max(0, only.backlog_after - only.backlog_before + only.offsets_moved)
+        return added / ((only.finished_at_ms - only.planned_at_ms) / 1000)
     if len(ordered) < 2:
         return None
     added = sum(max(0, b.backlog_after - a.backlog_after + b.offsets_moved) for a, b in pairwise(ordered))
@@ -320,7 +345,8 @@ def estimate(backlog_records: int, points: Sequence[RunPoint], *, max_bytes_per_
 # Why: a rate alone says "lag 0 in 1 s" when each batch may copy at most `copy.max_records_per_partition` records of
 # a partition and every batch pays a fixed cost (engine start, planning, the tail read and the report: 65-90 s in
 # the field) before and after it copies anything. The lag reaches 0 only after enough batches, each capped and
-# each paying its fixed cost; producers keep writing meanwhile. So the batch ETA simulates the batches.
+# each paying its fixed cost; producers keep writing meanwhile. So the batch ETA simulates the batches. A batch's
+# cost is its run from plan to end (``RunPoint.run_s``), so an engine's start counts from the first batch on.
 MAX_BATCHES = 10_000  # beyond this many batches the lag never reaches 0 worth planning with
 
 
@@ -333,47 +359,59 @@ class BatchCost:
     reason: str
 
 
-def batch_cost(points: Sequence[RunPoint], last: int = 2 * RATE_HISTORY) -> BatchCost | None:
-    """The fixed cost per batch and the steady rate, fitted (least squares: ``duration = fixed + records / rate``)
-    over the newest batches that copied something; None before any such batch.
+FIT_SPREAD = 1.5  # the largest batch fitted must copy this many times the smallest's records
 
-    Batches all of one size (every one capped the same) cannot separate the two: then a batch of that size is
-    taken to last what they lasted on average, all of it counted as fixed (the one size is the one that
-    matters: a capped batch). A fit that gives a negative fixed cost or rate (noise) does the same."""
-    used = [p for p in sorted(points, key=lambda p: p.finished_at_ms) if p.records_copied > 0 and p.duration_s > 0]
+
+def batch_cost(points: Sequence[RunPoint], last: int = 2 * RATE_HISTORY) -> BatchCost | None:
+    """The fixed cost per batch and the steady rate over the newest batches that copied something, from each
+    one's run (``RunPoint.run_s``: plan to end, so an engine's start counts); None before any such batch.
+
+    Batches of sizes far enough apart (the largest at least ``FIT_SPREAD`` times the smallest) are fitted
+    (least squares: ``run = fixed + records / rate``). Batches of about one size (every one capped the same, the
+    catch-up this ETA is for) cannot separate the two: then a batch of that size is taken to last the median
+    of their runs, all of it counted as fixed (the one size is the one that matters: a capped batch). A median,
+    not a mean: one slow start (a busy worker, a JVM writing its class archive) is not every start, and a fit
+    through sizes a few records apart turns such noise into a rate. A fit that gives a negative fixed cost or
+    rate (noise) takes the median too.
+
+    The migration's first batch counts only until a second one copied something: it pays what happens once (on
+    Spark Connect the migration's session: the package upload and the Python workers' start, 13 s against 2-4 s
+    for every later batch on the ETA bench; on spark-submit, a new host's class archive), which no later batch
+    pays again."""
+    used = [p for p in sorted(points, key=lambda p: p.finished_at_ms) if p.records_copied > 0 and p.run_s > 0]
+    if len(used) > 1 and used[0].finished_at_ms == min(p.finished_at_ms for p in points):
+        used = used[1:]  # the migration's first batch (not merely the oldest kept): one-time costs
     used = used[-last:]
     if not used:
         return None
     n = len(used)
-    mean_x = sum(p.records_copied for p in used) / n
-    mean_y = sum(p.duration_s for p in used) / n
-    sxx = sum((p.records_copied - mean_x) ** 2 for p in used)
-    if sxx > 0:
-        slope = sum((p.records_copied - mean_x) * (p.duration_s - mean_y) for p in used) / sxx
+    sizes = [p.records_copied for p in used]
+    if max(sizes) >= FIT_SPREAD * min(sizes):
+        mean_x = sum(sizes) / n
+        mean_y = sum(p.run_s for p in used) / n
+        sxx = sum((x - mean_x) ** 2 for x in sizes)
+        slope = sum((p.records_copied - mean_x) * (p.run_s - mean_y) for p in used) / sxx
         fixed = mean_y - slope * mean_x
         if slope > 0 and fixed >= 0:
             return BatchCost(fixed, 1 / slope, f"fitted over {n} batches: {format_duration(fixed)} fixed per batch, "
                                                f"then {format_records_rate(1 / slope)}")
-    return BatchCost(mean_y, math.inf, f"{format_duration(mean_y)} per batch, the mean of {n} batch"
-                                       f"{'es' if n != 1 else ''} of about {mean_x:,.0f} records")
+    typical = statistics.median(p.run_s for p in used)
+    return BatchCost(typical, math.inf, f"{format_duration(typical)} per batch, the median of {n} batch"
+                                        f"{'es' if n != 1 else ''} of about {statistics.median(sizes):,.0f} records")
 
 
 def batch_gap_s(points: Sequence[RunPoint], last: int = 2 * RATE_HISTORY) -> float:
     """The time between batches: the median, over the newest consecutive batches, of the seconds from one batch's
-    end to the next one's start (``end[n] - end[n-1] - duration[n]``); 0 before two batches.
+    end to the next one's plan (``end[n] - end[n-1] - run[n]``, ``RunPoint.run_s``); 0 before two batches.
 
-    Why: a batch's own duration is not all a catch-up pays per batch. Between two batches the next run is
-    scheduled, its tasks start and it plans; the ETA taken after a batch counts from that batch's end, so each
+    Why: a batch's run is not all a catch-up pays per batch. Between two batches the report task runs, the next
+    run is scheduled and its tasks start; the ETA taken after a batch counts from that batch's end, so each
     batch still to come pays this gap as well (the ETA bench measured the gap at a fifth of a batch's duration,
     and the ETA short by as much before it was counted). With a schedule the gap includes the wait for the next
     run, so ``batch_eta``'s interval is then met as measured. A median: one slow start is not every start."""
     ordered = sorted(points, key=lambda p: p.finished_at_ms)[-(last + 1):]
-    gaps = sorted(max(0.0, (b.finished_at_ms - a.finished_at_ms) / 1000 - b.duration_s)
-                  for a, b in pairwise(ordered))
-    if not gaps:
-        return 0.0
-    middle = len(gaps) // 2
-    return gaps[middle] if len(gaps) % 2 else (gaps[middle - 1] + gaps[middle]) / 2
+    gaps = [max(0.0, (b.finished_at_ms - a.finished_at_ms) / 1000 - b.run_s) for a, b in pairwise(ordered)]
+    return statistics.median(gaps) if gaps else 0.0
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ def run_points(records: Sequence[Mapping[str, Any]]) -> list[RunPoint]:
                      int(r["records_copied"] or 0), int(r["bytes_copied"] or 0), int(r["backlog_before"] or 0),
                      int(r["backlog_after"] or 0), r.get("stop_reason"),
                      # absent from records kept before it was measured: RunPoint.offsets_moved then falls back
-                     None if r.get("offsets_progressed") is None else int(r["offsets_progressed"]))
+                     None if r.get("offsets_progressed") is None else int(r["offsets_progressed"]),
+                     None if r.get("planned_at_ms") is None else int(r["planned_at_ms"]))
             for r in records]
 
 

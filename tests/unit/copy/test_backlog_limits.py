@@ -65,3 +65,19 @@ def test_a_batch_keeps_the_offsets_it_moved_and_its_eta_counts_the_wait_for_the_
     measured = next(e for e in second["etas"] if e["label"].startswith("at the measured rate"))
     assert "plus 82,800 the producers add in the 23 h before the next window" in measured["reason"]
     assert second["etas"][0]["label"].startswith("counting batches")  # the batch-counted ETA comes first
+
+
+def test_a_batch_keeps_when_it_was_planned_and_the_next_eta_counts_its_whole_run():
+    # spark-submit: the copy inside the engine took 4 s, the run from the plan 64 s (the JVM and SparkContext
+    # start before the copy's clock): the counted ETA takes the run, from the first batch on
+    store = FakeStateStore().created()
+    report = {**_report("a", 1_000_064_000, 7_600, 60_800, 53_800, [(0, 400)] * 19), "duration_s": 4.0,
+              "stop_reason": "limit", "planned_at_ms": 1_000_000_000,
+              "partitions": [{"planned_start": 0, "next_upstream_offset": 400, "lag_after": 2_831}] * 19}
+    first = record_backlog(spec(max_records_per_partition=400), report, store)
+    assert store.read_kind(BACKLOG_KIND)["a"]["planned_at_ms"] == 1_000_000_000
+    counted = first["etas"][0]
+    assert counted["label"].startswith("counting batches (at most 400 records per partition each, 1 min per batch")
+    # the producers added 600 offsets in the 64 s run (53,800 - 60,800 + 7,600): 9.4/s, known after one batch
+    assert first["inflow_records_per_s"] == pytest.approx(600 / 64, abs=0.05)
+    assert counted["batches"] == 8 and counted["seconds"] == pytest.approx(8 * 64.0)
