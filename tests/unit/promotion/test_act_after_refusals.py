@@ -17,7 +17,7 @@ from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 from test_group_rollback_checks import SPEC, SPEC_PATH, destination_cluster, snapshot, source_cluster, staged_store
 
-from kafka_ferry.core.authority import DONE
+from kafka_ferry.core.authority import DONE, act_line
 from kafka_ferry.core.staged_cutover import StagedCutoverError
 from kafka_ferry.core.state_records import ACT_KIND, GROUP_PROMOTION_KIND
 from kafka_ferry.core.step_table import Step, StepTable
@@ -26,6 +26,7 @@ from kafka_ferry.operators.rollback import RollbackMigrationOperator
 from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator, PromoteTopicsOperator
 from kafka_ferry.promotion.rollback import DestinationNotQuiet, RollbackRefused
 from kafka_ferry.promotion.step_runner import run_table
+from kafka_ferry.reports.publish import OVERVIEW_FILE
 from kafka_ferry.state.staged_cutover import read_promotions
 
 RUN_ID = "manual__2026-11-27T05:00:00+00:00"
@@ -100,6 +101,12 @@ def test_a_rollback_of_a_group_records_who_did_it_before_its_first_change_then_d
     assert (act["action"], act["user"], act["confirmation"], act["run_id"], act["groups"], act["status"]) == (
         "rollback", "alice", SPEC.name, RUN_ID, ["g-b"], DONE)
     assert "g-b" not in read_promotions(store, GROUP_PROMOTION_KIND)
+    # who did it, on the Migrations page's row (the overview) and the run's page: user, confirmation, run, times
+    line = act_line(act)
+    assert line.startswith(f"rollback of groups g-b by 'alice', confirmed '{SPEC.name}', run {RUN_ID}, started ")
+    overview = json.loads(next(work.rglob(OVERVIEW_FILE)).read_text())
+    assert line in json.dumps(overview), overview
+    assert any("alice" in p.read_text() for p in work.rglob("*.html")), sorted(work.rglob("*"))
 
 
 def operator(store: FakeStateStore, source: FakeCluster, dry_run: bool = False) -> RollbackMigrationOperator:
