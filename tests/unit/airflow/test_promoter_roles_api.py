@@ -117,7 +117,7 @@ def test_roles_that_cannot_be_read_refuse_a_user_listed_by_role_naming_why(api, 
     user = "dave" if case == "inactive" else "carol"
     if case != "no-connection":
         connect(monkeypatch, api, password="wrong-pw" if case == "bad-password" else PASSWORD)
-    api.reader_forbidden = case == "forbidden"  # type: ignore[attr-defined]
+    api.reader_forbidden = case == "forbidden"
     if case == "down":
         api.shutdown()
         api.server_close()

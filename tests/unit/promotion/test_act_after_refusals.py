@@ -8,7 +8,7 @@ checked on a small table of its own."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import pytest
@@ -151,10 +151,7 @@ class Runner:
     """Records what happened, in order; ``refuse``: the read-only step refuses."""
 
     refuse: bool = False
-    events: list | None = None
-
-    def __post_init__(self) -> None:
-        self.events = []
+    events: list[str] = field(default_factory=list)
 
 
 class Refused(Exception):
