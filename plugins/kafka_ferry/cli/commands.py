@@ -282,9 +282,10 @@ def reset(spec_path: Path, give_up_rollback: bool = False, user: str | None = No
         return 1
     now_ms = int(time.time() * 1000)
     run_id = f"cli__{iso_utc(now_ms)}"
-    store.put(ACT_KIND, act_key(RESET_PROMOTION, run_id), finished(
-        act_record(RESET_PROMOTION, spec.name, asking, confirmed, run_id, now_ms,
-                   allowed=allowed_by(RESET_PROMOTION, promoters, asking)), now_ms))
+    if removed:  # a reset that removed nothing changed nothing: no act (a refusal above records none either)
+        store.put(ACT_KIND, act_key(RESET_PROMOTION, run_id), finished(
+            act_record(RESET_PROMOTION, spec.name, asking, confirmed, run_id, now_ms,
+                       allowed=allowed_by(RESET_PROMOTION, promoters, asking)), now_ms))
     if possible:
         print(f"the rollback of {spec.name} is given up (--give-up-rollback): after this reset no rollback can "
               "bring the destination's records back to the source")

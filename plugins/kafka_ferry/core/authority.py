@@ -46,11 +46,12 @@ class NotAllowed(Permanent, PermissionError):
 @dataclass(frozen=True)
 class Actor:
     """Who asks: the run's triggering user, its run type (None: no DAG run, the CLI's reset) and roles (None:
-    they could not be read in this process)."""
+    they could not be read; ``unread`` then says why, for the refusal)."""
 
     user: str | None
     run_type: str | None = MANUAL
     roles: tuple[str, ...] | None = None
+    unread: str = ""
 
 
 def _listed(promoters: Promoters) -> str:
@@ -79,9 +80,9 @@ def authority_problem(mode: str, migration: str, tenant: str, promoters: Promote
         return None
     if promoters.roles and actor.roles is not None and set(actor.roles) & set(promoters.roles):
         return None
-    if promoters.roles and actor.roles is None:
-        roles = " (its roles could not be read here: the auth manager's users are readable only where Airflow's " \
-                "metadata DB is; list the user by name, or run it with `kafka-ferry` there)"
+    if promoters.roles and actor.roles is None:  # never a guess: a user whose roles are unknown is refused
+        roles = (f" (its roles could not be read: {actor.unread or 'no way to read them here'}; list the user by "
+                 "name, or fix that)")
     elif actor.roles is None:
         roles = ""  # the list names no role: none were looked up
     else:

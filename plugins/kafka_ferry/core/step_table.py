@@ -99,12 +99,14 @@ def plan_steps(kind: str, order: Sequence[str], done: Iterable[str], wanted: Ite
 @dataclass(frozen=True)
 class Step(Generic[C]):
     """One declared step: its name, the function that does it (handed the runner, returns its summary), what it
-    records when done (in words, for the reader of the table), and the DAG task that runs it."""
+    records when done (in words, for the reader of the table), and the DAG task that runs it. ``reads_only``: the
+    step only looks and may refuse (a quiet window), so the runner's ``before_change`` waits until it passed."""
 
     name: StrEnum
     run: Callable[[C], Summary]
     records: str
     task: str
+    reads_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -107,14 +107,17 @@ class MigrationOperator(MigrationContext, BaseOperator):
                 "allowed_by": allowed_by(mode, promoters, asking)}
 
     @contextlib.contextmanager
-    def acting(self, context: Any, mode: str) -> Iterator[dict]:
-        """The act recorded as started around a task's work (``record_act``), and as failed, with the message,
-        when the work raises (a refusal by the task's own checks included: the record says who tried)."""
-        record = self.record_act(context, mode)
+    def acting(self, context: Any, mode: str) -> Iterator[ActStart]:
+        """Around a task's work: an ``ActStart`` the work calls as its ``before_change`` (after its last refusal,
+        before its first change), which records the act as started (``record_act``); when the work raises after
+        that, the act is recorded failed with the message. A refusal (raised before) and a no-op (nothing to
+        change) record nothing: the state topic stays as it was."""
+        act = ActStart(self, context, mode)
         try:
-            yield record
+            yield act
         except Exception as exc:
-            self.record_act(context, mode, FAILED, error=f"{type(exc).__name__}: {exc}")
+            if act.record is not None:
+                self.record_act(context, mode, FAILED, error=f"{type(exc).__name__}: {exc}")
             raise
 
     def record_act(self, context: Any, mode: str, status: str = STARTED, error: str | None = None) -> dict:
@@ -155,6 +158,21 @@ class MigrationOperator(MigrationContext, BaseOperator):
         if problem:
             raise OwnerRefused(problem)
         return recorded
+
+
+class ActStart:
+    """The act's start (``MigrationOperator.record_act``), recorded at the first call only; handed to a mode's
+    work as its ``before_change``, so who acted is written after every refusal and before the first change.
+    ``record``: the act as recorded (None: not started, nothing changed in this task)."""
+
+    def __init__(self, operator: MigrationOperator, context: Any, mode: str) -> None:
+        self.operator, self.context, self.mode = operator, context, mode
+        self.record: dict | None = None
+
+    def __call__(self) -> dict:
+        if self.record is None:
+            self.record = self.operator.record_act(self.context, self.mode)
+        return self.record
 
 
 class DryRunOperator(MigrationOperator):

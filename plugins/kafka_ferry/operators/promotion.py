@@ -17,7 +17,7 @@ from kafka_ferry.core.authority import DONE
 from kafka_ferry.core.flags import parse_bool
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.trigger_form import PROMOTE
-from kafka_ferry.operators.base import MigrationOperator
+from kafka_ferry.operators.base import ActStart, MigrationOperator
 from kafka_ferry.operators.copy import SPARK_CONNECT_CONN_TYPE
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.steps import PROMOTION_TABLE, STEPS, FinalCopy, PromotionRunner, spark_connect_final_copy
@@ -54,14 +54,14 @@ class PromoteMigrationOperator(TopicLineage, MigrationOperator):
 
     @fail_fast
     def execute(self, context: Any) -> dict:
-        with self.acting(context, PROMOTE) as act:  # who did it: once per run, before this task's first change
-            return self._promote(context, act)
+        with self.acting(context, PROMOTE) as start:  # who did it: after the last refusal, before the first change
+            return self._promote(context, start)
 
-    def _promote(self, context: Any, act: dict) -> dict:
+    def _promote(self, context: Any, start: ActStart) -> dict:
         runner = PromotionRunner(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
                                  work_dir=self.work_dir, allow_rewind=parse_bool(self.allow_rewind),
                                  final_copy=self._final_copy_engine())
-        report = runner.run(self.steps)
+        report = runner.run(self.steps, before_change=start)
         self.log.info("promotion report: %s", report["report_path"])
         promotion_measured(self.spec.name, report)
         mark = "mark_promoted" in self.steps and report.get("status") == "promoted"
@@ -71,8 +71,7 @@ class PromoteMigrationOperator(TopicLineage, MigrationOperator):
                                     str(context.get("run_id") or "promotion"), mark)
         for uri in events:
             self.log.info("asset event %s: promoted", uri)
-        if mark:
-            act = self.record_act(context, PROMOTE, DONE)
+        act = self.record_act(context, PROMOTE, DONE) if mark else start.record
         page = publish_promotion_run(self.spec, runner.work_dir, context.get("run_id") or "promotion",
                                      {**report, "act": act}, batch_history(self.state_store))
         self.log.info("run report: %s", page)

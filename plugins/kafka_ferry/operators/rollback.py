@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.authority import DONE, act_line
 from kafka_ferry.core.trigger_form import GROUPS_FIELD, ROLLBACK, TOPICS_FIELD, names
-from kafka_ferry.operators.base import DryRunOperator
+from kafka_ferry.operators.base import ActStart, DryRunOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.operators.schemas import registry
 from kafka_ferry.promotion.group_rollback import check_groups, group_rollback_plan, rollback_group
@@ -60,9 +60,12 @@ class RollbackMigrationOperator(DryRunOperator):
                 runner.check_promoted()
                 if not runner.is_promoted():
                     return self._execute(context, destination_registry)
-            with self.acting(context, ROLLBACK) as self._act:  # who did it, before the rollback's first change
-                result = self._execute(context, destination_registry)
-            self.log.info("rollback recorded: %s", act_line(self._act))  # done: _publish, its last step, says so
+            # who did it: recorded by the work after its last refusal (unknown or unpromoted names, rights, quiet
+            # window), before its first change; a refusal or a no-op records nothing
+            with self.acting(context, ROLLBACK) as self._start:
+                result = self._execute(context, destination_registry, self._start)
+            if self._start.record is not None:
+                self.log.info("rollback recorded: %s", act_line(self._start.record))  # done: _publish says so
             return result
         finally:
             if destination_registry is not None:
@@ -73,14 +76,16 @@ class RollbackMigrationOperator(DryRunOperator):
                               work_dir=self.work_dir, quiesce_window_s=self.spec.promotion.quiesce_window_seconds,
                               versions_of_id=destination_registry.versions_of_id if destination_registry else None)
 
-    def _execute(self, context: Any, destination_registry: SchemaRegistry | None) -> dict:
+    def _execute(self, context: Any, destination_registry: SchemaRegistry | None,
+                 start: ActStart | None = None) -> dict:
+        """The rollback (or its plan); ``start``: the act's start, called before the first change."""
         runner = self._runner(destination_registry)
         params = context.get("params") or {}
         groups, topics = names(params.get(GROUPS_FIELD)), names(params.get(TOPICS_FIELD))
         if topics:
-            return self._topics(context, topics, groups, destination_registry)
+            return self._topics(context, topics, groups, destination_registry, start)
         if groups:
-            return self._groups(context, groups)
+            return self._groups(context, groups, start)
         if self.is_dry_run:
             runner.check_promoted()  # refused as the rollback refuses: the plan of no rollback is no empty plan
             plan = runner.plan()
@@ -93,12 +98,12 @@ class RollbackMigrationOperator(DryRunOperator):
             self._log_acls(plan)
             self._publish(context, plan)
             return plan
-        report = runner.run()
+        report = runner.run(before_change=start)
         self.log.info("rollback report: %s (status %s)", report["report_path"], report["status"])
         self._publish(context, report)
         return {k: v for k, v in report.items() if k != "groups"}
 
-    def _groups(self, context: Any, groups: list[str]) -> dict:
+    def _groups(self, context: Any, groups: list[str], start: ActStart | None = None) -> dict:
         """A staged cutover's groups: their rollback, or (dry run) where each would resume on the source."""
         args = (self.spec, self.source_cluster, self.destination_cluster, self.state_store)
         if self.is_dry_run:  # refused as the run below refuses, else only the groups it would commit
@@ -112,14 +117,14 @@ class RollbackMigrationOperator(DryRunOperator):
         # every name checked before the first group is committed: a typo after a good name refuses the run, not
         # half of it
         check_groups(self.spec, self.source_cluster, self.state_store, groups)
-        done = {g: rollback_group(*args, g) for g in groups}
+        done = {g: rollback_group(*args, g, before_change=start) for g in groups}
         report = {"migration": self.spec.name, "status": "rolled-back",
                   "groups": {g: r.get("offsets", []) for g, r in done.items()}}
         self._publish(context, {**report, "status": "groups rolled back"})
         return report
 
     def _topics(self, context: Any, topics: list[str], groups: list[str],
-                destination_registry: SchemaRegistry | None) -> dict:
+                destination_registry: SchemaRegistry | None, start: ActStart | None = None) -> dict:
         """A staged cutover's topics (validated in ``topic_rollback.check_topics``), the groups reading them going
         along, then any other group named: their rollback, or (dry run) its plan."""
         args = (self.spec, self.source_cluster, self.destination_cluster, self.state_store)
@@ -137,9 +142,9 @@ class RollbackMigrationOperator(DryRunOperator):
         # (the topics they read are going back in this run, so reading one is no refusal)
         check_groups(self.spec, self.source_cluster, self.state_store, groups, with_topics=topics)
         done = rollback_topics(*args, topics, quiesce_window_s=self.spec.promotion.quiesce_window_seconds,
-                               versions_of_id=versions_of_id)
+                               versions_of_id=versions_of_id, before_change=start)
         went = {g for r in done.values() for g in r.get("groups", [])}
-        rolled = {g: rollback_group(*args, g) for g in groups if g not in went}
+        rolled = {g: rollback_group(*args, g, before_change=start) for g in groups if g not in went}
         along = {g: rows for r in done.values()
                  for g, rows in (((r.get("steps") or {}).get("groups") or {}).get("summary") or {})
                  .get("rolled_back", {}).items()}  # the groups reading the topics: where each resumes on the source
@@ -173,9 +178,10 @@ class RollbackMigrationOperator(DryRunOperator):
 
     def _publish(self, context: Any, report: dict) -> None:
         state = self.state_store.read_all()  # promoted / rolled back per group and topic, as it stands now
-        act = getattr(self, "_act", None)  # who did it (a rollback, not a plan), shown on its page
-        if act is not None and not self.is_dry_run:  # the rollback's last step: the act is done
-            act = self._act = self.record_act(context, ROLLBACK, DONE)
+        start = getattr(self, "_start", None)  # who did it (a rollback that changed something), shown on its page
+        act = None
+        if start is not None and start.record is not None and not self.is_dry_run:  # its last step: the act is done
+            act = start.record = self.record_act(context, ROLLBACK, DONE)
         page = publish_rollback_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id,
                                     {**report, "act": act} if act else report, state)
         self.log.info("run report: %s", page)

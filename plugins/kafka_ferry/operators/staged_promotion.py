@@ -25,7 +25,7 @@ from kafka_ferry.core.trigger_form import (
     WAIVE_FIELD,
     names,
 )
-from kafka_ferry.operators.base import MigrationOperator
+from kafka_ferry.operators.base import ActStart, MigrationOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.group import GROUP_TABLE, promote_group
 from kafka_ferry.promotion.group_readiness import ready_groups
@@ -82,10 +82,10 @@ class PromoteGroupsOperator(StagedPromotionOperator):
         params = context["params"]
         groups = validate_selection("groups", names(params.get(GROUPS_FIELD)), migrated_groups(self.state_store))
         self.check_units(PROMOTE_GROUPS, groups=groups)
-        with self.acting(context, PROMOTE_GROUPS):  # who did it, before the first group changes
-            return self._promote(context, groups)
+        with self.acting(context, PROMOTE_GROUPS) as start:  # who did it: after every refusal, before a change
+            return self._promote(context, groups, start)
 
-    def _promote(self, context: Any, groups: list[str]) -> dict:
+    def _promote(self, context: Any, groups: list[str], start: ActStart) -> dict:
         params = context["params"]
         for line in ready_groups(self.source_cluster, self.state_store, quiet_ms=0):
             self.log.info("group %s: %s (%s)", line.group, "ready" if line.ready else "not ready", line.reason)
@@ -93,10 +93,12 @@ class PromoteGroupsOperator(StagedPromotionOperator):
         out = {}
         for group in groups:
             record = promote_group(self.spec, self.source_cluster, self.destination_cluster, self.state_store, group,
-                                   run_id, threads_engine(), allow_rewind=parse_bool(params.get("allow_rewind")))
+                                   run_id, threads_engine(), allow_rewind=parse_bool(params.get("allow_rewind")),
+                                   before_change=start)
             self.log.info("group %s promoted by run %s at %s ms", group, record.run_id, record.promoted_at_ms)
             out[group] = {"run_id": record.run_id, "promoted_at_ms": record.promoted_at_ms}
-        act = self.record_act(context, PROMOTE_GROUPS, DONE)
+        # every group promoted already: a no-op, nothing recorded
+        act = self.record_act(context, PROMOTE_GROUPS, DONE) if start.record is not None else None
         return {**out, "run_report": self.publish(context, groups, act)}
 
 
@@ -120,21 +122,23 @@ class PromoteTopicsOperator(TopicLineage, StagedPromotionOperator):
 
     @fail_fast
     def execute(self, context: Any) -> dict:
-        with self.acting(context, PROMOTE_TOPICS):  # who did it, before the first topic changes
-            return self._promote(context)
-
-    def _promote(self, context: Any) -> dict:
         params = context["params"]
-        self.check_units(PROMOTE_TOPICS, topics=names(params.get(TOPICS_FIELD)))
+        self.check_units(PROMOTE_TOPICS, topics=names(params.get(TOPICS_FIELD)))  # refused before the act
+        with self.acting(context, PROMOTE_TOPICS) as start:  # who did it: after every refusal, before a change
+            return self._promote(context, start)
+
+    def _promote(self, context: Any, start: ActStart) -> dict:
+        params = context["params"]
         done = promote_topics(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
                               names(params.get(TOPICS_FIELD)), context.get("run_id") or "promote-topics",
                               threads_engine(), waived_groups=names(params.get(WAIVE_FIELD)),
-                              quiet_window_s=self.quiet_window_s)
+                              quiet_window_s=self.quiet_window_s, before_change=start)
         out = {t: {"run_id": r.run_id, "promoted_at_ms": r.promoted_at_ms} for t, r in done.items()}
         events = announce_promotion(context, self, self.spec, self.state_store, self.source_cluster.bootstrap_servers,
                                     self.destination_cluster.bootstrap_servers, sorted(done),
                                     str(context.get("run_id") or "promote-topics"), mark=True)
         for uri in events:
             self.log.info("asset event %s: promoted", uri)
-        act = self.record_act(context, PROMOTE_TOPICS, DONE)
+        # every topic promoted already: a no-op, nothing recorded
+        act = self.record_act(context, PROMOTE_TOPICS, DONE) if start.record is not None else None
         return {**out, "run_report": self.publish(context, sorted(done), act)}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until
@@ -92,8 +93,10 @@ class GroupPromotion:
 
 
 def promote_group(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
-                  group: str, run_id: str, run_plan: RunPlan, allow_rewind: bool = False) -> UnitPromotion:
-    """Run (or resume) the group's promotion; returns its record. A promoted group is returned untouched."""
+                  group: str, run_id: str, run_plan: RunPlan, allow_rewind: bool = False,
+                  before_change: Callable[[], object] | None = None) -> UnitPromotion:
+    """Run (or resume) the group's promotion; returns its record. A promoted group is returned untouched.
+    ``before_change``: called after the group's last refusal, before its first change (``run_table``)."""
     groups = migrated_groups(store)
     if group not in groups:
         raise StagedCutoverError(f"group {group!r} is not part of migration {spec.name}; migrated: {sorted(groups)}")
@@ -101,7 +104,7 @@ def promote_group(spec: MigrationSpec, source: KafkaCluster, destination: KafkaC
                              run_id, _now_ms())
     run = GroupPromotion(spec, source, destination, store, group, groups[group], run_plan, allow_rewind, record)
     if not record.promoted:
-        run_table(GROUP_TABLE, run, record.steps_done, f"group promotion {group}")
+        run_table(GROUP_TABLE, run, record.steps_done, f"group promotion {group}", before_change=before_change)
     # The promoted mark is stored: look at the fences once more (a catch-up run's provisioning may have put one
     # after the "promoted" step lifted it; see provision.fences.put_fences for both sides of this race).
     lift_after_promoted(destination, store, group_fence_key(group))
@@ -158,7 +161,8 @@ def _now_ms() -> int:
 
 # A group's promotion, in order (``core.step_names.GroupStep``); the DAG's ``promote_groups`` task runs it per group.
 GROUP_TABLE: StepTable[GroupPromotion] = StepTable("group promotion", GroupStep, (
-    Step(GroupStep.SOURCE_QUIET, _source_quiet, "the step only (no members on the source)", "promote_groups"),
+    Step(GroupStep.SOURCE_QUIET, _source_quiet, "the step only (no members on the source)", "promote_groups",
+         reads_only=True),
     Step(GroupStep.FINAL_COPY, _final_copy, "the batches and the source ends copied up to", "promote_groups"),
     Step(GroupStep.TRANSLATED, _translated, "the group's exact translation decisions", "promote_groups"),
     Step(GroupStep.COMMITTED, _committed, "the offsets committed on the destination", "promote_groups"),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import UnitPromotion
@@ -108,9 +108,12 @@ def group_rollback_plan(spec: MigrationSpec, source: KafkaCluster, destination: 
 
 
 def rollback_group(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
-                   group: str, with_topics: Sequence[str] = ()) -> dict:
+                   group: str, with_topics: Sequence[str] = (),
+                   before_change: Callable[[], object] | None = None) -> dict:
     """Roll ``group`` back (or finish its interrupted rollback); returns its rollback record. ``with_topics``:
-    promoted topics going back in the same run (``promotion.topic_rollback``, which copied them back first)."""
+    promoted topics going back in the same run (``promotion.topic_rollback``, which copied them back first).
+    ``before_change``: called after the group's last refusal, before its first change (the act is recorded there,
+    so a refused or rolled-back-already group writes nothing)."""
     promotion, done = check_group(spec, source, store, group, with_topics)
     if promotion is None:
         log.info("group rollback %s: rolled back at %s already, nothing to do", group, done["rolled_back_at_ms"])
@@ -121,6 +124,8 @@ def rollback_group(spec: MigrationSpec, source: KafkaCluster, destination: Kafka
         active = active_groups(destination, [group])
         if active:
             raise DestinationNotQuiet(f"group {group} has {active[group]} on the destination: stop its consumers")
+        if before_change is not None:
+            before_change()
         stored = rb.group_resume(store, group, at)
         if stored is None:
             forward = load_partition_copies(spec, source, destination, read_progress(store))
@@ -130,6 +135,8 @@ def rollback_group(spec: MigrationSpec, source: KafkaCluster, destination: Kafka
         done = {"status": rb.ROLLED_BACK, "promoted_at_ms": at, "rolled_back_at_ms": int(time.time() * 1000),
                 "offsets": stored}
         rb.save_group_rollback(store, group, done)
+    elif before_change is not None:  # committed by a killed run: forgetting its promotion is this run's change
+        before_change()
     forget_group_promotion(store, group)  # a migrated, unpromoted group again: catch-up runs commit it
     if spec.acls.fence:
         put_fences(spec, source, destination, store)

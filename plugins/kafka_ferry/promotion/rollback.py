@@ -184,8 +184,9 @@ class RollbackRunner:
         return (f"migration {self.spec.name!r} is not promoted as a whole (state topic {self.store.topic}): a "
                 f"whole rollback has nothing to roll back, but a staged cutover promoted units of it: {staged}")
 
-    def run(self, steps: Sequence[str] | None = None) -> dict:
-        """Run the steps (all by default), skipping those done for this promotion; returns the report."""
+    def run(self, steps: Sequence[str] | None = None, before_change: Callable[[], object] | None = None) -> dict:
+        """Run the steps (all by default), skipping those done for this promotion; returns the report.
+        ``before_change``: called after the last refusal, before the first change (``run_table``)."""
         promoted_at = self.promoted_at_ms = self._promoted_at()
         done = rb.steps_done(self.store, promoted_at)
         plan = ROLLBACK_TABLE.plan(done, steps)
@@ -194,7 +195,7 @@ class RollbackRunner:
                                   *self.source_scope(copy_back=RollbackStep.COPY_BACK in plan.to_run,
                                                      commit=RollbackStep.COMMIT_OFFSETS in plan.to_run))
         this_run = run_table(ROLLBACK_TABLE, self, done, f"rollback {self.spec.name}", after_step=self.after_step,
-                             plan=plan)
+                             plan=plan, before_change=before_change)
         status = rb.rollback_status(self.store)
         report = {"migration": self.spec.name, "promoted_at_ms": promoted_at,
                   "status": status["status"] if status and status.get("promoted_at_ms") == promoted_at
@@ -446,7 +447,7 @@ class RollbackRunner:
 # ``rollback`` task runs it (``mode: rollback``).
 ROLLBACK_TABLE: StepTable[RollbackRunner] = StepTable("rollback", RollbackStep, (
     Step(RollbackStep.QUIESCE, RollbackRunner._step_quiesce,
-         "the partitions and groups found quiet, and the window", "rollback"),
+         "the partitions and groups found quiet, and the window", "rollback", reads_only=True),
     Step(RollbackStep.COPY_BACK, RollbackRunner._step_copy_back,
          "the partitions and records copied back (their progress and syncs on the source)", "rollback"),
     Step(RollbackStep.COMMIT_OFFSETS, RollbackRunner._step_commit_offsets,

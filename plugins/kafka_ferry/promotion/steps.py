@@ -120,9 +120,10 @@ class PromotionRunner:
         save_step_done(self.store, outcome.step, dict(outcome.summary or {}), outcome.duration_s)
 
     # --- run --------------------------------------------------------------------------------
-    def run(self, steps: Sequence[str] | None = None) -> dict:
+    def run(self, steps: Sequence[str] | None = None, before_change: Callable[[], object] | None = None) -> dict:
         """Run the given steps (all by default; in table order), skipping those already done; returns the report.
-        A step whose earlier steps are not done is refused before anything runs (``core.step_table``)."""
+        A step whose earlier steps are not done is refused before anything runs (``core.step_table``).
+        ``before_change``: called after the last refusal, before the first change (``run_table``)."""
         started = time.monotonic()
         done = self.completed_steps()
         plan = PROMOTION_TABLE.plan(done, steps)
@@ -133,7 +134,7 @@ class PromotionRunner:
                 "destination (the decode check's last run found them; migrate the schemas they need and run a "
                 "catch-up batch): " + "; ".join(standing[:5]))
         timings = run_table(PROMOTION_TABLE, self, done, f"promotion {self.spec.name}", after_step=self.after_step,
-                            plan=plan)
+                            plan=plan, before_change=before_change)
         report = build_report(self.spec, self._state(), timings, self._reconciliation,
                               time.monotonic() - started, time_plan_records(self.store),
                               decode_marks(self.store))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kafka_ferry.core.spec import MigrationSpec
@@ -67,8 +67,10 @@ class TopicPromotion:
 
 def promote_topics(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
                    topics: list[str], run_id: str, run_plan: RunPlan, waived_groups: Sequence[str] = (),
-                   quiet_window_s: float = 5.0, migrated_topics: list[str] | None = None) -> dict[str, UnitPromotion]:
-    """Run (or resume) each chosen topic's promotion; refused up front naming any unpromoted reading group."""
+                   quiet_window_s: float = 5.0, migrated_topics: list[str] | None = None,
+                   before_change: Callable[[], object] | None = None) -> dict[str, UnitPromotion]:
+    """Run (or resume) each chosen topic's promotion; refused up front naming any unpromoted reading group.
+    ``before_change``: called after the last refusal, before the first change (``run_table``)."""
     readers = migrated_groups(store)
     if migrated_topics is None:
         from kafka_ferry.core.provisioning_plan import select_topics
@@ -84,7 +86,7 @@ def promote_topics(spec: MigrationSpec, source: KafkaCluster, destination: Kafka
         record = start_or_resume(TOPIC_PROMOTION_KIND, topic, stored.get(topic), run_id, _now_ms())
         run = TopicPromotion(spec, source, destination, store, topic, run_plan, quiet_window_s, waived_groups, record)
         if not record.promoted:
-            run_table(TOPIC_TABLE, run, record.steps_done, f"topic promotion {topic}")
+            run_table(TOPIC_TABLE, run, record.steps_done, f"topic promotion {topic}", before_change=before_change)
         # the promoted mark is stored: a fence a catch-up run put meanwhile goes too (provision.fences.put_fences)
         lift_after_promoted(destination, store, topic_fence_key(spec.topics.rename.destination_topic(topic)))
         out[topic] = run.record
@@ -128,7 +130,8 @@ def _now_ms() -> int:
 
 # A topic's promotion, in order (``core.step_names.TopicStep``); the DAG's ``promote_topics`` task runs it per topic.
 TOPIC_TABLE: StepTable[TopicPromotion] = StepTable("topic promotion", TopicStep, (
-    Step(TopicStep.SOURCE_QUIET, _source_quiet, "the source end offsets that stayed put", "promote_topics"),
+    Step(TopicStep.SOURCE_QUIET, _source_quiet, "the source end offsets that stayed put", "promote_topics",
+         reads_only=True),
     Step(TopicStep.FINAL_COPY, _final_copy, "the batches and the source ends copied up to", "promote_topics"),
     Step(TopicStep.RECONCILED, _reconciled, "the partitions compared, ok", "promote_topics"),
     Step(TopicStep.PROMOTED, _promoted, "promoted_at_ms, the waived groups (and the fence lifted)", "promote_topics"),

@@ -163,10 +163,12 @@ def topic_rollback_plan(spec: MigrationSpec, source: KafkaCluster, destination: 
 def rollback_topics(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
                     topics: Sequence[str], quiesce_window_s: float = 5.0,
                     after_step: Callable[[str], None] | None = None,
-                    versions_of_id: VersionsOfId | None = None) -> dict[str, dict]:
+                    versions_of_id: VersionsOfId | None = None,
+                    before_change: Callable[[], object] | None = None) -> dict[str, dict]:
     """Roll ``topics`` back (or finish their interrupted rollback); returns each topic's rollback record.
     ``versions_of_id``: the destination registry's, to name an id that cannot map back (remap mode, optional);
-    ``after_step`` is a test seam (e.g. to kill the run after a step)."""
+    ``after_step`` is a test seam (e.g. to kill the run after a step); ``before_change``: called after the last
+    refusal, before the first change (``run_table``; or before a resumed run's last forgetting)."""
     chosen, promotions = check_topics(spec, store, topics)
     moving = {t: p for t, p in promotions.items() if p is not None}
     stored = rb.topic_rollbacks(store)
@@ -191,11 +193,13 @@ def rollback_topics(spec: MigrationSpec, source: KafkaCluster, destination: Kafk
             # copy-back checks again, for records produced meanwhile)
             scope.refuse_unmapped_ids()
         run_table(TOPIC_ROLLBACK_TABLE, run, done, f"topic rollback {', '.join(moving)}", after_step=after_step,
-                  plan=plan)
+                  plan=plan, before_change=before_change)
     promotions, rollbacks = read_promotions(store, TOPIC_PROMOTION_KIND), rb.topic_rollbacks(store)
     for t in chosen:  # after the mark: a crash between leaves both, the rerun forgets (only the promotion undone)
         p = promotions.get(t)
         if p is not None and p.promoted and p.promoted_at_ms == (rollbacks.get(t) or {}).get("promoted_at_ms"):
+            if before_change is not None:
+                before_change()
             forget_topic_promotion(store, t)
     if spec.acls.fence:  # the topics and their groups are unpromoted again: fenced like any unpromoted unit
         put_fences(spec, source, destination, store)
@@ -260,7 +264,8 @@ def _mark_rolled_back(run: TopicRollback) -> Summary:
 # The topics' rollback, in order (``core.step_names.TopicRollbackStep``); the DAG's ``rollback`` task runs it (mode
 # rollback with *Topics*). Each topic's record (kind "rollback", key ``topic/<topic>``) carries the steps done.
 TOPIC_ROLLBACK_TABLE: StepTable[TopicRollback] = StepTable("topic rollback", TopicRollbackStep, (
-    Step(TopicRollbackStep.QUIESCE, _quiesce, "the partitions and groups found quiet, and the window", "rollback"),
+    Step(TopicRollbackStep.QUIESCE, _quiesce, "the partitions and groups found quiet, and the window", "rollback",
+         reads_only=True),
     Step(TopicRollbackStep.COPY_BACK, _copy_back, "the partitions and records copied back", "rollback"),
     Step(TopicRollbackStep.RECONCILE, _reconcile, "the partitions and records compared", "rollback"),
     Step(TopicRollbackStep.GROUPS, _groups, "each reading group's source offsets committed", "rollback"),

@@ -55,7 +55,10 @@ def test_a_user_with_a_listed_role_may():
 
 def test_roles_that_cannot_be_read_refuse_a_user_listed_only_by_role_and_say_why():
     refused = problem(user="carol", roles=None)
-    assert "user 'carol' (its roles could not be read here" in refused and "list the user by name" in refused
+    assert "user 'carol' (its roles could not be read: no way to read them here; list the user by name" in refused
+    why = "no Airflow connection 'kafka_ferry_auth_api' to the auth manager's API"
+    named = problem(user="carol", roles=None, unread=why)
+    assert named is not None and f"user 'carol' (its roles could not be read: {why}; list the user" in named
     unlooked = problem(promoters=Promoters(users=("alice",)), user="carol", roles=None)
     assert "user 'carol' is not one of tenant 'acme''s promoters (users ['alice'], no role," in unlooked
 

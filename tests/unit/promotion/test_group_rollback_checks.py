@@ -38,6 +38,10 @@ def promote(store: FakeStateStore, kind, name: str, at: int = 1000) -> None:
 
 @pytest.fixture
 def destination() -> FakeCluster:
+    return destination_cluster()
+
+
+def destination_cluster() -> FakeCluster:
     cluster = FakeCluster("destination")
     for t in TOPICS:
         cluster.create_topic(t, 1, 1, {})
@@ -46,6 +50,10 @@ def destination() -> FakeCluster:
 
 @pytest.fixture
 def source() -> FakeCluster:
+    return source_cluster()
+
+
+def source_cluster() -> FakeCluster:
     """The source as the migration's principal reaches it: it may read the groups (the rollback commits them)."""
     admin = FakeCluster("source")
     for t in TOPICS:
@@ -56,6 +64,10 @@ def source() -> FakeCluster:
 
 @pytest.fixture
 def store(destination) -> FakeStateStore:
+    return staged_store(destination)
+
+
+def staged_store(destination: FakeCluster) -> FakeStateStore:
     """demo.a promoted with its reader g-a; g-b (reads demo.b, not promoted) promoted alone; g-c reads demo.c,
     which is promoted and not chosen; g-old rolled back already."""
     s = FakeStateStore(destination).created()
