@@ -49,7 +49,7 @@ from kafka_ferry.core.evidence import (
     with_checks,
 )
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import FENCE_KIND, SCHEMA_ID_KIND
+from kafka_ferry.core.state_records import FENCE_KIND, GROUP_PROMOTION_KIND, SCHEMA_ID_KIND, TOPIC_PROMOTION_KIND
 from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.promotion.reconcile import range_digests
 from kafka_ferry.reports.publish import run_file_name
@@ -62,7 +62,7 @@ log = logging.getLogger(__name__)
 EVIDENCE_DIR = "evidence"
 
 __all__ = ["LATER", "MATCHES", "BundleVerdict", "bundle_dir", "promotion_files", "read_bundle", "rollback_files",
-           "run_bundles", "verify", "write_bundle"]
+           "run_bundles", "staged_files", "verify", "write_bundle"]
 
 
 def bundle_dir(work_dir: str | StoragePath, action: str, run_id: str) -> StoragePath:
@@ -147,6 +147,29 @@ def rollback_files(report: Mapping[str, Any], store: StateStore, act: Mapping[st
          "destination_offset": r.get("destination_offset")}
         for group, rows in sorted(groups.items()) if isinstance(rows, list) for r in rows
         if isinstance(r.get("source_offset"), int)]
+    return {name: canonical(value) for name, value in files.items()}
+
+
+def staged_files(report: Mapping[str, Any], store: StateStore, act: Mapping[str, Any] | None,
+                 preflight: Mapping[str, Any] | None, source: Cluster, destination: Cluster) -> dict[str, bytes]:
+    """A staged step's bundle files (``promote-groups``, ``promote-topics``): ``report`` holds the action and the
+    names this run promoted; each unit's promotion record (its steps and their summaries, a group's translation
+    decisions among them) comes from the state topic."""
+    kind = GROUP_PROMOTION_KIND if report.get("action") == "promote-groups" else TOPIC_PROMOTION_KIND
+    records = store.read_kind(kind)
+    units = {name: records.get(name) for name in report.get("this_run") or []}
+    files = _common(store, act, preflight, source, destination,
+                    {"steps": {name: (record or {}).get("steps_done") for name, record in units.items()}})
+    files["report.json"] = {"action": report.get("action"), "this_run": list(report.get("this_run") or []),
+                            "promotions": units}
+    files["reconciliation.json"] = {}
+    files["groups.json"] = [
+        {"group": d["group"], "side": "destination", "topic": d["destination_topic"], "partition": d["partition"],
+         "offset": d["downstream_offset"], "method": d.get("method"), "source_topic": d.get("source_topic"),
+         "source_offset": d.get("upstream_offset")}
+        for record in units.values() if record for detail in (record.get("detail") or {}).values()
+        if isinstance(detail, dict) for d in detail.get("decisions") or []
+        if isinstance(d.get("downstream_offset"), int)]
     return {name: canonical(value) for name, value in files.items()}
 
 

@@ -95,3 +95,24 @@ def test_a_required_signature_without_a_key_writes_nothing(tmp_path):
     with pytest.raises(EvidenceError, match="require_signature"):
         write_bundle(spec, store, tmp_path / "work", "promote", "r", {"a.json": b"{}"}, None)
     assert not (tmp_path / "work").exists()
+
+
+def test_a_staged_group_steps_bundle_holds_its_groups_translation_from_the_state_topic(tmp_path):
+    from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
+    from kafka_ferry.promotion.evidence import staged_files
+
+    source, destination = clusters()
+    store = FakeStateStore(destination).created()
+    decision = {"group": "g", "source_topic": "t", "partition": 0, "destination_topic": "t.dst",
+                "upstream_offset": 3, "downstream_offset": 3, "method": "exact-sync"}
+    store.put(GROUP_PROMOTION_KIND, "g", {"name": "g", "run_id": "manual__2", "steps_done": ["translated", "promoted"],
+                                          "started_at_ms": 1, "detail": {"translated": {"decisions": [decision]}}})
+    files = staged_files({"action": "promote-groups", "this_run": ["g"]}, store, {"action": "promote-groups"}, None,
+                         source, destination)
+    assert json.loads(files["groups.json"]) == [
+        {"group": "g", "side": "destination", "topic": "t.dst", "partition": 0, "offset": 3, "method": "exact-sync",
+         "source_topic": "t", "source_offset": 3}]
+    assert json.loads(files["tasks.json"]) == {"steps": {"g": ["translated", "promoted"]}}
+    evidence = write_bundle(SPEC, store, tmp_path / "work", "promote-groups", "manual__2", files, None)
+    assert evidence["status"] == "verified" and not evidence["signed"]
+    assert not (Path(evidence["path"]) / SIGNATURE).exists()
