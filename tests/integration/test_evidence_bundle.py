@@ -34,7 +34,9 @@ from kafka_ferry.reports.publish import run_file_name
 from kafka_ferry.state.evidence_key import recorded_key
 from kafka_ferry.state.store import MigrationStateStore
 
-pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark, pytest.mark.long]
+# catch-up, promotion and rollback through the DAG with Spark: the module fixture is in the first test's time
+pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.spark, pytest.mark.long,
+              pytest.mark.timeout(2400)]
 
 SIGNING_CONN = "kf_test_evidence"
 SEED = bytes(range(1, 33))
