@@ -33,9 +33,12 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_ferry.core.failures import Permanent
+
+if TYPE_CHECKING:  # the key type, for the checker; imported where a key is used
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 FORMAT = "kafka-ferry-evidence"
 VERSION = 1
@@ -146,8 +149,8 @@ def decode_manifest(data: bytes) -> Manifest:
     for i, entry in enumerate(raw["files"]):
         path, digest, size = (entry.get(k) if isinstance(entry, dict) else None for k in ("path", "sha256", "bytes"))
         problem = file_name_problem(path) if isinstance(path, str) else f"{path!r} is not a name"
-        if problem or not isinstance(digest, str) or not _HEX64.fullmatch(digest) or not isinstance(size, int) \
-                or isinstance(size, bool) or size < 0 or path in files:
+        if problem or not isinstance(path, str) or not isinstance(digest, str) or not _HEX64.fullmatch(digest) \
+                or not isinstance(size, int) or isinstance(size, bool) or size < 0 or path in files:
             raise EvidenceError(f"{where}: files[{i}] ({entry!r}) is not a path, a SHA-256 in lowercase hex and a "
                                 f"size{': ' + problem if problem else ''}")
         files[path] = (digest, size)
@@ -173,7 +176,7 @@ def decode_manifest(data: bytes) -> Manifest:
 
 
 # --- keys and signatures --------------------------------------------------------------------------------------
-def load_private_key(secret: str, where: str):
+def load_private_key(secret: str, where: str) -> Ed25519PrivateKey:
     """An Ed25519 private key from a connection's secret: a PEM (PKCS#8, unencrypted) or the 32-byte seed in
     base64 or hex. ``where`` names the connection and field in the message; the secret itself never is."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -203,15 +206,15 @@ def load_private_key(secret: str, where: str):
     return Ed25519PrivateKey.from_private_bytes(seed)
 
 
-def public_bytes(private_key) -> bytes:
+def public_bytes(private_key: Ed25519PrivateKey) -> bytes:
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-    return private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    return bytes(private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
 
 
-def sign(private_key, manifest: bytes) -> bytes:
+def sign(private_key: Ed25519PrivateKey, manifest: bytes) -> bytes:
     """The signature file's bytes: the Ed25519 signature of the manifest, in lowercase hex."""
-    return private_key.sign(manifest).hex().encode("ascii")
+    return bytes(private_key.sign(manifest)).hex().encode("ascii")
 
 
 def signature_holds(public_key: bytes, manifest: bytes, signature_file: bytes) -> bool:
@@ -252,7 +255,7 @@ class BundleVerdict:
     signature: str  # "valid", "unsigned", "invalid: ...", "refused: ..."
     files: tuple[FileVerdict, ...] = ()
     problem: str | None = None  # the manifest itself could not be read
-    checks: dict[str, list[dict]] = field(default_factory=dict)  # "partitions"/"groups": live re-reads
+    checks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # "partitions"/"groups": live re-reads
 
     @property
     def failed_files(self) -> list[FileVerdict]:
@@ -330,7 +333,7 @@ def verify_bundle(manifest_bytes: bytes | None, signature_file: bytes | None, fi
     return BundleVerdict(manifest, signature, tuple(verdicts))
 
 
-def with_checks(verdict: BundleVerdict, checks: Mapping[str, list[dict]]) -> BundleVerdict:
+def with_checks(verdict: BundleVerdict, checks: Mapping[str, list[dict[str, Any]]]) -> BundleVerdict:
     return BundleVerdict(verdict.manifest, verdict.signature, verdict.files, verdict.problem, dict(checks))
 
 

@@ -86,7 +86,7 @@ def versions(source: Cluster, destination: Cluster) -> dict[str, Any]:
         try:
             info = cluster.describe_cluster()
             out[role] = {"cluster_id": info.cluster_id, "brokers": info.broker_count,
-                         "bootstrap_servers": cluster.bootstrap_servers}
+                         "bootstrap_servers": getattr(cluster, "bootstrap_servers", None)}
         except Exception as exc:  # noqa: BLE001 - recorded as unreadable: the cutover is done already
             out[role] = {"error": f"{type(exc).__name__}: {exc}"}
     try:
@@ -192,7 +192,7 @@ def write_bundle(spec: MigrationSpec, store: StateStore, work_dir: str | Storage
     folder = bundle_dir(work_dir, action, run_id)
     for name, data in sorted(files.items()):
         write_bytes(folder / name, data)
-    if private_key is not None:
+    if private_key is not None and public_key is not None:
         write_bytes(folder / SIGNATURE, sign(private_key, manifest))
         if recorded_key(store) is None:
             record_key(store, public_key, run_id, now_ms)
@@ -275,6 +275,8 @@ def _partition_checks(rows: list[dict], source: Cluster | None, destination: Clu
             continue
         for r in rows:
             tp = (r[topic_field], r["partition"])
+            count: int | None
+            digest: str | None
             try:
                 count, digest = range_digests(cluster, {tp: ranges[tp]},
                                               rewriter if role == "source" else None)[tp]

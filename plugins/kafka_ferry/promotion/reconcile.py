@@ -185,5 +185,5 @@ def range_digests(cluster: Cluster, ranges: Mapping[tuple[str, int], tuple[int, 
         schema_ids = schema_ids.passing_through()
     sides: dict[tuple[str, int], _Side] = {tp: _Side() for tp in ranges}
     for msg in read_ranges(cluster, ranges):
-        sides[(msg.topic(), msg.partition())].add(msg, schema_ids)
+        sides[(str(msg.topic()), int(msg.partition() or 0))].add(msg, schema_ids)
     return {tp: (side.digest.count, side.digest.hexdigest) for tp, side in sides.items()}

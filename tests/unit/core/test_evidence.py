@@ -107,7 +107,7 @@ def test_a_bundle_signed_by_another_key_is_refused_naming_both_fingerprints():
     assert not verdict.ok
     assert fingerprint(public_bytes(OTHER)) in verdict.signature and "56475aa75463474c" in verdict.signature
     problem = signer_problem(public_bytes(OTHER), public_bytes(KEY), "orders")
-    assert fingerprint(public_bytes(OTHER)) in problem and "56475aa75463474c" in problem
+    assert problem is not None and fingerprint(public_bytes(OTHER)) in problem and "56475aa75463474c" in problem
     assert signer_problem(public_bytes(KEY), public_bytes(KEY), "orders") is None
     assert signer_problem(public_bytes(KEY), None, "orders") is None
 
@@ -138,7 +138,7 @@ def test_a_manifest_out_of_its_layout_is_refused_naming_the_field(mangle, field)
     manifest, _ = bundle(key=None)
     with pytest.raises(EvidenceError, match=re.escape(field)):
         decode_manifest(mangle(manifest))
-    assert field in verify_bundle(mangle(manifest), None, FILES).problem
+    assert field in (verify_bundle(mangle(manifest), None, FILES).problem or "")
 
 
 def test_a_manifest_round_trips():

@@ -51,7 +51,8 @@ def test_a_promotions_bundle_is_written_signed_and_verifies(tmp_path):
     assert json.loads((folder / "acls-and-fences.json").read_text())["fences_lifted"] == 2
     assert "report_path" not in json.loads((folder / "report.json").read_text())
     assert json.loads((folder / "act.json").read_text())["user"] == "alice"
-    assert recorded_key(store) is not None and fingerprint(recorded_key(store)) == evidence["fingerprint"]
+    key = recorded_key(store)
+    assert key is not None and fingerprint(key) == evidence["fingerprint"]
     assert run_bundles(tmp_path / "work", "manual__1") == [folder]
 
     verdict = verify(folder, source=source, destination=destination, spec=SPEC, store=store)
