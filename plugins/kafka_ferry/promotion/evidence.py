@@ -145,8 +145,9 @@ def rollback_files(report: Mapping[str, Any], store: StateStore, act: Mapping[st
         {"group": group, "side": "source", "topic": r["source_topic"], "partition": r["partition"],
          "offset": r["source_offset"], "method": r.get("method"), "destination_topic": r.get("destination_topic"),
          "destination_offset": r.get("destination_offset")}
-        for group, rows in sorted(groups.items()) if isinstance(rows, list) for r in rows
-        if isinstance(r.get("source_offset"), int)]
+        for group, rows in sorted(groups.items() if isinstance(groups, dict) else []) if isinstance(rows, list)
+        for r in rows if isinstance(r, dict) and isinstance(r.get("source_offset"), int)
+        and isinstance(r.get("partition"), int) and r.get("source_topic")]
     return {name: canonical(value) for name, value in files.items()}
 
 
