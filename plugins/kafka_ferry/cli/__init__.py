@@ -5,8 +5,7 @@ A convenience beside Airflow, not a second scheduler: `dry-run`, `run`, `promote
 ``dag.test(run_conf=...)`` (the same tasks, retries and fail-fast rules as a scheduled run, on this machine,
 recorded in the metadata DB), with the run conf the trigger form sends. `check`, `status`, `acls` and
 `reset-promotion` read the clusters directly; `verify-evidence` checks a cutover's evidence bundle. Connections
-come from Airflow: environment variables
-(``AIRFLOW_CONN_<ID>``) or the metadata DB (``airflow connections add``).
+come from Airflow: environment variables (``AIRFLOW_CONN_<ID>``) or the metadata DB (``airflow connections add``).
 
 The spec must sit in ``<dags folder>/migrations/<name>.yaml`` (the layout the DAG processor reads);
 the commands that run the DAG write its missing DAG stub beside it (``migration_<name>.py``; `check`,
