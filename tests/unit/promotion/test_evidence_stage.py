@@ -117,3 +117,19 @@ def test_a_staged_group_steps_bundle_holds_its_groups_translation_from_the_state
     evidence = write_bundle(SPEC, store, tmp_path / "work", "promote-groups", "manual__2", files, None)
     assert evidence["status"] == "verified" and not evidence["signed"]
     assert not (Path(evidence["path"]) / SIGNATURE).exists()
+
+
+def test_the_command_verifies_a_local_bundle_and_names_a_changed_file(tmp_path, capsys):
+    from kafka_ferry.cli import main
+
+    _, _, _, evidence = promoted(tmp_path)
+    assert main(["verify-evidence", evidence["path"], "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] and out["signature"] == "valid" and {f["verdict"] for f in out["files"]} == {"ok"}
+    groups = Path(evidence["path"]) / "groups.json"
+    groups.write_bytes(groups.read_bytes().replace(b'"offset":3', b'"offset":4'))
+    assert main(["verify-evidence", evidence["path"]]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "  FAILED groups.json: changed" in [line.split(" (")[0] for line in lines] and lines[-1] == "  NOT verified"
+    assert main(["verify-evidence", str(tmp_path / "nowhere")]) == 1
+    assert "no evidence bundle folder there" in capsys.readouterr().err
