@@ -23,8 +23,9 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse
 
 from kafka_ferry.core.patterns import MIGRATION_NAME
+from kafka_ferry.promotion.evidence import run_bundles, verify
 from kafka_ferry.reports.publish import detail_page_path, overview_chart, overview_rows, run_page_path
-from kafka_ferry.reports.render import DETAIL_SECTIONS, charted, overview_page, page
+from kafka_ferry.reports.render import DETAIL_SECTIONS, charted, evidence_page, overview_page, page
 from kafka_ferry.storage.workdir import StoragePath, fresh, work_base
 
 URL_PREFIX = "/kafka-ferry"
@@ -83,6 +84,20 @@ def run_report(dag_id: str, run_id: str) -> HTMLResponse:
     return HTMLResponse(page("no report", f"<p>No kafka-ferry report for run <code>{escape(run_id)}</code> of "
                                           f"<code>{escape(dag_id)}</code> (yet): reports are written by the "
                                           "catch-up translation and the promotion tasks.</p>"), status_code=404)
+
+
+@app.get("/runs/{dag_id}/{run_id}/evidence", response_class=HTMLResponse,
+         dependencies=[Depends(requires_access_dag("GET", DagAccessEntity.RUN))])
+def run_evidence(dag_id: str, run_id: str) -> HTMLResponse:
+    """The run's evidence bundles, verified now against their manifests and signatures (the API server reads the
+    work dir, not the clusters: ``kafka-ferry verify-evidence`` re-reads those), under the run page's own check."""
+    if not (dag_id.startswith(DAG_ID_PREFIX) and MIGRATION_NAME.fullmatch(dag_id[len(DAG_ID_PREFIX):])):
+        return HTMLResponse(page("no evidence", "<p>Not a kafka-ferry DAG.</p>"), status_code=404)
+    bundles = []
+    for folder in run_bundles(_work_base() / dag_id[len(DAG_ID_PREFIX):], run_id):
+        verdict = verify(folder)
+        bundles.append((folder.name, verdict.lines(), verdict.manifest.as_dict() if verdict.manifest else None))
+    return HTMLResponse(evidence_page(run_id, bundles), status_code=200 if bundles else 404)
 
 
 @app.get("/runs/{dag_id}/{run_id}/{section}", response_class=HTMLResponse,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_ferry.core.connection_types import SCHEMA_REGISTRY
+from kafka_ferry.core.connection_types import EVIDENCE_SIGNING, SCHEMA_REGISTRY
 
 PACKAGE_NAME = "kafka-ferry"
 
@@ -29,7 +29,8 @@ def get_provider_info() -> dict[str, Any]:
         "integrations": [{"integration-name": "kafka-ferry", "external-doc-url": "https://kafka.apache.org/",
                           "tags": ["apache"]}],
         "hooks": [{"integration-name": "kafka-ferry",
-                   "python-modules": ["kafka_ferry.hooks.kafka_cluster", "kafka_ferry.hooks.schema_registry"]}],
+                   "python-modules": ["kafka_ferry.hooks.kafka_cluster", "kafka_ferry.hooks.schema_registry",
+                                      "kafka_ferry.hooks.evidence_signing"]}],
         "connection-types": [{
             "connection-type": SCHEMA_REGISTRY,
             "hook-class-name": "kafka_ferry.hooks.schema_registry.SchemaRegistryHook",
@@ -50,6 +51,15 @@ def get_provider_info() -> dict[str, Any]:
                             "schema": {"type": ["string", "null"]}},
                 "timeout_s": {"label": "Timeout (s)", "description": "per request; default 30",
                               "schema": {"type": ["number", "null"], "minimum": 0}},
+            },
+        }, {
+            "connection-type": EVIDENCE_SIGNING,
+            "hook-class-name": "kafka_ferry.hooks.evidence_signing.EvidenceSigningHook",
+            "hook-name": "Evidence signing key (kafka-ferry)",
+            "ui-field-behaviour": {
+                "hidden-fields": ["host", "schema", "login", "port"],
+                "relabeling": {"password": "Ed25519 private key"},
+                "placeholders": {"password": "PKCS#8 PEM, or the 32-byte seed in base64"},
             },
         }],
         # No "plugins" key: the plugin is registered by the `airflow.plugins` entry point alone. Airflow loads a

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from kafka_ferry.core.evidence import manifest_of
+
 pytestmark = [pytest.mark.airflow]
 
 PROBE = textwrap.dedent("""
@@ -33,6 +35,12 @@ PROBE = textwrap.dedent("""
                anonymous_detail=client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__1/partitions").status_code,
                odd_detail=client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__1/..%2Fmanual__1",
                                      headers=auth).status_code)
+    # the run's evidence bundle, verified as the page is asked for, under the same check
+    evidence = client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__1/evidence", headers=auth)
+    out.update(evidence=[evidence.status_code, evidence.text],
+               anonymous_evidence=client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__1/evidence").status_code,
+               no_evidence=client.get("/kafka-ferry/runs/kafka_ferry__orders/manual__2/evidence",
+                                      headers=auth).status_code)
     out.update(run=[run.status_code, run.text], missing=[missing.status_code, missing.text],
                overview=[overview.status_code, overview.text], views=views.text)
     # the issue's two run ids: each its own page
@@ -58,6 +66,12 @@ def test_reports_need_a_login_and_are_served_to_a_user_with_dag_access(tmp_path)
     (runs / "manual__1.partitions.html").write_text("<html><body>every partition of orders</body></html>")
     (runs / "manual__2026-11-25T07_00_00_00_00.html").write_text("<html><body>the underscore run</body></html>")
     (runs / "manual__2026-11-25T07~3A00~3A00~2B00~3A00.html").write_text("<html><body>the colon run</body></html>")
+    bundle = work / "orders" / "evidence" / "promote-manual__1"  # an unsigned bundle (promotion.evidence's layout)
+    bundle.mkdir(parents=True)
+    files = {"act.json": b'{"user":"alice"}', "report.json": b'{"status":"promoted"}'}
+    for name, data in files.items():
+        (bundle / name).write_bytes(data)
+    (bundle / "manifest.json").write_bytes(manifest_of("orders", "promote", "manual__1", 1, "0.1.0", files).encode())
     (work / "orders" / "overview.json").write_text(json.dumps(
         {"migration": "orders", "tenant": "acme", "dag_id": "kafka_ferry__orders", "last_run_id": "manual__1",
          "lag": 0, "promoted": False}))
@@ -82,6 +96,10 @@ def test_reports_need_a_login_and_are_served_to_a_user_with_dag_access(tmp_path)
     assert out["colon"] == [200, "<html><body>the colon run</body></html>"]
     assert out["detail"] == [200, "<html><body>every partition of orders</body></html>"]
     assert out["anonymous_detail"] == 401 and out["odd_detail"] == 404
+    assert out["evidence"][0] == 200 and "promote-manual__1" in out["evidence"][1], out["evidence"]
+    assert "signature: unsigned" in out["evidence"][1] and "&quot;act.json&quot;" in out["evidence"][1]
+    assert ">verified<" in out["evidence"][1]
+    assert out["anonymous_evidence"] == 401 and out["no_evidence"] == 404
     for name, headers in out["headers"].items():  # pages, 404s and the 401 alike
         csp = headers.get("content-security-policy", "")
         assert "default-src 'none'" in csp and "frame-ancestors 'self'" in csp and "script-src" not in csp, name

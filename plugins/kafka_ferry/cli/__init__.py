@@ -4,8 +4,8 @@ A convenience beside Airflow, not a second scheduler: `dry-run`, `run`, `promote
 `promote-topics`, `rollback` and `rollback-plan` (every mode of the trigger form) run the spec's DAG once with
 ``dag.test(run_conf=...)`` (the same tasks, retries and fail-fast rules as a scheduled run, on this machine,
 recorded in the metadata DB), with the run conf the trigger form sends. `check`, `status`, `acls` and
-`reset-promotion` read the clusters directly. Connections come from Airflow: environment variables
-(``AIRFLOW_CONN_<ID>``) or the metadata DB (``airflow connections add``).
+`reset-promotion` read the clusters directly; `verify-evidence` checks a cutover's evidence bundle. Connections
+come from Airflow: environment variables (``AIRFLOW_CONN_<ID>``) or the metadata DB (``airflow connections add``).
 
 The spec must sit in ``<dags folder>/migrations/<name>.yaml`` (the layout the DAG processor reads);
 the commands that run the DAG write its missing DAG stub beside it (``migration_<name>.py``; `check`,
@@ -86,6 +86,9 @@ def parser() -> argparse.ArgumentParser:
     from kafka_ferry.cli.checkpoint import add_parser as add_checkpoint_parser
 
     add_checkpoint_parser(commands)
+    from kafka_ferry.cli.evidence import add_parser as add_evidence_parser
+
+    add_evidence_parser(commands)
     return top
 
 
@@ -106,6 +109,12 @@ def run_conf(args: argparse.Namespace, confirmed: str | None) -> dict:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        if args.command == "verify-evidence":  # a bundle, not a spec, is its argument (the spec is optional)
+            from kafka_ferry.cli.evidence import run as verify_evidence
+
+            if args.spec:
+                prepare_environment(Path(args.spec).resolve())
+            return verify_evidence(args)
         spec_path = Path(args.spec).resolve()
         dags_folder = prepare_environment(spec_path)
         from kafka_ferry.cli import commands

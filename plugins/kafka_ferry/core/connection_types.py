@@ -13,6 +13,7 @@ SPARK = "spark"
 SPARK_CONNECT = "spark_connect"
 SCHEMA_REGISTRY = "schemaregistry"
 LEGACY_SCHEMA_REGISTRY = "schema_registry"
+EVIDENCE_SIGNING = "evidencesigning"  # the evidence bundle's Ed25519 private key, in the password (core.evidence)
 
 KAFKA_TYPES = (KAFKA,)
 SPARK_TYPES = (SPARK, SPARK_CONNECT)

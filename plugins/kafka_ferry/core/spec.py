@@ -450,6 +450,23 @@ class CouplingSettings(_Frozen):
         return [u.unit() for u in self.units]
 
 
+class EvidenceSettings(_Frozen):
+    """The evidence bundle written after every promotion, staged step and rollback (``core.evidence``): signed
+    with the Ed25519 key of the Airflow connection ``signing_connection_id`` (type ``evidencesigning``, the key in
+    its password), or written unsigned, with its digests, without one. ``require_signature``: a cutover without a
+    usable key fails before its bundle is written, instead of writing it unsigned."""
+
+    signing_connection_id: ConnectionId | None = None
+    require_signature: bool = False
+
+    @model_validator(mode="after")
+    def _signing_needs_a_key(self) -> EvidenceSettings:
+        if self.require_signature and not self.signing_connection_id:
+            raise ValueError("evidence.require_signature is true but evidence.signing_connection_id is not set: "
+                             "name the connection holding the Ed25519 key")
+        return self
+
+
 class MigrationSpec(_Frozen):
     name: str
     tenant: str = Field(min_length=1, max_length=100)
@@ -472,6 +489,7 @@ class MigrationSpec(_Frozen):
     # from their topics' names are units too, without being listed here.
     applications: tuple[StreamsApplicationSpec, ...] = Field(default=(), max_length=1000)
     coupling: CouplingSettings = Field(default_factory=CouplingSettings)
+    evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 

@@ -202,9 +202,13 @@ ACT_KIND = StateKind(
     "every promotion, staged step, rollback and reset (promote, promote-groups, promote-topics, rollback, "
     "reset-promotion): who triggered it, the typed confirmation, the run and when (core.authority.act_record); "
     "written as the act's first task starts, again when it is done")
+EVIDENCE_KEY_KIND = StateKind(
+    "evidence-key", "signing", ("public_key", "fingerprint", "recorded_at_ms", "run_id"),
+    "the first signed evidence bundle (promotion.evidence): the Ed25519 public key every later bundle of the "
+    "migration must be signed with (core.evidence.signer_problem)")
 
 KINDS: dict[str, StateKind] = {k.name: k for k in (
-    OWNER_KIND, ACT_KIND,
+    OWNER_KIND, ACT_KIND, EVIDENCE_KEY_KIND,
     PROGRESS_KIND, GAP_KIND, BATCH_KIND, TOPIC_KIND, OWNED_TOPIC_KIND, GROUP_KIND, TIMESTAMPS_KIND, PROMOTION_KIND,
     GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, FENCE_KIND, DECODE_CHECK_KIND,
     LEASE_KIND, SERIALIZED_FIELDS_KIND, BACKLOG_KIND, ROLLBACK_KIND)}

@@ -19,7 +19,9 @@ from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.trigger_form import PROMOTE
 from kafka_ferry.operators.base import ActStart, MigrationOperator
 from kafka_ferry.operators.copy import SPARK_CONNECT_CONN_TYPE
+from kafka_ferry.operators.evidence import write_evidence
 from kafka_ferry.operators.failures import fail_fast
+from kafka_ferry.promotion.evidence import promotion_files
 from kafka_ferry.promotion.steps import PROMOTION_TABLE, STEPS, FinalCopy, PromotionRunner, spark_connect_final_copy
 from kafka_ferry.reports.publish import publish_promotion_run
 from kafka_ferry.state.batches import batch_history
@@ -72,8 +74,13 @@ class PromoteMigrationOperator(TopicLineage, MigrationOperator):
         for uri in events:
             self.log.info("asset event %s: promoted", uri)
         act = self.record_act(context, PROMOTE, DONE) if mark else start.record
+        evidence = None
+        if mark:
+            # the evidence of the cutover, once it is done: a retry of this task writes it again, whole
+            evidence = write_evidence(self, context, PROMOTE, report, act, promotion_files, runner.work_dir)
         page = publish_promotion_run(self.spec, runner.work_dir, context.get("run_id") or "promotion",
-                                     {**report, "act": act}, batch_history(self.state_store))
+                                     {**report, "act": act, **({"evidence": evidence} if evidence else {})},
+                                     batch_history(self.state_store))
         self.log.info("run report: %s", page)
         return {k: v for k, v in report.items() if k not in ("groups", "reconciliation")}
 

@@ -17,8 +17,10 @@ from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.authority import DONE, act_line
 from kafka_ferry.core.trigger_form import GROUPS_FIELD, ROLLBACK, TOPICS_FIELD, names
 from kafka_ferry.operators.base import ActStart, DryRunOperator
+from kafka_ferry.operators.evidence import write_evidence
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.operators.schemas import registry
+from kafka_ferry.promotion.evidence import rollback_files
 from kafka_ferry.promotion.group_rollback import check_groups, group_rollback_plan, rollback_group
 from kafka_ferry.promotion.rollback import ROLLBACK_TABLE, RollbackRunner
 from kafka_ferry.promotion.topic_rollback import TOPIC_ROLLBACK_TABLE, rollback_topics, topic_rollback_plan
@@ -180,8 +182,11 @@ class RollbackMigrationOperator(DryRunOperator):
         state = self.state_store.read_all()  # promoted / rolled back per group and topic, as it stands now
         start = getattr(self, "_start", None)  # who did it (a rollback that changed something), shown on its page
         act = None
+        evidence = None
         if start is not None and start.record is not None and not self.is_dry_run:  # its last step: the act is done
             act = start.record = self.record_act(context, ROLLBACK, DONE)
+            evidence = write_evidence(self, context, ROLLBACK, report, act, rollback_files)
         page = publish_rollback_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id,
-                                    {**report, "act": act} if act else report, state)
+                                    {**report, "act": act, **({"evidence": evidence} if evidence else {})}
+                                    if act else report, state)
         self.log.info("run report: %s", page)

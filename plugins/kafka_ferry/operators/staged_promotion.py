@@ -26,7 +26,9 @@ from kafka_ferry.core.trigger_form import (
     names,
 )
 from kafka_ferry.operators.base import ActStart, MigrationOperator
+from kafka_ferry.operators.evidence import write_evidence
 from kafka_ferry.operators.failures import fail_fast
+from kafka_ferry.promotion.evidence import staged_files
 from kafka_ferry.promotion.group import GROUP_TABLE, promote_group
 from kafka_ferry.promotion.group_readiness import ready_groups
 from kafka_ferry.promotion.topic import TOPIC_TABLE, promote_topics
@@ -60,10 +62,15 @@ class StagedPromotionOperator(MigrationOperator):
         check_staged_units(self.spec, units, step, topics, groups, done_topics, done_groups)
 
     def publish(self, context: Any, this_run: list[str], act: dict | None = None) -> str:
+        evidence = None
+        if act is not None and act.get("status") == DONE and this_run:  # the step's evidence, once it is done
+            evidence = write_evidence(self, context, str(act["action"]), {"action": act["action"],
+                                                                         "this_run": this_run}, act, staged_files)
         state = self.state_store.read_all()
         page = publish_staged_run(self.spec, work_dir(self.spec.name), context.get("run_id") or self.task_id, state,
                                   sorted(migrated_groups(self.state_store, state)),
-                                  sorted(mirrored_topics(self.state_store, state)), this_run, act=act)
+                                  sorted(mirrored_topics(self.state_store, state)), this_run, act=act,
+                                  evidence=evidence)
         self.log.info("run report: %s", page)
         return str(page)
 

@@ -175,3 +175,15 @@ def reconcile(spec: MigrationSpec, source: Cluster, destination: Cluster,
     if copies is None:
         copies = load_partition_copies(spec, source, destination, read_progress(store))
     return reconcile_copies(source, destination, copies.values(), record_rewriter(spec, store))
+
+
+def range_digests(cluster: Cluster, ranges: Mapping[tuple[str, int], tuple[int, int]],
+                  schema_ids: RecordRewriter | None = None) -> dict[tuple[str, int], tuple[int, str]]:
+    """(count, digest) of each ``(topic, partition) -> [start, end)`` read again, as the reconciliation computed
+    them (``verify-evidence`` compares a bundle's reconciliation with the clusters as they are now)."""
+    if schema_ids is not None:
+        schema_ids = schema_ids.passing_through()
+    sides: dict[tuple[str, int], _Side] = {tp: _Side() for tp in ranges}
+    for msg in read_ranges(cluster, ranges):
+        sides[(str(msg.topic()), int(msg.partition() or 0))].add(msg, schema_ids)
+    return {tp: (side.digest.count, side.digest.hexdigest) for tp, side in sides.items()}

@@ -37,6 +37,7 @@ from kafka_ferry.reports.render import (
     Details,
     act_section,
     batch_page,
+    evidence_section,
     overview_backlog_chart,
     promotion_page,
     rollback_page,
@@ -173,14 +174,17 @@ def _units(state: Mapping[Any, Mapping]) -> dict[str, Any]:
 
 def publish_staged_run(spec: MigrationSpec, migration_dir: StoragePath, run_id: str, state: StateSnapshot,
                        wanted_groups: Sequence[str], wanted_topics: Sequence[str], this_run: Sequence[str],
-                       act: Mapping[str, Any] | None = None) -> StoragePath:
+                       act: Mapping[str, Any] | None = None, evidence: Mapping[str, Any] | None = None
+                       ) -> StoragePath:
     """A promote-groups or promote-topics run's page, from the state topic's promotion records; ``act``: who did it
-    (state kind ``act``), shown on the page and the overview."""
+    (state kind ``act``), shown on the page and the overview; ``evidence``: the run's bundle
+    (``promotion.evidence``)."""
     groups, topics = GROUP_PROMOTION_KIND.records(state), TOPIC_PROMOTION_KIND.records(state)
     units = unit_statuses(state, wanted_groups, wanted_topics)
     details = Details(run_id)
     html = staged_page(spec.name, groups, topics, wanted_groups, wanted_topics, GROUP_STEPS, TOPIC_STEPS, this_run,
-                       run_id, [units_section(units, details), *([act_section(act)] if act else [])], details)
+                       run_id, [units_section(units, details), *([act_section(act)] if act else []),
+                                *([evidence_section(evidence, run_id)] if evidence else [])], details)
     path = _write_run_page(migration_dir, run_id, html, details)
     _update_overview(spec, migration_dir, run_id, staged=counts(units), **_last_act(act))
     return path

@@ -12,6 +12,7 @@ whatever the tenant's size, and the detail is never lost.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
@@ -269,6 +270,8 @@ def promotion_page(report: Mapping[str, Any], history: Sequence[Mapping[str, Any
         body.append(rollback_plan_section(report["rollback_plan"], details))
     if report.get("act"):
         body.append(act_section(report["act"]))
+    if report.get("evidence"):
+        body.append(evidence_section(report["evidence"], run_id))
     body += ["<h2>Lag over the migration's batches</h2>", lag_chart_svg(history)]
     return page(title, "".join(body))
 
@@ -349,6 +352,33 @@ def act_section(act: Mapping[str, Any]) -> str:
     what they typed, the run and when."""
     row = {**act, "started": _time(act.get("started_at_ms")), "finished": _time(act.get("finished_at_ms"))}
     return "<h2>Who did it</h2>" + table(ACT_COLUMNS, [row], left=[c for c, _ in ACT_COLUMNS])
+
+
+def evidence_section(evidence: Mapping[str, Any], run_id: str) -> str:
+    """The run's evidence bundle (``promotion.evidence``): where it is, whether it is signed and by which key, its
+    status when written, and a link to the page that verifies it again now."""
+    row = {"path": evidence.get("path"), "signed": f"yes, key {evidence.get('fingerprint')}" if evidence.get("signed")
+           else "no (unsigned: the spec names no evidence.signing_connection_id)",
+           "status": evidence.get("status"), "checked": _time(evidence.get("checked_at_ms"))}
+    link = f'<p><a href="{quote(run_id, safe="")}/evidence">verify the bundle now</a></p>'
+    return ("<h2>Evidence bundle</h2>" + table((("path", "bundle"), ("signed", "signed"), ("status", "status"),
+                                                 ("checked", "checked at")), [row],
+                                                left=("path", "signed", "status", "checked")) + link)
+
+
+def evidence_page(run_id: str, bundles: Sequence[tuple[str, Sequence[str], Mapping[str, Any] | None]]) -> str:
+    """Each bundle of a run, verified as the page is asked for: its verdict lines and its manifest."""
+    body = [f"<h1>Evidence of run {escape(run_id)}</h1>"]
+    if not bundles:
+        body.append("<p>No evidence bundle for this run: bundles are written after a promotion and a rollback.</p>")
+    for path, lines, manifest in bundles:
+        ok = lines and lines[-1] == "verified"
+        body.append(f"<h2>{escape(path)}</h2>"
+                    + f'<p class="{"ok" if ok else "bad"}">{escape(lines[-1] if lines else "")}</p>'
+                    + "<pre>" + escape("\n".join(lines)) + "</pre>"
+                    + ("<h3>manifest.json</h3><pre>" + escape(json.dumps(manifest, indent=1)) + "</pre>"
+                       if manifest else ""))
+    return page(f"evidence {run_id}", "".join(body))
 
 
 def overview_page(rows: Sequence[Mapping[str, Any]], report_href: str = "") -> str:
@@ -566,6 +596,8 @@ def rollback_page(report: Mapping[str, Any], run_id: str = "", sections: Sequenc
                           left=("step", "status")))
     if report.get("act"):
         body.append(act_section(report["act"]))
+    if report.get("evidence"):
+        body.append(evidence_section(report["evidence"], run_id))
     if "copy_back" in report:
         body.append(rollback_plan_section(report, details))
     else:

@@ -211,6 +211,18 @@ def write_text(path: StoragePath, text: str) -> StoragePath:
     return path
 
 
+def write_bytes(path: StoragePath, data: bytes) -> StoragePath:
+    """``write_text`` for bytes (an evidence bundle's files, whose digests are of their exact bytes)."""
+    if is_local(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    else:
+        path.write_bytes(data)
+    return path
+
+
 def read_text(path: StoragePath) -> str:
     return path.read_text()
 

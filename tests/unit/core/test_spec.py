@@ -83,8 +83,8 @@ BAD_INPUTS = [
      "field 'copy.max_bytes_per_second' = 0: Input should be greater than 0"),
     ("unknown top-level field", with_change("shedule", "@daily"),
      "field 'shedule' = '@daily': unknown key (did you mean 'schedule'?); known here: acls, applications, "
-     "consumers, copy, coupling, description, destination, groups, name, promotion, schedule, schema_registry, source, "
-     "state_topic, tenant, timeouts, topics"),
+     "consumers, copy, coupling, description, destination, evidence, groups, name, promotion, schedule, "
+     "schema_registry, source, state_topic, tenant, timeouts, topics"),
     ("same alias", with_change("destination.alias", "src"), "field 'destination.alias' = 'src': must differ from "
      "source.alias"),
     ("same connection", with_change("destination.connection_id", "kafka_src"),

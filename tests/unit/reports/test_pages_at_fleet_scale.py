@@ -138,8 +138,11 @@ def test_the_plugin_serves_detail_pages_under_the_run_pages_own_access_check():
 
     routes = {r.path: r for r in plugin.app.routes if isinstance(r, APIRoute)}
     page, detail = routes["/runs/{dag_id}/{run_id}"], routes["/runs/{dag_id}/{run_id}/{section}"]
+    evidence = routes["/runs/{dag_id}/{run_id}/evidence"]  # the run's evidence bundle, verified when asked for
     checks = lambda route: [d.call.__qualname__ for d in route.dependant.dependencies]  # noqa: E731
-    assert checks(detail) == checks(page) and checks(page), checks(page)
+    assert checks(detail) == checks(page) == checks(evidence) and checks(page), checks(page)
+    paths = [r.path for r in plugin.app.routes if isinstance(r, APIRoute)]
+    assert paths.index(evidence.path) < paths.index(detail.path)  # matched first: "evidence" is not a section
 
 
 def test_the_overview_of_200_migrations_charts_the_20_with_the_largest_lag_and_links_the_rest():
