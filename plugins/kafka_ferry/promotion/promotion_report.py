@@ -76,9 +76,12 @@ def decode_totals(marks: dict[str, dict]) -> dict[str, dict[str, int]]:
     return dict(sorted(totals.items()))
 
 
-def write_report(report: dict, work_dir: str | Path | StoragePath) -> StoragePath:
+def write_report(report: dict, work_dir: str | Path | StoragePath, logged: bool = True) -> StoragePath:
+    """``promotion-report.json`` in ``work_dir``; ``logged``: also its summary in the task log (False when the
+    same report is written again with one more section: the log has it already)."""
     path = write_text(as_path(work_dir) / "promotion-report.json", json.dumps(report, indent=1, default=str))
-    log_report(report)
+    if logged:
+        log_report(report)
     return path
 
 
