@@ -107,6 +107,7 @@ class PromotionRunner:
         self.after_step = after_step
         self._reconciliation: dict | None = None
         self._copies: dict | None = None  # the final translation's partition copies, for this run's reconcile
+        self._topics: list[str] | None = None
 
     # --- state ------------------------------------------------------------------------------
     def _state(self) -> dict[str, dict]:
@@ -255,9 +256,13 @@ class PromotionRunner:
             return {"error": f"rollback plan not available: {exc}"}
 
     def _source_topics(self) -> list[str]:
+        """The migration's topics on the source, listed once per runner: every step of one promotion run works on
+        the same topics (and the source's metadata is the whole cluster's: a round trip to list it, each time)."""
         from kafka_ferry.core.provisioning_plan import select_topics
 
-        return select_topics(self.spec, self.source.list_topic_names())
+        if self._topics is None:
+            self._topics = select_topics(self.spec, self.source.list_topic_names())
+        return list(self._topics)
 
 
 # The promotion, in order. Each step is idempotent and marked done (kind "promotion", key ``step/<name>``: finished
