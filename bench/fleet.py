@@ -237,7 +237,15 @@ def measure(tenant: Tenant, destination: str, args) -> dict:
                lambda: ProvisionMirrorGroupsOperator(task_id="provision_groups", spec_path=path).execute({}))
     phases.run("plan", lambda: PlanCopyBatchOperator(task_id="plan_copy", spec_path=path, dry_run=True).execute({}))
     mirrors_led(destination, [spec_rename(tenant, t) for t in tenant.topics], tenant.partitions)
-    catch_up(CONNECT_CONN if args.connect else SPARK_CONN)  # the seeded data: not timed
+    for attempt in range(3):  # the seeded data: not timed
+        try:
+            catch_up(CONNECT_CONN if args.connect else SPARK_CONN)
+            break
+        except Exception as exc:  # noqa: BLE001 - a busy broker's "Not leader for partition" on fresh mirrors
+            if attempt == 2:
+                raise
+            print(f"  the initial copy failed ({str(exc)[:200]}): again in 10 s", file=sys.stderr, flush=True)
+            time.sleep(10)
     if args.connect:
         tenant.produce(1, only_partition_0=True)
         phases.run("catch_up_connect", lambda: catch_up(CONNECT_CONN))
