@@ -1,6 +1,6 @@
 """A tenant the size of a real one: many topics, partitions and groups, every phase timed at two sizes side by side.
 
-    .venv/bin/python bench/fleet.py [--scale full|small] [--no-spark-submit] [--no-connect] [--shared]
+    .venv/bin/python bench/fleet.py [--scale full|small] [--no-spark-submit] [--no-connect] [--shared] [--profile DIR]
 
 ``full``: 20 topics x 10 partitions with 20 groups, then 200 x 10 with 200 groups (2,000 partitions); ``small``
 (a smoke run): 5 x 4 with 5 groups, then 20 x 4 with 20 groups. Each size is one migration spec selecting all of
@@ -8,8 +8,10 @@ its topics and groups: a few records per partition (3), a few hot partitions wit
 committed somewhere in the data of two topics. Then, timed one after another: pre-flight, provisioning (topics,
 groups), the plan of a batch, one catch-up batch of a few new records (one per topic) on Spark Connect and on
 spark-submit (plus the same catch-up with nothing new on Connect), translation (with its commit), one poke of
-each promotion sensor, and a full promotion (final copy on Connect, translation, commit, reconcile, mark). The
-initial copy of the seeded data is not timed.
+each promotion sensor, and a full promotion (final copy on Connect, translation, commit, reconcile, mark, its
+report), then the rollback plan the DAG's task adds to the report after the mark (``rollback_plan_after_mark``: the
+consumers need not wait for it). The initial copy of the seeded data is not timed. ``--profile DIR`` also writes a
+cProfile of each promotion.
 
 For each phase: seconds, cost per partition and per group, the ratio of the per-partition cost at the large size
 to the small one (~1 = linear; > 1.5 grows faster than linearly), and the cluster calls the phase made in this
@@ -147,6 +149,26 @@ class Tenant:
             consumer.close()
 
 
+def spec_rename(tenant: Tenant, topic: str) -> str:
+    from kafka_ferry.core.spec import load_spec
+
+    return load_spec(tenant.spec_path).topics.rename.destination_topic(topic)
+
+
+def mirrors_led(bootstrap: str, topics: list[str], partitions: int, timeout_s: float = 120) -> None:
+    """Waits (not timed) until every mirror partition has a leader: on a busy machine 2,000 fresh partitions took
+    longer than the first copy's retries ("Not leader for partition")."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        listed = admin.list_topics(timeout=30).topics
+        if all(t in listed and len(listed[t].partitions) == partitions
+               and all(p.leader >= 0 and not p.error for p in listed[t].partitions.values()) for t in topics):
+            return
+        time.sleep(0.5)
+    raise TimeoutError("mirror topics without leaders")
+
+
 def committed(bootstrap: str, groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
     """Every group's committed offsets, read with a plain AdminClient (not counted, not kafka-ferry's code)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -214,7 +236,16 @@ def measure(tenant: Tenant, destination: str, args) -> dict:
     phases.run("provision_groups",
                lambda: ProvisionMirrorGroupsOperator(task_id="provision_groups", spec_path=path).execute({}))
     phases.run("plan", lambda: PlanCopyBatchOperator(task_id="plan_copy", spec_path=path, dry_run=True).execute({}))
-    catch_up(CONNECT_CONN if args.connect else SPARK_CONN)  # the seeded data: not timed
+    mirrors_led(destination, [spec_rename(tenant, t) for t in tenant.topics], tenant.partitions)
+    for attempt in range(3):  # the seeded data: not timed
+        try:
+            catch_up(CONNECT_CONN if args.connect else SPARK_CONN)
+            break
+        except Exception as exc:  # noqa: BLE001 - a busy broker's "Not leader for partition" on fresh mirrors
+            if attempt == 2:
+                raise
+            print(f"  the initial copy failed ({str(exc)[:200]}): again in 10 s", file=sys.stderr, flush=True)
+            time.sleep(10)
     if args.connect:
         tenant.produce(1, only_partition_0=True)
         phases.run("catch_up_connect", lambda: catch_up(CONNECT_CONN))
@@ -253,8 +284,22 @@ def measure(tenant: Tenant, destination: str, args) -> dict:
     def after_step(step: str) -> None:  # each step's own calls (the first one's include the runner's start)
         step_calls[step], mark[0] = call_count.since(mark[0]), call_count.snapshot()
 
-    report = phases.run("promotion", lambda: PromotionRunner(spec, source, dest, store, final_copy=final_copy,
-                                                             after_step=after_step).run())
+    runner = PromotionRunner(spec, source, dest, store, final_copy=final_copy, after_step=after_step)
+
+    def promote() -> dict:
+        if not args.profile:
+            return runner.run(rollback_plan=False)
+        import cProfile
+
+        profile = cProfile.Profile()
+        try:
+            return profile.runcall(runner.run, rollback_plan=False)
+        finally:
+            out = Path(args.profile) / f"promotion-{tenant.size}.pstats"
+            profile.dump_stats(out)
+            print(f"  profile of the promotion: {out}", file=sys.stderr, flush=True)
+
+    report = phases.run("promotion", promote)
     if report["status"] != "promoted":
         raise RuntimeError(f"promotion status {report['status']}")
     for step, timing in report["this_run"].items():
@@ -265,8 +310,12 @@ def measure(tenant: Tenant, destination: str, args) -> dict:
     steps_s = sum(r["seconds"] for k, r in phases.rows.items() if k.startswith("  promotion."))
     rest = {k: v - sum(c.get(k, 0) for c in step_calls.values()) for k, v in total["by_call"].items()}
     rest = {k: v for k, v in rest.items() if v}
-    phases.rows["  promotion.report_rollback_plan"] = {"seconds": round(max(0.0, total["seconds"] - steps_s), 3),
-                                                       "calls": sum(rest.values()), "by_call": rest}
+    phases.rows["  promotion.report"] = {"seconds": round(max(0.0, total["seconds"] - steps_s), 3),
+                                         "calls": sum(rest.values()), "by_call": rest}
+    # as the DAG's task does it: after the mark (the consumers need not wait for it), before the run's page
+    report = phases.run("rollback_plan_after_mark", lambda: runner.add_rollback_plan(report))
+    if "error" in report["rollback_plan"]:
+        raise RuntimeError(report["rollback_plan"]["error"])
     phases.run("sensor_offsets_synced", lambda: readiness.check_group_offsets_synced(dest, store))
 
     after = committed(destination, tenant.groups)
@@ -303,6 +352,8 @@ def main() -> int:
     parser.add_argument("--scale", choices=sorted(SIZES), default="full")
     parser.add_argument("--no-connect", dest="connect", action="store_false", help="skip the Spark Connect engine")
     parser.add_argument("--no-spark-submit", dest="spark_submit", action="store_false")
+    parser.add_argument("--profile", metavar="DIR", help="also write a cProfile of each size's promotion "
+                        "(promotion-<partitions>.pstats) to DIR")
     parser.add_argument("--shared", action="store_true", help="the shared test bed instead of a private pair "
                         "(small runs only)")
     args = parser.parse_args()

@@ -63,7 +63,9 @@ class PromoteMigrationOperator(TopicLineage, MigrationOperator):
         runner = PromotionRunner(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
                                  work_dir=self.work_dir, allow_rewind=parse_bool(self.allow_rewind),
                                  final_copy=self._final_copy_engine())
-        report = runner.run(self.steps, before_change=start)
+        # the cutover first (to the mark, fences lifted), then the way back for the report: the plan is for
+        # people signing the cutover off; the consumers need not wait for it
+        report = runner.add_rollback_plan(runner.run(self.steps, before_change=start, rollback_plan=False))
         self.log.info("promotion report: %s", report["report_path"])
         promotion_measured(self.spec.name, report)
         mark = "mark_promoted" in self.steps and report.get("status") == "promoted"

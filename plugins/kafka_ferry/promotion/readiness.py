@@ -35,6 +35,19 @@ def replication_lag(source: KafkaCluster, store: MigrationStateStore, topics: It
             "partitions": len(lags)}
 
 
+def nothing_to_copy(source: KafkaCluster, store: MigrationStateStore, topics: Iterable[str]) -> bool:
+    """True when a copy plan of ``topics`` now would be empty and record no gap: every partition's stored next
+    offset is its last stable offset, at or past its log start (none stored: the partition is empty). One batched
+    read of each bound and the stored progress; the promotion's final copy asks it first, so a quiesced source the
+    last catch-up copied to its end costs no lease, no plan and no Spark job inside the cutover."""
+    parts = source.partitions_of(topics)
+    ends = source.list_offsets(parts, "latest", read_committed=True)
+    starts = source.list_offsets(parts, "earliest")
+    progress = read_progress(store)
+    return all(progress[tp].next_upstream_offset == ends[tp] >= starts[tp] if tp in progress
+               else starts[tp] == ends[tp] for tp in parts)
+
+
 def check_replication_lag(source, store, topics, max_lag: int) -> tuple[bool, dict]:
     lag = replication_lag(source, store, topics)
     return lag["max_lag"] <= max_lag, lag

@@ -13,7 +13,7 @@ import hashlib
 import logging
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
@@ -66,7 +66,9 @@ class PartitionReconciliation:
                 f"{self.destination_count} records, digests {'equal' if self.matches else 'differ'}{where}")
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "matches": self.matches}
+        # shallow (its ranges are tuples, its first difference a dict nobody changes): ``asdict`` deep-copies every
+        # value, and the report's 2,000 rows were a second of the cutover
+        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "matches": self.matches}
 
 
 @dataclass(frozen=True)

@@ -34,14 +34,14 @@ from kafka_ferry.core.time_fidelity import LOG_APPEND_TIME, TIMESTAMP_TYPE, Topi
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.promotion_report import build_report, write_report
-from kafka_ferry.promotion.readiness import replication_lag
+from kafka_ferry.promotion.readiness import nothing_to_copy, replication_lag
 from kafka_ferry.promotion.reconcile import reconcile
 from kafka_ferry.promotion.rollback import RollbackRunner
 from kafka_ferry.promotion.step_runner import run_table
 from kafka_ferry.provision.fences import lift_all_fences
 from kafka_ferry.state.decode_marks import decode_marks
 from kafka_ferry.state.offset_decisions import expected_group_offsets, stored_decisions  # noqa: F401 (public here too)
-from kafka_ferry.state.progress import migrated_groups
+from kafka_ferry.state.progress import migrated_groups, read_progress
 from kafka_ferry.state.promotion import (
     PROMOTED,
     completed_steps,
@@ -106,6 +106,8 @@ class PromotionRunner:
         self.final_copy = final_copy or in_process_final_copy
         self.after_step = after_step
         self._reconciliation: dict | None = None
+        self._copies: dict | None = None  # the final translation's partition copies, for this run's reconcile
+        self._topics: list[str] | None = None
 
     # --- state ------------------------------------------------------------------------------
     def _state(self) -> dict[str, dict]:
@@ -120,10 +122,15 @@ class PromotionRunner:
         save_step_done(self.store, outcome.step, dict(outcome.summary or {}), outcome.duration_s)
 
     # --- run --------------------------------------------------------------------------------
-    def run(self, steps: Sequence[str] | None = None, before_change: Callable[[], object] | None = None) -> dict:
+    def run(self, steps: Sequence[str] | None = None, before_change: Callable[[], object] | None = None,
+            rollback_plan: bool = True) -> dict:
         """Run the given steps (all by default; in table order), skipping those already done; returns the report.
         A step whose earlier steps are not done is refused before anything runs (``core.step_table``).
-        ``before_change``: called after the last refusal, before the first change (``run_table``)."""
+        ``before_change``: called after the last refusal, before the first change (``run_table``).
+
+        ``rollback_plan``: a promoted report carries the way back (``add_rollback_plan``). False leaves it to the
+        caller, to decide after the run: the plan is for the people who sign the cutover off, not part of it, and
+        at 2,000 partitions it took a third of the promotion's time (the DAG's task adds it after the mark)."""
         started = time.monotonic()
         done = self.completed_steps()
         plan = PROMOTION_TABLE.plan(done, steps)
@@ -138,14 +145,26 @@ class PromotionRunner:
         report = build_report(self.spec, self._state(), timings, self._reconciliation,
                               time.monotonic() - started, time_plan_records(self.store),
                               decode_marks(self.store))
-        if report["status"] == PROMOTED:
-            report["rollback_plan"] = self._rollback_plan()
-        path = write_report(report, self.work_dir)
-        report["report_path"] = str(path)
+        report["report_path"] = str(write_report(report, self.work_dir))
+        return self.add_rollback_plan(report) if rollback_plan else report
+
+    def add_rollback_plan(self, report: dict) -> dict:
+        """``report`` with the rollback plan of a promoted migration, written again to its file; called after the
+        mark (consumers may start on the destination meanwhile: the plan changes nothing and the rollback decides
+        again from the clusters, so it is exact whenever it runs). Any other status: unchanged."""
+        if report.get("status") != PROMOTED:
+            return report
+        report["rollback_plan"] = self._rollback_plan()
+        report["report_path"] = str(write_report({k: v for k, v in report.items() if k != "report_path"},
+                                                 self.work_dir, logged=False))
         return report
 
     # --- steps ------------------------------------------------------------------------------
     def _step_final_copy(self) -> dict:
+        if nothing_to_copy(self.source, self.store, self._source_topics()):  # the last catch-up copied it all
+            log.info("promotion %s: final copy: the copy is at the source's end on every partition, no batch run",
+                     self.spec.name)
+            return {"batches": 0, "records_copied": 0, "max_lag": 0, "nothing_new": True}
         summary = self.final_copy(self.spec, self.source, self.destination, self.store)
         lag = replication_lag(self.source, self.store, self._source_topics())
         if lag["max_lag"] > 0:
@@ -154,6 +173,7 @@ class PromotionRunner:
 
     def _step_final_translation(self) -> dict:
         result = translate_migration(self.spec, self.source, self.destination, self.store)
+        self._copies = dict(result.copies)
         checkpoints = checkpoint_translations(self.spec, self.destination, result.decisions)
         json_path, _ = export_offset_map(self.spec, result.copies.values(), self.work_dir / "offset-map")
         by_group: dict[str, list[dict]] = {}
@@ -175,12 +195,30 @@ class PromotionRunner:
                 "skipped_groups": sum(1 for o in outcomes if o.skipped)}
 
     def _step_reconcile(self) -> dict:
-        report = reconcile(self.spec, self.source, self.destination, self.store)
+        report = reconcile(self.spec, self.source, self.destination, self.store, self._copies_since_translation())
         self._reconciliation = report.as_dict()
         if not report.ok:
             write_report(build_report(self.spec, self._state(), {}, self._reconciliation, 0.0), self.work_dir)
         report.raise_if_mismatched()
         return {k: v for k, v in self._reconciliation.items() if k != "partitions"}
+
+    def _copies_since_translation(self) -> dict | None:
+        """The partition copies the final translation loaded in this run (after the final copy: the copy is at
+        the source's end and nothing copies until the mark), one for each partition with progress; None when this
+        run did not translate (a resumed run, the DAG's next task), the progress moved since, or a mirror's end
+        did (a record written on the destination since: one batched read): then the reconciliation loads them
+        itself, so it still sees every record the destination holds. Saves the cutover a second round of reads."""
+        if self._copies is None:
+            return None
+        progress = read_progress(self.store)
+        if any(key not in self._copies or self._copies[key].copied_upstream_end != p.next_upstream_offset
+               for key, p in progress.items()):  # something copied since: read again
+            return None
+        copies = {key: self._copies[key] for key in progress}
+        ends = self.destination.list_offsets([(c.destination_topic, c.partition) for c in copies.values()], "latest")
+        if any(ends[(c.destination_topic, c.partition)] != c.downstream_end for c in copies.values()):
+            return None
+        return copies
 
     def _step_switch_timestamps(self) -> dict:
         """Set each mirror's timestamp configs for after promotion; setting them again is harmless (resume)."""
@@ -220,9 +258,13 @@ class PromotionRunner:
             return {"error": f"rollback plan not available: {exc}"}
 
     def _source_topics(self) -> list[str]:
+        """The migration's topics on the source, listed once per runner: every step of one promotion run works on
+        the same topics (and the source's metadata is the whole cluster's: a round trip to list it, each time)."""
         from kafka_ferry.core.provisioning_plan import select_topics
 
-        return select_topics(self.spec, self.source.list_topic_names())
+        if self._topics is None:
+            self._topics = select_topics(self.spec, self.source.list_topic_names())
+        return list(self._topics)
 
 
 # The promotion, in order. Each step is idempotent and marked done (kind "promotion", key ``step/<name>``: finished

@@ -8,7 +8,7 @@ value per key, a tombstone deletes it.
 
 from __future__ import annotations
 
-import copy
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -38,7 +38,7 @@ class MigrationStateStore:
         # The last read, by the end offset it was read to: the topic has one partition and only grows, so the
         # same end offset is the same records (a promotion's plan reads the state a dozen times between writes;
         # at 2,000 partitions each read was a consumer and a tenth of a second). Any write moves the end.
-        self._last_read: tuple[int, dict[StateKind, dict[str, dict[str, Any]]]] | None = None
+        self._last_read: tuple[int, dict[StateKind, str]] | None = None  # (end offset, each kind's records as JSON)
 
     def ensure_topic(self) -> bool:
         """Create the state topic if missing (idempotent); returns True when it was created.
@@ -81,10 +81,18 @@ class MigrationStateStore:
         """Every live record, as {kind: {key: value}}; reads the topic from the start to its end.
 
         A kind no declaration knows (written by a newer kafka-ferry) is left out, with a warning. Read again
-        only when the topic's end moved since the last read (a copy is returned: callers may change theirs)."""
+        only when the topic's end moved since the last read (a copy is returned: callers may change theirs).
+
+        The last read is kept as each kind's JSON text, and a copy is parsed from it: every value came from JSON,
+        so the copy is exact, and parsing is several times faster than ``copy.deepcopy`` (at 2,000 partitions a
+        promotion reads the state a dozen times, and the deep copies were over a second of it)."""
+        return self._read()
+
+    def _read(self, only: StateKind | None = None) -> dict[StateKind, dict[str, dict[str, Any]]]:
+        """``read_all``; ``only``: a kind that is all the caller needs (from the last read, only it is parsed)."""
         end = self._end_offset()
         if self._last_read is not None and end is not None and self._last_read[0] == end:
-            return copy.deepcopy(self._last_read[1])
+            return {kind: json.loads(text) for kind, text in self._last_read[1].items() if only in (None, kind)}
         state: dict[StateKind, dict[str, dict[str, Any]]] = {}
         unknown: set[str] = set()
         for raw_key, raw_value in self._records(end):
@@ -99,11 +107,11 @@ class MigrationStateStore:
         if unknown:
             log.warning("state topic %s holds records of undeclared kinds %s: left out", self.topic, sorted(unknown))
         if end is not None:
-            self._last_read = (end, copy.deepcopy(state))
+            self._last_read = (end, {kind: json.dumps(records) for kind, records in state.items()})
         return state
 
     def read_kind(self, kind: StateKind) -> dict[str, dict[str, Any]]:
-        return _declared(kind).records(self.read_all())
+        return _declared(kind).records(self._read(kind))
 
     def _end_offset(self) -> int | None:
         """The state topic's end offset; None when the topic does not exist (a migration that never ran, or a dry

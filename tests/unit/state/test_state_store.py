@@ -10,7 +10,7 @@ from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 
 from kafka_ferry.core.provisioning_plan import ProvisioningRefused
-from kafka_ferry.core.state_records import FENCE_KIND, WRITTEN_AT, StateRecordError
+from kafka_ferry.core.state_records import FENCE_KIND, GROUP_KIND, PROGRESS_KIND, WRITTEN_AT, StateRecordError
 from kafka_ferry.state.store import MigrationStateStore
 
 
@@ -46,3 +46,19 @@ def test_the_newest_value_wins_a_tombstone_deletes_and_an_undeclared_kind_is_lef
     assert "undeclared kinds ['from-a-newer-version']: left out" in caplog.text
     with pytest.raises(StateRecordError, match="key '' is not a non-empty string"):
         store.put(FENCE_KIND, "", {"entries": []})
+
+
+def test_a_read_again_without_a_write_is_the_same_state_and_a_copy_each_caller_may_change():
+    store = FakeStateStore().created()
+    store.put_many(FENCE_KIND, {"a": {"entries": [1, {"deep": [2]}]}})
+    store.put(GROUP_KIND, "g", {"source_topics": ["t"]})
+    first = store.read_all()
+    first[FENCE_KIND]["a"]["entries"][1]["deep"].append(3)  # a caller changes its copy, deep down
+    first[GROUP_KIND].clear()
+    again = store.read_all()
+    assert {k.name: v for k, v in again.items()} == {"fence": {"a": {"entries": [1, {"deep": [2]}], WRITTEN_AT: 1}},
+                                                     "group": {"g": {"source_topics": ["t"], WRITTEN_AT: 1}}}
+    assert store.read_kind(GROUP_KIND) == {"g": {"source_topics": ["t"], WRITTEN_AT: 1}}
+    assert store.read_kind(PROGRESS_KIND) == {}
+    store.put(GROUP_KIND, "h", {"source_topics": ["u"]})  # a write moves the end: read from the topic again
+    assert set(store.read_kind(GROUP_KIND)) == {"g", "h"}
