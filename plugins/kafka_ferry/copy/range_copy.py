@@ -123,10 +123,13 @@ class ChunkProducer:
 
 
 class StallWatch:
-    """Fails a range that has neither returned a record nor moved its position for ``STALL_TIMEOUT_S``."""
+    """Fails a range that has neither returned a record nor moved its position for ``STALL_TIMEOUT_S``.
 
-    def __init__(self, position: int) -> None:
-        self.last_activity, self.last_position = time.monotonic(), position
+    ``clock``: seconds on a monotonic clock (a test hands its own, to pass a stall's time without waiting it)."""
+
+    def __init__(self, position: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.last_activity, self.last_position = clock(), position
 
     def rested(self, seconds: float) -> None:
         """The copier waited ``seconds`` on the rate limit: no stall, it did not ask for records meanwhile."""
@@ -135,7 +138,7 @@ class StallWatch:
     def check(self, task: PartitionTask, got_records: bool, cursor: RangeCursor, position: int | None) -> None:
         """After a batch: ``position`` is the consumer's (None once the range is done)."""
         at = self.last_position if position is None else position
-        now = time.monotonic()
+        now = self.clock()
         if got_records or at > self.last_position:  # skipping aborted records moves only the position
             self.last_activity, self.last_position = now, at
         elif not cursor.done and now - self.last_activity > STALL_TIMEOUT_S:
