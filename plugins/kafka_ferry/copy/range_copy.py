@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kafka_ferry.copy.copier_settings import CONSUME_BATCH, STALL_TIMEOUT_S
 from kafka_ferry.copy.delivery import Chunk, ChunkAcks, CopyError
@@ -70,6 +71,8 @@ class ChunkProducer:
         self.produce, self.poll, self.acks = produce, poll, acks
         self.topic, self.partition, self.per_record = topic, partition, per_record
         self.held: Record | None = None
+        # the delivery callback of the chunk's first record; None once that record is produced
+        self.first_report: Callable[[Any, Any], None] | None = None
         self.open_chunk()
 
     def open_chunk(self) -> None:
