@@ -25,6 +25,7 @@ from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION
 from kafka_ferry.core.step_names import GroupStep, TopicStep
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.group import GroupPromotionRefused, promote_group
+from kafka_ferry.promotion.readiness import check_replication_lag, replication_lag
 from kafka_ferry.promotion.reconcile import ReconciliationMismatch
 from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.state.fences import group_fence_key, recorded_fences, save_fences, topic_fence_key
@@ -221,3 +222,16 @@ def test_a_topic_still_written_on_the_source_is_refused_at_its_first_step(m):
         promote_topics(SPEC, kafka(source), kafka(m.destination), m.store, [TOPIC], "run-1", no_copy, quiet_window_s=0,
                        migrated_topics=[TOPIC])
     assert TOPIC not in read_promotions(m.store, TOPIC_PROMOTION_KIND)
+
+
+def test_the_lag_a_sensor_waits_on_counts_what_the_copy_has_not_reached_and_names_the_worst_partition(m):
+    """``promotion.readiness`` over the same copy: nothing left, then two source records past the copied end."""
+    m.source.create_topic("orders.b", 2, 1, {})  # migrated, never copied: its whole log is lag
+    m.source.produce("orders.b", 1, (b"b", b"b", None), timestamp_ms=TS)
+    assert replication_lag(kafka(m.source), m.store, [TOPIC]) == {"max_lag": 0, "worst": f"{TOPIC}:0",
+                                                                   "total_lag": 0, "partitions": 1}
+    m.source.produce(TOPIC, 0, (b"k10", b"v10", None), (b"k11", b"v11", None), timestamp_ms=TS)
+    assert replication_lag(kafka(m.source), m.store, [TOPIC, "orders.b"]) == {
+        "max_lag": 2, "worst": f"{TOPIC}:0", "total_lag": 3, "partitions": 3}
+    assert check_replication_lag(kafka(m.source), m.store, [TOPIC], max_lag=2)[0]
+    assert not check_replication_lag(kafka(m.source), m.store, [TOPIC], max_lag=1)[0]
