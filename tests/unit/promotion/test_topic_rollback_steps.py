@@ -1,5 +1,6 @@
 """The step bodies of a topic's rollback after its copy-back (``promotion.topic_rollback``: reconcile, groups,
-mark_rolled_back) on the in-memory clusters of ``tests/fakes``, the state stores the real ones on them. The state is
+mark_rolled_back), and of the whole migration's (``promotion.rollback``: commit_offsets, fences, reconcile,
+mark_rolled_back), on the in-memory clusters of ``tests/fakes``, the state stores the real ones on them. The state is
 the one a forward copy, a promotion and a copy-back leave: source offsets 4..9 copied to destination 0..5, three
 records produced on the destination after the promotion (6..8) copied back to source offsets 10..12 with the
 destination's provenance, the copy-back's progress and sync on the source. A killed run resumes after its recorded
@@ -21,10 +22,11 @@ from kafka_ferry.core.spec import parse_spec
 from kafka_ferry.core.staged_cutover import PROMOTED, UnitPromotion
 from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_KIND, TOPIC_PROMOTION_KIND
 from kafka_ferry.kafka.cluster import KafkaCluster
-from kafka_ferry.promotion.rollback import RollbackMismatch
+from kafka_ferry.promotion.rollback import RollbackMismatch, RollbackRunner
 from kafka_ferry.promotion.topic_rollback import rollback_topics
 from kafka_ferry.state import rollback as rb
 from kafka_ferry.state.progress import save_migrated_groups, save_progress
+from kafka_ferry.state.promotion import promotion_status, save_promoted
 from kafka_ferry.state.staged_cutover import read_promotions, save_promotion
 
 SPEC = parse_spec({"name": "m1", "tenant": "t", "source": {"connection_id": "src", "alias": "a"},
@@ -41,9 +43,10 @@ def kafka(fake: FakeCluster) -> KafkaCluster:
 
 
 class CopiedBack:
-    """Both clusters and both state stores after the topic's copy-back, its rollback recorded up to it."""
+    """Both clusters and both state stores after the topic's copy-back, its rollback recorded up to it; ``whole``:
+    the migration was promoted (and is rolled back) as a whole, not the topic alone."""
 
-    def __init__(self) -> None:
+    def __init__(self, whole: bool = False) -> None:
         self.source = FakeCluster("source")
         self.source.create_topic(TOPIC, 1, 1, {})
         self.source.produce(TOPIC, 0, *FORWARD, timestamp_ms=TS)
@@ -58,7 +61,9 @@ class CopiedBack:
         save_progress(self.store, [PartitionProgress(TOPIC, 0, TOPIC, 10, 9, 5, 6)])
         self.store.put_many(TOPIC_KIND, {TOPIC: {"destination_topic": TOPIC, "partitions": 1}})
         save_migrated_groups(self.store, {"g": [TOPIC]})
-        for kind, name in ((TOPIC_PROMOTION_KIND, TOPIC), (GROUP_PROMOTION_KIND, "g")):
+        if whole:
+            save_promoted(self.store, {TOPIC: TOPIC}, ["g"], PROMOTED_AT)
+        for kind, name in ((TOPIC_PROMOTION_KIND, TOPIC), (GROUP_PROMOTION_KIND, "g")) if not whole else ():
             save_promotion(self.store, kind, UnitPromotion(name, "run-0", steps_done=(PROMOTED,),
                                                            promoted_at_ms=PROMOTED_AT))
         self.destination.alter_group_offsets("g", {(TOPIC, 0): 8})  # read 2 of the 3 records written after
@@ -69,10 +74,15 @@ class CopiedBack:
         back = rb.copy_back_store(SPEC, self.source)
         back.ensure_topic()
         save_progress(back, [PartitionProgress(TOPIC, 0, TOPIC, 9, 8, 12, 3)])
-        steps = {"quiesce": {"duration_s": 0.0, "summary": {"partitions": 1, "groups": ["g"]}},
-                 "copy_back": {"duration_s": 0.1, "summary": {"partitions": 1, "records_copied": 3}}}
-        rb.save_topic_rollback(self.store, TOPIC, {"status": "in-progress", "promoted_at_ms": PROMOTED_AT,
-                                                   "groups": ["g"], "steps": steps})
+        summaries: dict[str, dict[str, object]] = {"quiesce": {"partitions": 1, "groups": ["g"]},
+                                                   "copy_back": {"partitions": 1, "records_copied": 3}}
+        steps = {step: {"duration_s": 0.1, "summary": summary} for step, summary in summaries.items()}
+        if whole:
+            for step, summary in summaries.items():
+                rb.save_step(self.store, step, PROMOTED_AT, summary, PROMOTED_AT + 1)
+        else:
+            rb.save_topic_rollback(self.store, TOPIC, {"status": "in-progress", "promoted_at_ms": PROMOTED_AT,
+                                                       "groups": ["g"], "steps": steps})
 
     @staticmethod
     def sync(cluster: FakeCluster, topic: str, sync: OffsetSync) -> None:
@@ -117,3 +127,24 @@ def test_a_copy_back_that_differs_from_the_destination_stops_before_any_group_is
     record = rb.topic_rollbacks(m.store)[TOPIC]
     assert record["status"] == "in-progress" and sorted(record["steps"]) == ["copy_back", "quiesce"]
     assert read_promotions(m.store, TOPIC_PROMOTION_KIND)[TOPIC].promoted
+
+
+def test_a_whole_rollback_resumed_after_its_copy_back_commits_reconciles_and_marks_once(tmp_path):
+    """``promotion.rollback``'s steps after the copy-back, on the same clusters promoted as a whole."""
+    m = CopiedBack(whole=True)
+    runner = RollbackRunner(SPEC, kafka(m.source), kafka(m.destination), m.store, work_dir=tmp_path)
+    report = runner.run()
+    assert report["status"] == rb.ROLLED_BACK and report["promoted_at_ms"] == PROMOTED_AT
+    assert {step: r["status"] for step, r in report["this_run"].items()} == {
+        "quiesce": "resumed", "copy_back": "resumed", "commit_offsets": "done", "fences": "done", "reconcile": "done",
+        "mark_rolled_back": "done"}  # the copy-back (it needs the brokers) is not run again
+    assert m.source.group_offsets("g") == {(TOPIC, 0): 12}  # destination 8 was copied back to source 12
+    (resume,) = report["groups"]["g"]
+    assert (resume["destination_offset"], resume["source_offset"], resume["method"]) == (8, 12, "copied-back-record")
+    assert report["this_run"]["reconcile"]["summary"] == {"partitions_checked": 1, "records_checked": 3}
+    assert promotion_status(m.store) is None  # the promotion's records cleared after the mark
+    before = m.snapshot()
+    again = RollbackRunner(SPEC, kafka(m.source), kafka(m.destination), m.store, work_dir=tmp_path).run()
+    assert again["status"] == rb.ROLLED_BACK
+    assert {r["status"] for r in again["this_run"].values()} == {"resumed"}
+    assert m.snapshot() == before  # rolled back: nothing changes on either cluster or in the state
