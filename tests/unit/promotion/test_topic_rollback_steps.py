@@ -100,7 +100,7 @@ class CopiedBack:
 
 
 @pytest.fixture
-def m() -> CopiedBack:
+def m(work) -> CopiedBack:  # work: KFERRY_WORK_DIR in tmp_path (the scope's runner resolves a work dir)
     return CopiedBack()
 
 
