@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 TESTBED_DIR = Path(__file__).resolve().parent
@@ -281,15 +282,15 @@ def _java() -> str:
     return os.environ.get("KFERRY_JAVA", shutil.which("java") or "java")
 
 
-def new_cluster_id() -> str:
+def new_cluster_id(draw: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
     """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding.
 
     One id in 64 would begin with "-", and kafka-storage's argument parser reads such a value as an option
     ("argument --cluster-id/-t: expected one argument"): a CI run failed that way. Kafka's own
-    Uuid.randomUuid() draws again in that case; so does this.
+    Uuid.randomUuid() draws again in that case; so does this. ``draw``: where the random UUIDs come from.
     """
     while True:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = base64.urlsafe_b64encode(draw().bytes).decode().rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
 

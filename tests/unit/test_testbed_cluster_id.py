@@ -7,13 +7,12 @@ import uuid
 import kafka_testbed
 
 
-def test_an_id_that_would_begin_with_a_dash_is_drawn_again(monkeypatch):
+def test_an_id_that_would_begin_with_a_dash_is_drawn_again():
     # 0xF8 encodes to "-" as the first URL-safe base64 character; 0x00 to "A".
     draws = iter([uuid.UUID(bytes=b"\xf8" + b"\x00" * 15), uuid.UUID(bytes=b"\x00" * 16)])
-    monkeypatch.setattr(kafka_testbed.uuid, "uuid4", lambda: next(draws))
     assert base64.urlsafe_b64encode(b"\xf8" + b"\x00" * 15).decode().startswith("-")
 
-    cluster_id = kafka_testbed.new_cluster_id()
+    cluster_id = kafka_testbed.new_cluster_id(draws.__next__)
 
     assert cluster_id == "A" * 22
     assert next(draws, None) is None  # both draws were used

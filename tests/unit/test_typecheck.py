@@ -62,3 +62,15 @@ def test_core_and_state_are_strict_and_in_no_debt_section(overrides):
     assert strict[0]["disallow_any_generics"] and strict[0]["warn_return_any"]
     relaxed = [m for o in overrides if "disable_error_code" in o or o.get("ignore_errors") for m in o["module"]]
     assert [m for m in relaxed if m.startswith(("kafka_ferry.core", "kafka_ferry.state"))] == []
+
+
+def relaxed_modules(overrides: list[dict]) -> list[str]:
+    return [m for o in overrides if "disable_error_code" in o or o.get("ignore_errors") for m in o["module"]]
+
+
+def test_promotion_and_copy_left_the_debt_list_and_it_only_shrinks(overrides):
+    """promotion/ and copy/ are typed (issue 38's third step took their 14 modules out): none goes back in. The debt
+    list had 119 modules then, 101 after: a module fixed leaves its section, and this ceiling goes down with it."""
+    relaxed = relaxed_modules(overrides)
+    assert [m for m in relaxed if m.startswith(("kafka_ferry.promotion", "kafka_ferry.copy"))] == []
+    assert len(relaxed) <= 101, f"{len(relaxed)} modules in the debt list: fix the new one instead of listing it"

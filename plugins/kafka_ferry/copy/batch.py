@@ -61,7 +61,7 @@ class BatchClients:
 
 
 def finish_batch(plan: CopyPlan, results: Iterable[Mapping[str, Any]], configs: Mapping[str, Mapping[str, Any]],
-                 started_at_ms: int, report_path: str | Path,
+                 started_at_ms: int, report_path: str | Path | StoragePath,
                  destination: Cluster | None = None, source: Cluster | None = None) -> dict[str, Any]:
     source = source or KafkaCluster("source", configs["source"])
     store = MigrationStateStore(destination or KafkaCluster("destination", configs["destination"]), plan.state_topic)

@@ -53,7 +53,7 @@ def in_process_engine() -> AbstractContextManager[RunTasks]:
     return nullcontext(copy_plan_in_process)
 
 
-def run_batch(plan: CopyPlan, configs: Configs, engine: Engine, report_path: str | Path,
+def run_batch(plan: CopyPlan, configs: Configs, engine: Engine, report_path: str | Path | StoragePath,
               started_at_ms: int | None = None, logger: logging.Logger = log,
               clients: BatchClients | None = None) -> dict[str, Any]:
     """Copy the plan's batch with ``engine`` and keep its report; raises ``CopyLeaseHeld`` (nothing copied) or
@@ -116,7 +116,7 @@ def run_partitions(plan: CopyPlan, configs: Configs, run_tasks: RunTasks,
 
 
 
-def clear_outputs(report_path: str | Path) -> None:
+def clear_outputs(report_path: str | Path | StoragePath) -> None:
     """Before a run: no report or failure record of an earlier try stays for the report task to read."""
     remove(as_path(report_path))
     remove(failure_path_for(report_path))

@@ -32,11 +32,12 @@ def delivery_failure(source, destination, task: PartitionTask, acks: ChunkAcks, 
     before it), the cause (not its consequences: after a fatal error librdkafka purges what it held), and
     for an authorization error the ACL to grant, for an oversized record the record."""
     chunks = acks.unacknowledged()
-    errors = [c.error for c in chunks if c.error is not None]
+    errors = [e for e in (c.error for c in chunks) if e is not None]
     raised = exc.__context__ if isinstance(exc, SystemError) else exc
     raised = raised.args[0] if isinstance(raised, KafkaException) else None
     causes = [e for e in errors if e.code() not in CONSEQUENCE_CODES] + [fatal, raised] + errors
-    error = next((e for e in causes if e is not None), None) or exc
+    error = (next((e for e in causes if e is not None), None) or exc
+             or CopyError("the destination refused a record without naming an error"))
     first = next((c for c in chunks if c.error is not None), chunks[0] if chunks else None)
     at = (f" at source offsets {first.upstream[0]}..{chunks[-1].upstream[-1]} (not acknowledged; progress stays "
           f"before {first.upstream[0]})") if first else ""

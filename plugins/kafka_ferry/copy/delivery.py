@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections import deque
 
+from confluent_kafka import KafkaError
+
 from kafka_ferry.copy.destination_tail import provenance_pairs
 from kafka_ferry.core.failures import Retryable
 
@@ -37,7 +39,7 @@ class Chunk:
         self.upstream: list[int] = []
         self.first: int | None = None
         self.last: int | None = None
-        self.error = None
+        self.error: KafkaError | None = None
         self.delivered = False
 
     def on_first(self, err, msg) -> None:
@@ -70,7 +72,8 @@ class ChunkAcks:
         # The chunk being produced: not yet pending (it has no last report), but a produce() that raises
         # mid-chunk (the producer turned fatal) has sent some of its records, so a failure must count it.
         self.open: Chunk | None = None
-        self.error = None  # the first failure; after it nothing is observed (the sync log must stay a prefix)
+        # the first failure; after it nothing is observed (the sync log must stay a prefix)
+        self.error: KafkaError | None = None
         self.failed: Chunk | None = None  # the chunk that failed: its first record is the first one not copied
         self.acked = 0
         self.fallbacks = 0
@@ -105,7 +108,7 @@ class ChunkAcks:
             raise CopyError(f"{self.topic}-{self.partition}: a chunk ended without both delivery reports")
         if chunk.last - first != n - 1:
             self.fallbacks += 1
-            for up, down in self._read_back(chunk):
+            for up, down in self._read_back(chunk, first, chunk.last):
                 emit(tracker.observe(up, down))
             return
         if ups[-1] - ups[0] == n - 1:  # the common case: one run, contiguous on both sides
@@ -117,9 +120,10 @@ class ChunkAcks:
                 emit(tracker.observe_run(ups[start], first + start, i - start))
                 start = i
 
-    def _read_back(self, chunk: Chunk) -> list[tuple[int, int]]:
-        """Exact pairs of a chunk that shares its offset range with foreign records, from provenance."""
-        pairs = provenance_pairs(self.destination, self.topic, self.partition, chunk.first, chunk.last + 1,
+    def _read_back(self, chunk: Chunk, first: int, last: int) -> list[tuple[int, int]]:
+        """Exact pairs of a chunk (downstream ``first``..``last``) that shares its offset range with foreign records,
+        from provenance."""
+        pairs = provenance_pairs(self.destination, self.topic, self.partition, first, last + 1,
                                  self.source_cluster_id)
         if [up for up, _ in pairs] != chunk.upstream:
             raise CopyError(f"{self.topic}-{self.partition}: offsets [{chunk.first}, {chunk.last}] hold foreign "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from collections.abc import Callable
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, KafkaException, TopicPartition
 
@@ -118,7 +119,8 @@ class PartitionCopier:
 
     def _remapper(self, task: PartitionTask):
         """What the hot loop calls per record of this task's topic, or None when nothing of it is rewritten."""
-        if self.schema_ids is None:
+        schema_ids = self.schema_ids
+        if schema_ids is None:
             return None
         fields = "both" if self.serialized_fields is None else self.serialized_fields.get(task.source_topic)
         if fields is None:  # the planner decides every topic it plans; a hand-made plan must too
@@ -126,13 +128,14 @@ class PartitionCopier:
         rewrite_key, rewrite_value = fields in ("key", "both"), fields in ("value", "both")
         if not (rewrite_key or rewrite_value):
             return None  # not registry-serialized: byte for byte, no id ever looked at
-        return functools.partial(self._remapped, rewrite_key=rewrite_key, rewrite_value=rewrite_value)
+        return functools.partial(self._remapped, rewrite=schema_ids.rewrite, rewrite_key=rewrite_key,
+                                 rewrite_value=rewrite_value)
 
-    def _remapped(self, task: PartitionTask, offset: int, key, value, rewrite_key: bool = True,
+    def _remapped(self, task: PartitionTask, offset: int, key, value, *,
+                  rewrite: Callable[[bytes | None], bytes | None], rewrite_key: bool = True,
                   rewrite_value: bool = True):
-        """Key and value with destination schema ids: the 4 id bytes change, nothing else (`core.schema_wire`);
-        only in the fields the topic's decision names (`core.serialized_fields`)."""
-        rewrite = self.schema_ids.rewrite
+        """Key and value with destination schema ids (``rewrite``: the plan's id map): the 4 id bytes change, nothing
+        else (`core.schema_wire`); only in the fields the topic's decision names (`core.serialized_fields`)."""
         field = "key"
         try:
             if rewrite_key:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kafka_ferry.copy.copier_settings import CONSUME_BATCH, STALL_TIMEOUT_S
 from kafka_ferry.copy.delivery import Chunk, ChunkAcks, CopyError
@@ -70,6 +71,8 @@ class ChunkProducer:
         self.produce, self.poll, self.acks = produce, poll, acks
         self.topic, self.partition, self.per_record = topic, partition, per_record
         self.held: Record | None = None
+        # the delivery callback of the chunk's first record; None once that record is produced
+        self.first_report: Callable[[Any, Any], None] | None = None
         self.open_chunk()
 
     def open_chunk(self) -> None:
@@ -123,10 +126,13 @@ class ChunkProducer:
 
 
 class StallWatch:
-    """Fails a range that has neither returned a record nor moved its position for ``STALL_TIMEOUT_S``."""
+    """Fails a range that has neither returned a record nor moved its position for ``STALL_TIMEOUT_S``.
 
-    def __init__(self, position: int) -> None:
-        self.last_activity, self.last_position = time.monotonic(), position
+    ``clock``: seconds on a monotonic clock (a test hands its own, to pass a stall's time without waiting it)."""
+
+    def __init__(self, position: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.last_activity, self.last_position = clock(), position
 
     def rested(self, seconds: float) -> None:
         """The copier waited ``seconds`` on the rate limit: no stall, it did not ask for records meanwhile."""
@@ -135,7 +141,7 @@ class StallWatch:
     def check(self, task: PartitionTask, got_records: bool, cursor: RangeCursor, position: int | None) -> None:
         """After a batch: ``position`` is the consumer's (None once the range is done)."""
         at = self.last_position if position is None else position
-        now = time.monotonic()
+        now = self.clock()
         if got_records or at > self.last_position:  # skipping aborted records moves only the position
             self.last_activity, self.last_position = now, at
         elif not cursor.done and now - self.last_activity > STALL_TIMEOUT_S:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
+from typing import cast
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
@@ -17,6 +18,20 @@ from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.kafka.protocol import Cluster
 
 DEFAULT_TIMEOUT_S = 120.0
+
+
+Headers = list[tuple[str, bytes | None]]
+
+
+def consumed_headers(msg: Message) -> Headers | None:
+    """A consumed record's headers: a consumer returns (name, bytes) pairs or None (confluent-kafka's declared type
+    also admits the dict and str forms only a producer accepts)."""
+    return cast("Headers | None", msg.headers())
+
+
+def consumed_partition(msg: Message) -> tuple[str, int]:
+    """A consumed record's (topic, partition): a record, unlike an error event, always has both."""
+    return cast(str, msg.topic()), cast(int, msg.partition())
 
 
 def read_ranges(

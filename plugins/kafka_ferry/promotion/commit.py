@@ -70,24 +70,29 @@ def commit_translated_offsets(destination: Cluster, decisions: Iterable[OffsetDe
 
 
 def _plan_group(group: str, decisions: list[OffsetDecision], allow_rewind: bool, info: GroupInfo | None,
-                current: dict[tuple[str, int], int]) -> tuple[GroupCommit, dict, dict]:
+                current: dict[tuple[str, int], int]
+                ) -> tuple[GroupCommit, dict[tuple[str, int], int], dict[tuple[str, int], str]]:
     """What to commit to one group: (its outcome so far, offsets, metadata); nothing when it has members."""
     outcome = GroupCommit(group)
     if info is not None and info.is_active:
         outcome.refused = f"{info.describe()}: commit only while the group is empty"
         log.warning("commit: group %s refused: %s", group, outcome.refused)
         return outcome, {}, {}
-    offsets, metadata = {}, {}
+    offsets: dict[tuple[str, int], int] = {}
+    metadata: dict[tuple[str, int], str] = {}
     for d in decisions:
         tp, name = (d.destination_topic, d.partition), f"{d.destination_topic}:{d.partition}"
+        target = d.downstream_offset
+        if target is None:  # the caller keeps only translated decisions: nothing to commit for this one
+            continue
         now = current.get(tp)
-        if now == d.downstream_offset:
+        if now == target:
             outcome.skipped[name] = f"already at {now}"
-        elif now is not None and now > d.downstream_offset and not allow_rewind:
-            outcome.skipped[name] = f"destination at {now} is ahead of {d.downstream_offset}: not rewinding"
+        elif now is not None and now > target and not allow_rewind:
+            outcome.skipped[name] = f"destination at {now} is ahead of {target}: not rewinding"
         else:
-            offsets[tp], metadata[tp] = d.downstream_offset, d.metadata
-            outcome.committed[name] = d.downstream_offset
+            offsets[tp], metadata[tp] = target, d.metadata
+            outcome.committed[name] = target
     for name, reason in outcome.skipped.items():
         log.debug("commit: group %s %s skipped: %s", group, name, reason)
     return outcome, offsets, metadata

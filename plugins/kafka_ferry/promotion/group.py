@@ -137,8 +137,8 @@ def _committed(run: GroupPromotion) -> Summary:
     if not run.allow_rewind:  # the pre-flight decides the settled cases; this one was past the copy or still consuming
         expected = expected_group_offsets(decisions)
         refuse_groups_ahead(run.spec.name, expected, run.destination.groups_offsets(expected), mode="promote-groups")
-    [outcome] = commit_translated_offsets(run.destination, decisions, allow_rewind=run.allow_rewind,
-                                          strict=True) or [None]
+    outcomes = commit_translated_offsets(run.destination, decisions, allow_rewind=run.allow_rewind, strict=True)
+    (outcome,) = outcomes or (None,)  # one group translated: one outcome, or none when nothing was to commit
     return {"committed": outcome.committed if outcome else {}}
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from typing import TypeGuard
 
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.staged_cutover import UnitPromotion
@@ -36,10 +37,10 @@ from kafka_ferry.translation.translate import copied_back, load_partition_copies
 log = logging.getLogger(__name__)
 
 
-def _committed(promotion: UnitPromotion, done: dict | None) -> bool:
-    """The group's rollback record is for this promotion: a killed run committed its offsets on the source
+def _committed(done: dict | None, promotion: UnitPromotion) -> TypeGuard[dict]:
+    """The group's rollback record ``done`` is for this promotion: a killed run committed its offsets on the source
     already, so only forgetting the promotion and the fences are left (no refusal, no rights, no commit again)."""
-    return bool(done) and done.get("promoted_at_ms") == promotion.promoted_at_ms
+    return done is not None and bool(done) and done.get("promoted_at_ms") == promotion.promoted_at_ms
 
 
 def check_group(spec: MigrationSpec, source: KafkaCluster, store: MigrationStateStore, group: str,
@@ -55,7 +56,7 @@ def check_group(spec: MigrationSpec, source: KafkaCluster, store: MigrationState
         if done and done.get("status") == rb.ROLLED_BACK:
             return None, done
         raise RollbackRefused(f"group {group!r} of migration {spec.name} is not promoted: nothing to roll back")
-    if not _committed(promotion, done):
+    if not _committed(done, promotion):
         topics = migrated_groups(store).get(group, [])
         moved = sorted(set(promoted_topics(store)) & set(topics) - set(with_topics))
         if moved:
@@ -79,7 +80,7 @@ def check_groups(spec: MigrationSpec, source: KafkaCluster, store: MigrationStat
         except RollbackRefused as exc:
             problems.append(str(exc))
             continue
-        if promotion is not None and not _committed(promotion, done):
+        if promotion is not None and not _committed(done, promotion):
             todo.append(g)
     if problems:
         raise RollbackRefused(problems[0] if len(problems) == 1 else  # one: the very refusal rollback_group gives
@@ -116,10 +117,11 @@ def rollback_group(spec: MigrationSpec, source: KafkaCluster, destination: Kafka
     so a refused or rolled-back-already group writes nothing)."""
     promotion, done = check_group(spec, source, store, group, with_topics)
     if promotion is None:
+        assert done is not None  # check_group: no promotion to roll back means its rollback record is returned
         log.info("group rollback %s: rolled back at %s already, nothing to do", group, done["rolled_back_at_ms"])
         return done
     at = promotion.promoted_at_ms
-    if not _committed(promotion, done):
+    if not _committed(done, promotion):
         topics = migrated_groups(store).get(group, [])
         active = active_groups(destination, [group])
         if active:

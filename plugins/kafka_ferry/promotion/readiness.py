@@ -30,7 +30,7 @@ def replication_lag(source: KafkaCluster, store: MigrationStateStore, topics: It
     for tp in parts:
         copied = progress[tp].next_upstream_offset if tp in progress else starts[tp]
         lags[partition_key(*tp)] = max(0, ends[tp] - max(copied, starts[tp]))
-    worst = max(lags, key=lags.get) if lags else None
+    worst = max(lags, key=lags.__getitem__) if lags else None
     return {"max_lag": lags[worst] if worst else 0, "worst": worst, "total_lag": sum(lags.values()),
             "partitions": len(lags)}
 

@@ -22,7 +22,7 @@ from kafka_ferry.core.offset_decisions import PartitionCopy, decide
 from kafka_ferry.core.serialized_fields import RecordRewriter
 from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.kafka.protocol import Cluster
-from kafka_ferry.kafka.reads import read_ranges
+from kafka_ferry.kafka.reads import consumed_partition, read_ranges
 from kafka_ferry.promotion.digest import PartitionDigest, encode_record
 from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.schema_ids import record_rewriter
@@ -30,6 +30,10 @@ from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import load_partition_copies
 
 log = logging.getLogger(__name__)
+
+
+class NoDestinationStart(Retryable, RuntimeError):
+    """A copied partition whose first source record has no destination offset: its ranges cannot be compared."""
 
 
 class ReconciliationMismatch(Retryable, RuntimeError):
@@ -135,15 +139,22 @@ def reconcile_copies(source: Cluster, destination: Cluster,
     if schema_ids is not None:
         schema_ids = schema_ids.passing_through()
     copies = sorted(copies, key=lambda c: c.key)
-    source_ranges, dest_ranges = {}, {}
+    source_ranges: dict[tuple[str, int], tuple[int, int]] = {}
+    dest_ranges: dict[tuple[str, int], tuple[int, int]] = {}
     for c in copies:
         source_ranges[c.key] = (c.source_log_start, max(c.source_log_start, c.copied_upstream_end))
-        start = decide("reconcile", c.source_log_start, "", c).downstream_offset
+        first = decide("reconcile", c.source_log_start, "", c)
+        if first.downstream_offset is None:  # the copy has no place for its own first record: nothing to compare
+            raise NoDestinationStart(f"{c.source_topic}-{c.partition}: the source log start "
+                                     f"{c.source_log_start} has no destination offset ({first.reason})")
+        start = first.downstream_offset
         dest_ranges[(c.destination_topic, c.partition)] = (start, max(start, c.downstream_end))
-    def read_side(role: str, hook: Cluster, ranges: dict, mapped: RecordRewriter | None) -> dict:
+
+    def read_side(role: str, hook: Cluster, ranges: Mapping[tuple[str, int], tuple[int, int]],
+                  mapped: RecordRewriter | None) -> dict[tuple[str, str, int], _Side]:
         side: dict[tuple[str, str, int], _Side] = {}
         for msg in read_ranges(hook, ranges):
-            side.setdefault((role, msg.topic(), msg.partition()), _Side()).add(msg, mapped)
+            side.setdefault((role, *consumed_partition(msg)), _Side()).add(msg, mapped)
         return side
 
     # both clusters read at once (each its own consumer): the cutover waits for the slower side, not the sum

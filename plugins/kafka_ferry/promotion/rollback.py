@@ -48,7 +48,7 @@ from kafka_ferry.core.spec import MigrationSpec
 from kafka_ferry.core.step_names import RollbackStep
 from kafka_ferry.core.step_table import Step, StepOutcome, StepTable
 from kafka_ferry.kafka.cluster import KafkaCluster
-from kafka_ferry.kafka.reads import read_ranges
+from kafka_ferry.kafka.reads import consumed_headers, consumed_partition, read_ranges
 from kafka_ferry.promotion.digest import PartitionDigest
 from kafka_ferry.promotion.guard import PROMOTED, promotion_status, reset_promotion
 from kafka_ferry.promotion.readiness import active_groups
@@ -60,7 +60,7 @@ from kafka_ferry.state import rollback as rb
 from kafka_ferry.state.progress import migrated_groups, read_progress
 from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics, reset_staged_promotions
 from kafka_ferry.state.store import MigrationStateStore
-from kafka_ferry.storage.workdir import as_path, write_text
+from kafka_ferry.storage.workdir import StoragePath, as_path, write_text
 from kafka_ferry.translation.translate import copied_back, default_work_dir, load_partition_copies
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def group_resumes(destination: KafkaCluster, group: str, topics: Sequence[str],
         if fwd is None or fwd.source_topic not in topics:
             continue
         back = reverse.get((dtopic, q))
-        back_syncs = [tuple(p) for p in (back.offset_map.syncs if back else ())]
+        back_syncs: list[tuple[int, int]] = list(back.offset_map.syncs if back else ())
         back_syncs += (predicted or {}).get((dtopic, q), [])
         end = max([fwd.copied_upstream_end] + [s[1] + 1 for s in back_syncs[-1:]])
         r = resume_on_source(fwd.offset_map.syncs, back_syncs, offset, end)
@@ -128,7 +128,7 @@ class RollbackRunner:
     """Runs the rollback steps for one migration; ``after_step`` is a test seam (e.g. to kill the run)."""
 
     def __init__(self, spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
-                 store: MigrationStateStore | None = None, work_dir: str | Path | None = None,
+                 store: MigrationStateStore | None = None, work_dir: str | Path | StoragePath | None = None,
                  quiesce_window_s: float = 5.0, after_step: Callable[[str], None] | None = None,
                  versions_of_id: VersionsOfId | None = None) -> None:
         self.spec, self.source, self.destination = spec, source, destination
@@ -367,7 +367,7 @@ class RollbackRunner:
         without this migration's provenance (forward copies stay where they are)."""
         source_id = self.source.describe_cluster().cluster_id
         for msg in read_ranges(self.destination, wanted):
-            if read_provenance(msg.headers())[0] != source_id:
+            if read_provenance(consumed_headers(msg))[0] != source_id:
                 yield msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value()
 
     def resume_plan(self, predicted: dict[tuple[str, int], list[tuple[int, int]]] | None = None
@@ -409,15 +409,14 @@ class RollbackRunner:
         digests: dict[tuple[str, str, int], PartitionDigest] = {}
         for side, cluster, ranges in (("d", self.destination, d_ranges), ("s", self.source, s_ranges)):
             for msg in read_ranges(cluster, ranges):
-                cluster_of = read_provenance(msg.headers())[0]
+                cluster_of = read_provenance(consumed_headers(msg))[0]
                 if (side == "d" and cluster_of == source_id) or (side == "s" and cluster_of != dest_id):
                     continue  # forward copies on the destination; the source's own records
                 _, ts = msg.timestamp()
-                key, value = msg.key(), msg.value()
+                (topic, partition), key, value = consumed_partition(msg), msg.key(), msg.value()
                 if side == "d" and self.schema_ids is not None:  # as the copy-back wrote them: source ids
-                    key, value = self.schema_ids.normalise(msg.topic(), key, value)
-                digests.setdefault((side, msg.topic(), msg.partition()), PartitionDigest()).add(
-                    key, value, msg.headers(), ts)
+                    key, value = self.schema_ids.normalise(topic, key, value)
+                digests.setdefault((side, topic, partition), PartitionDigest()).add(key, value, msg.headers(), ts)
         bad, records = [], 0
         for (dtopic, q), c in sorted(reverse.items()):
             d = digests.get(("d", dtopic, q), PartitionDigest())

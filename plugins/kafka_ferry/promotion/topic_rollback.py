@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from kafka_ferry.core.rollback_plan import CopyBackRange
 from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import validate_selection
+from kafka_ferry.core.staged_cutover import UnitPromotion, validate_selection
 from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
 from kafka_ferry.core.step_names import TopicRollbackStep
 from kafka_ferry.core.step_table import Step, StepOutcome, StepTable, Summary
@@ -106,7 +106,8 @@ def check_topics(spec: MigrationSpec, store: MigrationStateStore, topics: Sequen
     chosen = validate_selection("topics", topics, sorted(mirrored_topics(store, state)))
     promotions = read_promotions(store, TOPIC_PROMOTION_KIND, state)
     rollbacks = rb.topic_rollbacks(store, state)
-    out, problems = {}, []
+    out: dict[str, UnitPromotion | None] = {}
+    problems: list[str] = []
     for t in chosen:
         p, done = promotions.get(t), rollbacks.get(t) or {}
         rolled_back = done.get("status") == rb.ROLLED_BACK

@@ -88,7 +88,8 @@ def fence_plans_of(spec: MigrationSpec, destination: KafkaCluster, topics: list[
     for topic in topics:
         mirror = spec.topics.rename.destination_topic(topic)
         existing = describe_acls(destination, "TOPIC", mirror, pattern_type="MATCH")
-        out[topic_fence_key(mirror)] = (topic_write_fence(mirror, migration, existing), existing)
+        # no principal (a cluster without authentication): no ACL names the migration, as none names ""
+        out[topic_fence_key(mirror)] = (topic_write_fence(mirror, migration or "", existing), existing)
     return {key: plan for key, plan in out.items() if plan[0]}
 
 

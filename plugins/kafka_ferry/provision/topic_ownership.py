@@ -17,7 +17,7 @@ from kafka_ferry.core.topic_ownership import (
     decide_ownership,
 )
 from kafka_ferry.kafka.cluster import KafkaCluster
-from kafka_ferry.kafka.reads import read_ranges
+from kafka_ferry.kafka.reads import consumed_headers, read_ranges
 from kafka_ferry.state.topic_ownership import owned_topics
 
 # An adopted topic's records are each checked for provenance; beyond this many the pre-flight would take minutes.
@@ -36,7 +36,7 @@ def topic_contents(destination: KafkaCluster, topic: TopicInfo, source_cluster_i
         return TopicContents(records, None, f"more than {ADOPT_SCAN_LIMIT} records to check")
     foreign = 0
     for msg in read_ranges(destination, {tp: (starts[tp], ends[tp]) for tp in partitions}, read_committed=False):
-        cluster, _ = read_provenance(msg.headers())
+        cluster, _ = read_provenance(consumed_headers(msg))
         foreign += cluster != source_cluster_id
     return TopicContents(records, foreign)
 

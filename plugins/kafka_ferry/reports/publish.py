@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -193,7 +193,8 @@ def publish_staged_run(spec: MigrationSpec, migration_dir: StoragePath, run_id: 
 def overview_rows(work_base: Path | StoragePath) -> list[dict[str, Any]]:
     """The rows every migration under the work base wrote (unreadable files are skipped, not fatal)."""
     rows = []
-    for path in sorted(as_path(work_base).glob(f"*/{OVERVIEW_FILE}"), key=str):
+    found: Iterable[StoragePath] = as_path(work_base).glob(f"*/{OVERVIEW_FILE}")
+    for path in sorted(found, key=str):
         try:
             rows.append(json.loads(read_text(path)))
         except (OSError, ValueError):

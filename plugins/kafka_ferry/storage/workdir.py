@@ -34,7 +34,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Union, cast
 
 from kafka_ferry.core.failures import Permanent
 
@@ -115,7 +115,8 @@ def as_path(path: str | os.PathLike | StoragePath) -> StoragePath:
     """A path given as text (an XCom value, a CLI argument) back as the kind of path that wrote it."""
     if isinstance(path, Path) or type(path).__name__ == "ObjectStoragePath":
         return path  # type: ignore[return-value]
-    text = os.fspath(path) if not isinstance(path, str) else path
+    # an ObjectStoragePath went back above (matched by name: Airflow is not imported here); left: text or PathLike
+    text = path if isinstance(path, str) else os.fspath(cast("os.PathLike[str]", path))
     match = _URL.fullmatch(text)
     if not match:
         return Path(text)

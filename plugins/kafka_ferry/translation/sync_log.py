@@ -50,8 +50,8 @@ def read_offset_syncs(cluster: Cluster, topic: str) -> dict[tuple[str, int], lis
     return dict(syncs)
 
 
-def read_migration_syncs(spec: MigrationSpec, source: KafkaCluster,
-                         destination: KafkaCluster) -> dict[tuple[str, int], list[SyncPoint]]:
+def read_migration_syncs(spec: MigrationSpec, source: Cluster,
+                         destination: Cluster) -> dict[tuple[str, int], list[SyncPoint]]:
     return read_offset_syncs(destination, offset_syncs_topic(spec.destination.alias))  # syncs live on the destination
 
 

@@ -43,7 +43,7 @@ def default_work_dir(spec: MigrationSpec) -> StoragePath:
 
 
 def load_partition_copies(
-    spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
+    spec: MigrationSpec, source: Cluster, destination: Cluster,
     progress: Mapping[tuple[str, int], PartitionProgress],
 ) -> dict[tuple[str, int], PartitionCopy]:
     """Join progress, the sync log and both clusters' partition bounds into one PartitionCopy each."""

@@ -145,8 +145,14 @@ def test_the_copy_task_refuses_a_shared_archive_directory_before_submitting(tmp_
         monkeypatch.setenv(f"AIRFLOW_CONN_{conn.upper()}", json.dumps({"conn_type": "kafka", "extra": {
             "bootstrap.servers": "b:9094"}}))
     monkeypatch.setenv("AIRFLOW_CONN_KF_P_SPARK", json.dumps({"conn_type": "spark", "host": "local[2]"}))
-    submitted = []
-    monkeypatch.setattr(SparkSubmitHook, "submit", lambda hook, application="", **kw: submitted.append(application))
+    submitted: list[str] = []
+
+    def submit(hook: SparkSubmitHook, application: str = "", **kwargs: object) -> str | None:
+        """``SparkSubmitHook.submit`` as declared: records what would be submitted, starts no spark-submit."""
+        submitted.append(application)
+        return None
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", submit)
     spec_path = tmp_path / "m.yaml"
     spec_path.write_text(json.dumps({
         "name": "m", "tenant": "t", "source": {"connection_id": "kf_p_source", "alias": "a"},

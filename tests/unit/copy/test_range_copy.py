@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_ferry.copy import range_copy
 from kafka_ferry.copy.copier_settings import CONSUME_BATCH, STALL_TIMEOUT_S
 from kafka_ferry.copy.delivery import CopyError
 from kafka_ferry.copy.plan import PartitionTask
@@ -112,12 +111,21 @@ def test_a_cap_reached_on_the_last_planned_record_is_no_cap():
     assert cursor.done and cursor.next_offset == 2
 
 
-def test_the_stall_watch_fails_a_range_that_neither_reads_nor_moves(monkeypatch):
+class Clock:
+    """A monotonic clock the test moves by hand (``now[0] += s``): a stall's time passes without waiting it."""
+
+    def __init__(self, now: list[float]) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now[0]
+
+
+def test_the_stall_watch_fails_a_range_that_neither_reads_nor_moves():
     now = [1000.0]
-    monkeypatch.setattr(range_copy.time, "monotonic", lambda: now[0])
     task = PartitionTask("src", 3, "dst", 40, 90)
     cursor = RangeCursor(40, 90, 10**9, 10**9)
-    watch = StallWatch(40)
+    watch = StallWatch(40, clock=Clock(now))
     now[0] += STALL_TIMEOUT_S + 1
     watch.check(task, False, cursor, 45)  # the position moved (aborted records skipped): not a stall
     now[0] += STALL_TIMEOUT_S / 2
