@@ -38,7 +38,8 @@ def unseen_groups(spec: MigrationSpec, source: KafkaCluster, topics: list[str], 
 
 def source_applications(spec: MigrationSpec, source: KafkaCluster) -> list[streams_apps.StreamsApplication]:
     """The applications the spec names and those detected on the source, with their topics (one listing of the
-    source's topics and groups, one read of the applications' committed offsets). Refuses (``StreamsGroupUnseen``)
+    source's topics and groups, one read of the applications' committed offsets; for streams groups, their
+    topology's input topics too, when Kafka's Java Admin is configured). Refuses (``StreamsGroupUnseen``)
     when an application's group has committed offsets but the client cannot see it (a KIP-1071 streams group):
     its members could not be checked, so nothing of it may move."""
     topics, groups = source.list_topic_names(), source.list_group_ids()
@@ -56,6 +57,9 @@ def source_applications(spec: MigrationSpec, source: KafkaCluster) -> list[strea
     ids = sorted({*declared, *streams_apps.detect(groups, topics)})
     offsets = source.groups_offsets([g for g in ids if g in set(groups)]) if ids else {}
     committed = {g: {t for t, _ in tps} for g, tps in offsets.items()}
+    # a streams group's topology names its input topics, those it has not committed on yet too (kafka.streams_groups)
+    for g, seen in source.streams_group_topology([g for g in ids if g in set(groups)]).items():
+        committed[g] = committed.get(g, set()) | {t for t in seen.source_topics if t in set(topics)}
     return streams_apps.applications(declared, groups, topics, committed)
 
 
