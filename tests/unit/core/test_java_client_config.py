@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_ferry.core.java_client_config import UntranslatableConfig, java_properties, properties_text
@@ -79,6 +79,7 @@ def _read_properties(text: str) -> dict[str, str]:
     return out
 
 
+@settings(deadline=None)  # pure and fast; a loaded CI machine must not fail it on time
 @given(st.dictionaries(st.text(min_size=1), st.text()))
 def test_properties_text_reads_back_as_written(props):
     text = properties_text(props)
