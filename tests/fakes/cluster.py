@@ -414,6 +414,10 @@ class FakeCluster:
             out[gid] = GroupInfo(gid, state, len(group.members) if group else 0)
         return out
 
+    def streams_group_topology(self, group_ids: Iterable[str]) -> dict[str, Any]:
+        """No KIP-1071 streams groups here (as the real client without its Java helper configured)."""
+        return {}
+
     def group_offsets(self, group_id: str) -> dict[TP, int]:
         return self.groups_offsets([group_id])[group_id]
 

@@ -3,10 +3,13 @@ migration (issue 40).
 
 What this pins, with the test bed's real Streams application running under the streams protocol: librdkafka
 (confluent-kafka) does not list the group and describes it as Dead with no member while the application runs, but
-reads its committed offsets. kafka-ferry's only wrapped call, ``describe_groups``, reports it UNDESCRIBED and every
-check counts it live (the promotion's inactive-groups check names it; a commit would be refused); a migration that
-selects the application (named in the spec, or only its topics by a regex) is refused in the pre-flight, before
-any change, naming the group. One application run, several assertions against it.
+reads its committed offsets. Without Kafka's Java Admin (kafka.streams_groups, opt-in), ``describe_groups`` reports
+it UNDESCRIBED and every check counts it live (the promotion's inactive-groups check names it; a commit would be
+refused); a migration that selects the application (named in the spec, or only its topics by a regex) is refused
+in the pre-flight, before any change, naming the group. With it configured, the same group is listed, described
+with its one live member (over PLAINTEXT and over SASL_SSL/SCRAM with the test bed's CA: the connection's settings
+carried), its topology names input and internal topics, the pre-flight passes, and once the application stops the
+group is EMPTY. One application run, several assertions against it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from scenarios import write_spec
 import streams_app
 from kafka_ferry.core.cluster_model import UNDESCRIBED_STATE
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
+from kafka_ferry.kafka import streams_groups
+from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.operators.provision import MigrationPreflightOperator
 from kafka_ferry.promotion.readiness import active_groups
 
@@ -32,7 +37,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.long]
 FOUR_X_CONN = "kf_test_streams_source"  # the 4.3 cluster of the test bed as a migration's source
 
 
-def test_a_running_streams_group_is_counted_live_and_a_migration_selecting_it_is_refused(clusters, tmp_path):
+def test_a_running_streams_group_is_counted_live_and_a_migration_selecting_it_is_refused(clusters, tmp_path,
+                                                                                          monkeypatch):
     os.environ[f"AIRFLOW_CONN_{FOUR_X_CONN.upper()}"] = json.dumps(
         {"conn_type": "kafka", "extra": {"bootstrap.servers": clusters.destination_bootstrap}})
     p = clusters.unique("sgrp")
@@ -86,5 +92,34 @@ def test_a_running_streams_group_is_counted_live_and_a_migration_selecting_it_is
                     "nor describes them: KIP-1071 streams groups") in str(refused.value), (label, str(refused.value))
         after = sorted(t for t in clusters.cluster("source").list_topic_names() if p.lower() in t.lower())
         assert before == after == []  # nothing was made on the migration's destination
+
+        # with Kafka's Java Admin configured (kafka.streams_groups): listed, described with its live member
+        monkeypatch.setenv(streams_groups.CLASSPATH_ENV, str(streams_app.jar_dir()))
+        monkeypatch.setenv("KFERRY_LOCAL_DIR", str(tmp_path / "local"))
+        assert app_id in four.list_group_ids()
+        info = four.describe_groups([app_id])[app_id]
+        assert info.described and info.member_count == 1 and info.is_active, info
+        assert active_groups(four, [app_id]) == {app_id: info.describe()}
+        topology = four.streams_group_topology([app_id])[app_id]
+        assert topology.source_topics == (text,)
+        assert topology.internal_topics == (f"{app_id}-{streams_app.STORE_NAME}-changelog",
+                                            f"{app_id}-{streams_app.REPARTITION_NAME}-repartition")
+        # the same through the SASL_SSL listener (SCRAM, the test bed's CA): the connection's settings, carried
+        tb = clusters.tb
+        secure = KafkaCluster("secure", tb.sasl_client_config(tb.DESTINATION, tb.ADMIN_USER,
+                                                              tb.admin_password(tb.DESTINATION)))
+        assert secure.describe_groups([app_id])[app_id] == info
+        # a cluster before KIP-1071 (the 3.9 source): nothing more listed, nothing breaks
+        assert not [g for g in clusters.cluster("source").list_group_ids() if g == app_id]
+        # the pre-flight now sees the group and its unit (input from its committed offsets): no refusal
+        try:
+            MigrationPreflightOperator(task_id="preflight", spec_path=specs["named"]).execute({})
+            outcome = "passed"
+        except AirflowFailException as exc:
+            outcome = str(exc)
+        assert outcome == "passed", outcome
     finally:
         run.stop()
+    # stopped: EMPTY, no member, not live: a promotion may go on
+    info = four.describe_groups([app_id])[app_id]
+    assert (info.state, info.member_count, info.is_active) == ("EMPTY", 0, False)

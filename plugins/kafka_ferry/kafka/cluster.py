@@ -38,7 +38,7 @@ from confluent_kafka.admin import (
 
 from kafka_ferry.core.acl_plan import principal_of
 from kafka_ferry.core.cluster_model import UNDESCRIBED_STATE, ClusterInfo, GroupInfo, TopicInfo
-from kafka_ferry.kafka import call_count
+from kafka_ferry.kafka import call_count, streams_groups
 from kafka_ferry.kafka.bootstrap import PROBE_TIMEOUT_S, listener_speaks, parse_addresses, unreachable
 from kafka_ferry.kafka.client_log import librdkafka_logger
 from kafka_ferry.kafka.errors import ClusterUnreachableError, KafkaClusterError, ListenerProtocolError
@@ -53,6 +53,8 @@ DURABLE_PRODUCER = {"acks": "all", "enable.idempotence": True, "linger.ms": 5}
 # Group offset reads in flight at once: the client takes one group per OffsetFetch request, so many groups are
 # many requests; sent together they cost about one round trip per coordinator, not one per group.
 GROUPS_IN_FLIGHT = 200
+# How long the Java helper's listing of streams groups is reused (kafka.streams_groups: one JVM per call).
+STREAMS_LISTING_KEPT_S = 30.0
 
 
 
@@ -85,6 +87,7 @@ class KafkaCluster(AdminWaits):
         self.request_timeout_s = request_timeout_s  # per call; tests of unreachable clusters lower it
         self._producers: dict[tuple, Producer] | None = {} if reuse_producers else None
         self._client_error: KafkaError | None = None
+        self._streams_listing: tuple[float, tuple[str, ...]] | None = None  # (when, groups): _streams_listed
 
     def __repr__(self) -> str:
         return f"KafkaCluster({self.name!r}, bootstrap.servers={self.bootstrap_servers!r})"
@@ -323,8 +326,11 @@ class KafkaCluster(AdminWaits):
 
     # --- consumer groups -----------------------------------------------------------------------
     def list_group_ids(self) -> list[str]:
+        """Every group: librdkafka's listing (consumer and classic groups) and, when the Java helper is configured
+        (``kafka.streams_groups``), the KIP-1071 streams groups librdkafka does not list."""
         future = self.admin.list_consumer_groups(request_timeout=self.request_timeout_s)
-        return sorted(g.group_id for g in self._wait(future, "list consumer groups").valid)
+        ids = {g.group_id for g in self._wait(future, "list consumer groups").valid}
+        return sorted(ids | set(self._streams_listed()))
 
     def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
         group_ids = sorted(set(group_ids))
@@ -338,13 +344,49 @@ class KafkaCluster(AdminWaits):
         infos = {gid: GroupInfo(gid, d.state.name, len(d.members)) for gid, d in self._retrying(call).items()}
         # Only this call is wrapped: librdkafka describes a KIP-1071 streams group (Kafka 4.2+) as Dead with no
         # member even while its application runs, but reads its committed offsets right. A Dead group has no
-        # committed offsets, so a Dead one that has them is a group this client cannot see: UNDESCRIBED, counted
+        # committed offsets, so a Dead one that has them is a group this client cannot see. Kafka's Java Admin
+        # describes it when configured (kafka.streams_groups); else, or when that fails, it is UNDESCRIBED, counted
         # as live by every check (core.cluster_model.GroupInfo.is_active), never taken for empty.
         dead = [gid for gid, info in infos.items() if info.state.upper() == "DEAD"]
-        for gid, offsets in (self.groups_offsets(dead) if dead else {}).items():
-            if offsets:
-                infos[gid] = GroupInfo(gid, UNDESCRIBED_STATE, 0)
+        hidden = sorted(gid for gid, offsets in (self.groups_offsets(dead) if dead else {}).items() if offsets)
+        answer = self._streams_groups(hidden) if hidden and streams_groups.configured() else None
+        for gid in hidden:
+            seen = answer.described.get(gid) if answer else None
+            infos[gid] = GroupInfo(gid, seen.state, seen.members) if seen else GroupInfo(gid, UNDESCRIBED_STATE, 0)
         return infos
+
+    def streams_group_topology(self, group_ids: Iterable[str]) -> dict[str, streams_groups.StreamsGroup]:
+        """The streams groups among ``group_ids`` as Kafka's Java Admin describes them (their topology names the
+        application's input and internal topics); {} when the helper is not configured or fails (said at warning)."""
+        group_ids = sorted(set(group_ids))
+        answer = self._streams_groups(group_ids) if group_ids and streams_groups.configured() else None
+        return dict(answer.described) if answer else {}
+
+    def _streams_listed(self) -> tuple[str, ...]:
+        """The streams groups the Java helper lists, kept ``STREAMS_LISTING_KEPT_S``: a task lists groups several
+        times within seconds (pre-flight, applications, provisioning), and each Java call starts a JVM."""
+        if not streams_groups.configured():
+            return ()
+        kept = self._streams_listing
+        if kept is None or time.monotonic() - kept[0] > STREAMS_LISTING_KEPT_S:
+            answer = self._streams_groups([])
+            if answer is None:
+                return ()
+            kept = self._streams_listing = (time.monotonic(), answer.listed)
+        return kept[1]
+
+    def _streams_groups(self, group_ids: list[str]) -> streams_groups.StreamsGroupsAnswer | None:
+        """The Java helper's answer, or None when it could not be had (said at warning: the groups stay unseen)."""
+        try:
+            answer = streams_groups.streams_groups(self._config, group_ids)
+            self._streams_listing = (time.monotonic(), answer.listed)
+        except (streams_groups.StreamsGroupsUnavailable, OSError) as exc:
+            log.warning("%s: KIP-1071 streams groups not listed or described through Kafka's Java Admin (%s): "
+                        "such groups stay undescribed, counted live; %s", self.name, exc, streams_groups.WAY_OUT)
+            return None
+        for gid, why in answer.missing.items():
+            log.info("%s: group %s is not described as a streams group (%s)", self.name, gid, why)
+        return answer
 
     def group_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
         """Committed offsets of a group (partitions without a commit are left out)."""

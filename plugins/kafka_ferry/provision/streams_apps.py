@@ -7,6 +7,7 @@ from kafka_ferry.core import streams_apps
 from kafka_ferry.core.failures import Permanent
 from kafka_ferry.core.provisioning_plan import select_topics
 from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.kafka import streams_groups
 from kafka_ferry.kafka.cluster import KafkaCluster
 
 
@@ -37,7 +38,8 @@ def unseen_groups(spec: MigrationSpec, source: KafkaCluster, topics: list[str], 
 
 def source_applications(spec: MigrationSpec, source: KafkaCluster) -> list[streams_apps.StreamsApplication]:
     """The applications the spec names and those detected on the source, with their topics (one listing of the
-    source's topics and groups, one read of the applications' committed offsets). Refuses (``StreamsGroupUnseen``)
+    source's topics and groups, one read of the applications' committed offsets; for streams groups, their
+    topology's input topics too, when Kafka's Java Admin is configured). Refuses (``StreamsGroupUnseen``)
     when an application's group has committed offsets but the client cannot see it (a KIP-1071 streams group):
     its members could not be checked, so nothing of it may move."""
     topics, groups = source.list_topic_names(), source.list_group_ids()
@@ -47,12 +49,17 @@ def source_applications(spec: MigrationSpec, source: KafkaCluster) -> list[strea
             f"migration {spec.name!r}: nothing was changed: group(s) {', '.join(hidden)} have committed offsets on "
             "the source, but the client library neither lists nor describes them: KIP-1071 streams groups "
             "(group.protocol=streams, Kafka 4.2+), whose members kafka-ferry cannot see, so it could move the "
-            "application while it still runs. Move the application under a classic group (group.protocol=classic, "
-            "seen by every check), or leave its topics out of the migration")
+            "application while it still runs. Let kafka-ferry describe them with Kafka's Java Admin (set "
+            f"{streams_groups.CLASSPATH_ENV} to kafka-clients jars of 4.1 or later, with a JDK, on the workers; "
+            "a warning above says why it failed if it is set), move the application under a classic group "
+            "(group.protocol=classic), or leave its topics out of the migration")
     declared = spec.declared_applications
     ids = sorted({*declared, *streams_apps.detect(groups, topics)})
     offsets = source.groups_offsets([g for g in ids if g in set(groups)]) if ids else {}
     committed = {g: {t for t, _ in tps} for g, tps in offsets.items()}
+    # a streams group's topology names its input topics, those it has not committed on yet too (kafka.streams_groups)
+    for g, seen in source.streams_group_topology([g for g in ids if g in set(groups)]).items():
+        committed[g] = committed.get(g, set()) | {t for t in seen.source_topics if t in set(topics)}
     return streams_apps.applications(declared, groups, topics, committed)
 
 
