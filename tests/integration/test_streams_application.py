@@ -1,24 +1,32 @@
 """A Kafka Streams application moved as one unit (issue 40), on the test bed: the real word count of
 testbed/streams_app (a ``groupBy`` repartition, a state store with its changelog, an output topic,
-``exactly_once_v2``), classic group protocol, 3.9 source -> 4.3 destination.
+``exactly_once_v2``), once per group protocol: classic on the 3.9 source -> 4.3 destination, and
+``group.protocol=streams`` (KIP-1071) on the private 4.3 -> 4.3 pair, its group seen through Kafka's Java Admin
+(kafka.streams_groups).
 
 The application processes input on the source and stops; a catch-up copy runs; the application runs again and
 Streams purges the repartition records it processed, so their log start moves past what the copy had copied; it
-stops, and the migration is promoted through the DAG (``dag.test`` with the form's conf). The application then
-starts on the destination with an EMPTY state dir and processes more input. Every input word yields one output
-record ``(word, count)``, so over all input the destination's output topic must hold, for each word, the counts
-1..n exactly once: a lost or repeated input, a state not restored from the copied changelog, or a repartition
-offset translated wrong, each shows as a missing or repeated pair.
+stops, and the migration is promoted: classic, through the DAG (``dag.test`` with the form's conf); streams, through
+``kafka-ferry promote`` started while the application still runs: it waits in its groups sensor for the live member,
+commits nothing, and goes on once the application stops.
+The application then starts on the destination with an EMPTY state dir and processes more input. Every input word
+yields one output record ``(word, count)``, so over all input the destination's output topic must hold, for each
+word, the counts 1..n exactly once: a lost or repeated input, a state not restored from the copied changelog, or a
+repartition offset translated wrong, each shows as a missing or repeated pair.
 
-One expensive state (three application runs, a copy, a promotion), several assertions against it.
+One expensive state per protocol (three application runs, a copy, a promotion), several assertions against it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import signal
 import struct
+import subprocess
+import sys
 import time
 from collections import Counter
 
@@ -27,12 +35,17 @@ from route_support import Workspace, form_conf, states
 from scenarios import plan_and_copy_in_process, provision, provision_groups, read_partition, snapshot, write_spec
 
 import streams_app
+from kafka_ferry.kafka import streams_groups
+from kafka_ferry.kafka.configs import encode_cluster_configs
 
 # long: three Streams application runs (a JVM each), a copy and a promotion through Airflow (minutes)
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.long]
 
 WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu")
 PARTITIONS = 2
+# what `kafka-ferry promote` says while its groups sensor waits (kafka_ferry.cli)
+WAITING = re.compile(r"source_groups_inactive: (running|queued|waiting \(\w+\)) since "
+                     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ; waits for the migrated groups to have no members on the source")
 
 
 def lines(seed: int, count: int) -> list[str]:
@@ -67,6 +80,17 @@ def mine(snap: dict) -> dict:
     return {side: {k: v for k, v in snap[side].items() if k != "acls"} for side in ("source", "destination")}
 
 
+def stop_by_pid(proc: subprocess.Popen) -> None:
+    """Stop a command this test started (its own session) by its pid, SIGKILL after 60 s."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(60)
+
+
 def wait_for_output(clusters, side: str, topic: str, expected: int, run, timeout_s: float = 240) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -77,9 +101,21 @@ def wait_for_output(clusters, side: str, topic: str, expected: int, run, timeout
     raise AssertionError(f"{side} {topic}: fewer than {expected} results after {timeout_s} s\n{run.output()[-3000:]}")
 
 
+@pytest.fixture(params=["classic", "streams"])
+def pair(request, monkeypatch):
+    """(group protocol, clusters): classic on the shared 3.9 -> 4.3 bed; streams on the private 4.3 -> 4.3 pair,
+    with Kafka's Java Admin configured for its streams group (kafka.streams_groups)."""
+    if request.param == "classic":
+        return request.param, request.getfixturevalue("clusters")
+    monkeypatch.setenv(streams_groups.CLASSPATH_ENV, str(streams_app.jar_dir()))
+    return request.param, request.getfixturevalue("kip848")
+
+
 @pytest.mark.timeout(1800)  # three JVM runs and a promotion, on a small shared machine
-def test_a_streams_application_moves_as_one_unit_and_continues_on_the_destination_exactly_once(
-        clusters, configs_env, tmp_path):
+def test_a_streams_application_moves_as_one_unit_and_continues_on_the_destination_exactly_once(pair, tmp_path):
+    protocol, clusters = pair
+    configs_env = encode_cluster_configs(clusters.cluster("source").client_config,
+                                         clusters.cluster("destination").client_config)
     p = clusters.unique("sapp")
     text, counts, app_id = f"{p}.text", f"{p}.counts", f"{p}-wc"
     for topic in (text, counts):
@@ -97,7 +133,8 @@ def test_a_streams_application_moves_as_one_unit_and_continues_on_the_destinatio
     def start(name: str, side: str, state: str, purge_ms: int):
         bootstrap = clusters.source_bootstrap if side == "source" else clusters.destination_bootstrap
         run = streams_app.start(tmp_path / name, bootstrap=bootstrap, application_id=app_id, input_topic=text,
-                                output_topic=counts, state_dir=tmp_path / state, purge_interval_ms=purge_ms)
+                                output_topic=counts, state_dir=tmp_path / state, purge_interval_ms=purge_ms,
+                                group_protocol=protocol)
         runs.append(run)
         return run
 
@@ -150,11 +187,37 @@ def test_a_streams_application_moves_as_one_unit_and_continues_on_the_destinatio
                 break
             time.sleep(1)
         assert all(starts[tp] > copied_end[tp] for tp in copied_end), (starts, copied_end, run.output()[-2000:])
-        run.stop()
-
-        # 3. promote the whole migration through its DAG, as the trigger form sends it
-        promoted = ws.dag_test(form_conf("promote", name))
-        assert promoted["state"] == "success", (states(promoted), promoted["log"][-6000:])
+        if protocol == "streams":
+            # 3. a live member of the streams group on the source: `kafka-ferry promote` waits in its sensor and
+            # commits nothing to the destination's group; the application stops and the same promotion goes on
+            live = source.describe_groups([app_id])[app_id]
+            assert live.described and live.member_count == 1 and live.is_active, live
+            destination = clusters.cluster("destination")
+            group_before = destination.groups_offsets([app_id])[app_id]
+            out_path = tmp_path / "promote.out"
+            with out_path.open("w") as out:
+                promote = subprocess.Popen([sys.executable, "-m", "kafka_ferry.cli", "promote", str(ws.spec_path),
+                                            "--yes-i-mean", name], env={**ws.env, "PYTHONUNBUFFERED": "1"},
+                                           stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                           start_new_session=True)
+            try:
+                deadline = time.monotonic() + 600
+                while not WAITING.search(out_path.read_text()):
+                    assert promote.poll() is None and time.monotonic() < deadline, out_path.read_text()[-6000:]
+                    time.sleep(1)
+                time.sleep(5)  # a few more pokes against the live member
+                assert promote.poll() is None, out_path.read_text()[-6000:]
+                assert destination.groups_offsets([app_id])[app_id] == group_before  # nothing committed
+                assert run.running()
+                run.stop()
+                assert promote.wait(1200) == 0, out_path.read_text()[-6000:]
+            finally:
+                stop_by_pid(promote)
+        else:
+            run.stop()
+            # 3. promote the whole migration through its DAG, as the trigger form sends it
+            promoted = ws.dag_test(form_conf("promote", name))
+            assert promoted["state"] == "success", (states(promoted), promoted["log"][-6000:])
 
         # 4. on the destination, an empty state dir: restored from the copied changelog, resumed where it stopped
         assert not (tmp_path / "state-destination").exists()
