@@ -63,10 +63,14 @@ ConnectionId = Annotated[str, AfterValidator(_connection_id)]
 
 
 class ClusterRef(_Frozen):
-    """A Kafka cluster reached through an Airflow connection of type `kafka` (Extra = librdkafka config)."""
+    """A Kafka cluster reached through an Airflow connection of type `kafka` (Extra = librdkafka config).
 
-    connection_id: ConnectionId
-    alias: str
+    The same two keys mean different things at `source` and at `destination` (which MM2 topic the alias names), so
+    each role is its own model below, with its own descriptions; the checks are these, shared.
+    """
+
+    connection_id: ConnectionId = Field(description="Airflow connection of type `kafka`.")
+    alias: str = Field(description="The cluster's name in MM2 topic names.")
 
     @field_validator("alias")
     @classmethod
@@ -74,6 +78,29 @@ class ClusterRef(_Frozen):
         if not CLUSTER_ALIAS.fullmatch(v):
             raise ValueError("cluster alias must be 1-64 letters, digits, '_' or '-' (it names MM2 topics)")
         return v
+
+
+class SourceCluster(ClusterRef):
+    """The cluster the workload leaves."""
+
+    connection_id: ConnectionId = Field(
+        description="Airflow connection of type `kafka` (Extra = librdkafka config: `bootstrap.servers`, SASL/SSL "
+                    "settings).",
+    )
+    alias: str = Field(
+        description="The source's name in MM2 topic names: `<alias>.checkpoints.internal` and `<alias>.heartbeats` on "
+                    "the destination.",
+    )
+
+
+class DestinationCluster(ClusterRef):
+    """The cluster the workload moves to."""
+
+    connection_id: ConnectionId = Field(description="Airflow connection of type `kafka` for the destination.")
+    alias: str = Field(
+        description="The destination's name in MM2 topic names: `mm2-offset-syncs.<alias>.internal`. Must differ "
+                    "from `source.alias`.",
+    )
 
 
 def _regex(pattern: str) -> str:
@@ -92,10 +119,10 @@ class SerializedFieldsRule(_Frozen):
     """Which fields of the topics matching `topics` (full-match regex) a registry serializer wrote: `key`,
     `value`, `both` or `none`. Overrides what the source registry's subjects say (core.serialized_fields)."""
 
-    # Full-match regex over source topic names the rule applies to.
-    topics: Regex
-    # Which fields of those topics carry the registry wire format.
-    fields: Literal["key", "value", "both", "none"]
+    topics: Regex = Field(description="Full-match regex over source topic names the rule applies to.")
+    fields: Literal["key", "value", "both", "none"] = Field(
+        description="Which fields of those topics carry the registry wire format.",
+    )
 
 
 class SchemaRegistryRef(_Frozen):
@@ -109,55 +136,97 @@ class SchemaRegistryRef(_Frozen):
     format, where the subjects do not say it right; only those fields are rewritten and decode-checked.
     """
 
-    source_connection_id: ConnectionId
-    destination_connection_id: ConnectionId
-    mode: Literal["preserve", "remap"] = "remap"
-    subjects_include: tuple[Regex, ...] = ()
-    subjects_exclude: tuple[Regex, ...] = ()
-    # Soft-deleted versions move too (and arrive soft-deleted): records written before a version was retired
-    # still carry its id, and a consumer moved to the destination must resolve it. Opting out leaves such
-    # records undecodable there; the decode check then blocks the run before translation, naming them.
-    include_soft_deleted: bool = True
-    # The destination registry's global compatibility is not the migration's: moved only when asked. Each
-    # migrated subject gets the source's effective level either way (its own, else the source's global).
-    move_global_compatibility: bool = False
-    unknown_id_policy: Literal["fail", "pass-through"] = "fail"
-    # After each catch-up batch, decode the newly copied keys and values on the destination against the
-    # destination registry (schemas.decode_check): `report` puts the counts and failures on the run's page,
-    # `enforce` also fails the run (before translation) when one does not decode, `off` skips the check.
-    # Not `enforce` by default: a source record that never decoded is copied faithfully and fails here too.
-    decode_check: Literal["off", "report", "enforce"] = "report"
-    # Rules, first match wins, saying which fields of a topic a registry serializer wrote (only those are rewritten
-    # and decode-checked); without a rule the source registry's subjects decide (core.serialized_fields).
-    serialized_fields: tuple[SerializedFieldsRule, ...] = Field(default=(), max_length=1000)
+    source_connection_id: ConnectionId = Field(
+        description="Airflow connection of type `schemaregistry` (host = the registry URL).",
+    )
+    destination_connection_id: ConnectionId = Field(
+        description="Airflow connection of type `schemaregistry` for the destination.",
+    )
+    mode: Literal["preserve", "remap"] = Field(
+        default="remap",
+        description="`preserve` keeps schema ids and versions (the destination registry must accept IMPORT mode); "
+                    "`remap` lets it assign ids and the copy rewrites the id in every record.",
+    )
+    subjects_include: tuple[Regex, ...] = Field(
+        default=(),
+        description="Extra subjects to migrate besides `<topic>-key`/`-value` (RecordNameStrategy), full-match "
+                    "regexes.",
+    )
+    subjects_exclude: tuple[Regex, ...] = Field(default=(), description="Subjects never migrated, full-match regexes.")
+    include_soft_deleted: bool = Field(
+        default=True,
+        description="Soft-deleted versions move too (and arrive soft-deleted): records written before a version was "
+                    "retired still carry its id, and a consumer moved to the destination must resolve it. Opting out "
+                    "leaves such records undecodable there; the decode check then blocks the run before translation, "
+                    "naming them.",
+    )
+    move_global_compatibility: bool = Field(
+        default=False,
+        description="The destination registry's global compatibility is not the migration's: moved only when asked. "
+                    "Each migrated subject gets the source's effective level either way (its own, else the source's "
+                    "global).",
+    )
+    unknown_id_policy: Literal["fail", "pass-through"] = Field(
+        default="fail",
+        description="A record whose schema id the migration does not know: `fail` the batch, or `pass-through` copy "
+                    "it unchanged.",
+    )
+    decode_check: Literal["off", "report", "enforce"] = Field(
+        default="report",
+        description="After each catch-up batch, decode the newly copied keys and values on the destination against "
+                    "the destination registry (schemas.decode_check): `report` puts the counts and failures on the "
+                    "run's page, `enforce` also fails the run (before translation) when one does not decode, `off` "
+                    "skips the check. Not `enforce` by default: a source record that never decoded is copied "
+                    "faithfully and fails here too.",
+    )
+    serialized_fields: tuple[SerializedFieldsRule, ...] = Field(
+        default=(), max_length=1000,
+        description="Rules, first match wins, saying which fields of a topic a registry serializer wrote (only those "
+                    "are rewritten and decode-checked); without a rule the source registry's subjects decide "
+                    "(core.serialized_fields).",
+    )
 
     def field_overrides(self) -> tuple[tuple[str, str], ...]:
         return tuple((r.topics, r.fields) for r in self.serialized_fields)
 
 
-class Selection(_Frozen):
-    """Full-match regexes; a name is selected when an include matches and no exclude does."""
+Includes = Annotated[tuple[Regex, ...], Field(min_length=1)]
 
-    include: tuple[Regex, ...] = Field(min_length=1)
-    exclude: tuple[Regex, ...] = ()
-    # The pre-flight refuses a selection that matches nothing on the source (a typo'd name is otherwise a
-    # green, empty run); true says an empty selection is intended.
-    allow_empty: bool = False
+
+class Selection(_Frozen):
+    """Full-match regexes; a name is selected when an include matches and no exclude does.
+
+    What the names are differs by role (topic names, group ids), so `topics` and `groups` are their own models
+    below, with their own descriptions; the matching is this, shared.
+    """
+
+    include: Includes = Field(description="Full-match regexes; a name is selected when one matches.")
+    exclude: tuple[Regex, ...] = Field(
+        default=(), description="Full-match regexes; a name one matches is not selected.",
+    )
+    allow_empty: bool = Field(
+        default=False,
+        description="The pre-flight refuses a selection that matches nothing on the source (a typo'd name is otherwise "
+                    "a green, empty run); true says an empty selection is intended.",
+    )
 
     def matches(self, name: str) -> bool:
         return any_full_match(self.include, name) and not any_full_match(self.exclude, name)
 
 
 class IdentityRename(_Frozen):
-    policy: Literal["identity"] = "identity"
+    policy: Literal["identity"] = Field(
+        default="identity",
+        description="`identity` keeps the source name; `prefix` prepends `prefix`.",
+    )
 
     def destination_topic(self, source_topic: str) -> str:
         return source_topic
 
 
 class PrefixRename(_Frozen):
-    policy: Literal["prefix"]
-    prefix: str = Field(min_length=1, max_length=100)
+    policy: Literal["prefix"] = Field(description="`identity` keeps the source name; `prefix` prepends `prefix`.")
+    prefix: str = Field(min_length=1, max_length=100, description="Prepended to every source topic name.")
 
     @field_validator("prefix")
     @classmethod
@@ -170,11 +239,34 @@ class PrefixRename(_Frozen):
         return f"{self.prefix}{source_topic}"
 
 
+class GroupSelection(Selection):
+    """Which consumer groups to migrate."""
+
+    include: Includes = Field(description="Full-match regexes over group ids.")
+    exclude: tuple[Regex, ...] = Field(
+        default=(), description="Full-match regexes; a group one matches is not migrated.",
+    )
+
+
 class TopicSelection(Selection):
-    rename: IdentityRename | PrefixRename = Field(default_factory=IdentityRename, discriminator="policy")
-    # Existing destination topics (by their destination name) the migration may take over as mirrors: only
-    # when empty or holding only records it copied (core.topic_ownership); any other existing name is refused.
-    adopt: tuple[str, ...] = Field(default=(), max_length=10_000)
+    """Which source topics to migrate."""
+
+    include: Includes = Field(
+        description="Full-match regexes (escape the dot: `orders\\..*`); a topic is selected when one matches.",
+    )
+    exclude: tuple[Regex, ...] = Field(
+        default=(), description="Full-match regexes; a topic one matches is not selected.",
+    )
+    rename: IdentityRename | PrefixRename = Field(
+        default_factory=IdentityRename, discriminator="policy",
+        description="How a mirror topic is named on the destination.",
+    )
+    adopt: tuple[str, ...] = Field(
+        default=(), max_length=10_000,
+        description="Existing destination topics (by their destination name) the migration may take over as mirrors: "
+                    "only when empty or holding only records it copied (core.topic_ownership); any other existing "
+                    "name is refused.",
+    )
 
     @field_validator("adopt")
     @classmethod
@@ -185,32 +277,73 @@ class TopicSelection(Selection):
 class CopySettings(_Frozen):
     """Bounds of one copy batch; every run is bounded so a batch window can be planned."""
 
-    max_records_per_partition: int = Field(default=100_000, gt=0)
-    max_bytes_per_partition: int = Field(default=64 * 1024 * 1024, gt=0)
-    offset_sync_interval: int = Field(default=100, gt=0)
-    # Partitions one Spark task copies at once, each on its own clients (memory: per lane, the producer and
-    # consumer queue bounds of copy/copier_settings.py, ~100 MB at most).
-    lanes_per_task: int = Field(default=4, ge=1, le=64)
-    provenance_headers: bool = True
-    accept_retention_gaps: bool = False
-    spark_connection_id: ConnectionId = "spark_default"
-    # '<Secret name>:<key>' of a Kubernetes Secret holding the copy job's cluster configs (k8s:// masters).
-    kubernetes_credentials_secret: str | None = None
-    # Ship the configs as a 0600 credentials file (--files) on every master, not only on YARN.
-    credentials_file: bool = False
-    # spark-submit's driver JVM, where it runs on the Airflow worker: C1-only JIT and a class-data archive
-    # kept on the host (core/driver_jvm.py), a faster start per batch; false leaves the JVM's flags alone.
-    fast_driver_start: bool = True
-    # The migration's copy rate limit in bytes per second (keys plus values), shared by all the batch's Spark
-    # tasks and lanes (and the promotion's final copy); throttling only delays, it never changes what is copied.
-    max_bytes_per_second: int | None = Field(default=None, gt=0)
-    # The migration's copy rate limit in records per second, shared like max_bytes_per_second (both may be set).
-    max_records_per_second: int | None = Field(default=None, gt=0)
-    # A catch-up batch's window: a duration ('4h', '90min', '1h30min') counted from the run's due time, or an
-    # end time ('05:00', 24-hour, in the DAG's timezone: Airflow's default_timezone). The batch is sized from the
-    # migration's measured rate to end inside it and stops at the deadline at a chunk boundary, progress and
-    # offset syncs written; the next run resumes there. Not applied to the promotion's final copy.
-    window: str | None = None
+    max_records_per_partition: int = Field(
+        default=100_000, gt=0,
+        description="At most this many records per partition in one batch.",
+    )
+    max_bytes_per_partition: int = Field(
+        default=64 * 1024 * 1024, gt=0,
+        description="At most this many bytes per partition in one batch.",
+    )
+    offset_sync_interval: int = Field(
+        default=100, gt=0,
+        description="Write an offset sync at least every this many records (and at every discontinuity: exact "
+                    "translation needs them).",
+    )
+    lanes_per_task: int = Field(
+        default=4, ge=1, le=64,
+        description="Partitions one Spark task copies at once, each on its own clients (memory: per lane, the "
+                    "producer and consumer queue bounds of copy/copier_settings.py, ~100 MB at most).",
+    )
+    provenance_headers: bool = Field(
+        default=True,
+        description="Add source cluster id and offset headers to every copied record: exactly-once resume. `false`: "
+                    "at-least-once.",
+    )
+    accept_retention_gaps: bool = Field(
+        default=False,
+        description="Copy on when the source deleted records not yet copied (recorded in the state); `false` fails "
+                    "the batch naming the lost ranges.",
+    )
+    spark_connection_id: ConnectionId = Field(
+        default="spark_default",
+        description="Airflow connection of type `spark` (host `local[*]`, `spark://host:7077`, `yarn`, `k8s://…`) or "
+                    "`spark_connect`.",
+    )
+    kubernetes_credentials_secret: str | None = Field(
+        default=None,
+        description="'<Secret name>:<key>' of a Kubernetes Secret holding the copy job's cluster configs (k8s:// "
+                    "masters).",
+    )
+    credentials_file: bool = Field(
+        default=False,
+        description="Ship the configs as a 0600 credentials file (--files) on every master, not only on YARN.",
+    )
+    fast_driver_start: bool = Field(
+        default=True,
+        description="spark-submit's driver JVM, where it runs on the Airflow worker: C1-only JIT and a class-data "
+                    "archive kept on the host (core/driver_jvm.py), a faster start per batch; false leaves the JVM's "
+                    "flags alone.",
+    )
+    max_bytes_per_second: int | None = Field(
+        default=None, gt=0,
+        description="The migration's copy rate limit in bytes per second (keys plus values), shared by all the "
+                    "batch's Spark tasks and lanes (and the promotion's final copy); throttling only delays, it "
+                    "never changes what is copied.",
+    )
+    max_records_per_second: int | None = Field(
+        default=None, gt=0,
+        description="The migration's copy rate limit in records per second, shared like max_bytes_per_second (both "
+                    "may be set).",
+    )
+    window: str | None = Field(
+        default=None,
+        description="A catch-up batch's window: a duration ('4h', '90min', '1h30min') counted from the run's due "
+                    "time, or an end time ('05:00', 24-hour, in the DAG's timezone: Airflow's default_timezone). The "
+                    "batch is sized from the migration's measured rate to end inside it and stops at the deadline at "
+                    "a chunk boundary, progress and offset syncs written; the next run resumes there. Not applied to "
+                    "the promotion's final copy.",
+    )
 
     @field_validator("window")
     @classmethod
@@ -235,13 +368,25 @@ class CopySettings(_Frozen):
 class PromotionSettings(_Frozen):
     """Thresholds the sensors gate promotion on."""
 
-    max_lag_records: int = Field(default=0, ge=0)
+    max_lag_records: int = Field(
+        default=0, ge=0,
+        description="Largest per-partition lag the final copy may start from.",
+    )
     # Bounded like timeouts.task_seconds (issue 36: 3e9 s was accepted, a sensor waiting 34,722 days): a sensor
     # holds its worker slot (or a triggerer's) for as long as its timeout, and a quiesce window longer than a day
     # is no gate anyone waits for.
-    quiesce_window_seconds: int = Field(default=30, ge=1, le=24 * 3600)
-    sensor_timeout_seconds: int = Field(default=3600, ge=1, le=7 * 24 * 3600)
-    poke_interval_seconds: int = Field(default=10, ge=1, le=3600)
+    quiesce_window_seconds: int = Field(
+        default=30, ge=1, le=24 * 3600,
+        description="The source's end offsets must stay unchanged this long (producers stopped).",
+    )
+    sensor_timeout_seconds: int = Field(
+        default=3600, ge=1, le=7 * 24 * 3600,
+        description="A promotion sensor fails after waiting this long.",
+    )
+    poke_interval_seconds: int = Field(
+        default=10, ge=1, le=3600,
+        description="Seconds between two checks of a promotion sensor.",
+    )
 
 
 def _principal(value: str) -> str:
@@ -257,11 +402,18 @@ class AclSettings(_Frozen):
     """ACL migration: the ACLs of migrated topics and groups, with principals renamed by this table
     (source principal -> destination principal; unlisted principals keep their name)."""
 
-    principals: dict[Principal, Principal] = Field(default_factory=dict)
-    # Fence the destination until promotion (needs an authorizer there): a migrated group's readers are denied
-    # READ on it until the group is promoted; a mirror topic takes writes only from the migration's principal
-    # until the topic is promoted. Put by provision_groups, lifted by the promotion that promotes the unit.
-    fence: bool = False
+    principals: dict[Principal, Principal] = Field(
+        default_factory=dict,
+        description="Source principal -> destination principal for migrated ACLs; unlisted principals keep their "
+                    "name.",
+    )
+    fence: bool = Field(
+        default=False,
+        description="Fence the destination until promotion (needs an authorizer there): a migrated group's readers "
+                    "are denied READ on it until the group is promoted; a mirror topic takes writes only from the "
+                    "migration's principal until the topic is promoted. Put by provision_groups, lifted by the "
+                    "promotion that promotes the unit.",
+    )
 
     @field_validator("principals")
     @classmethod
@@ -276,10 +428,15 @@ class TimeoutSettings(_Frozen):
     """Every task's execution timeout: a hung client call or Spark job fails its try instead of holding a worker
     slot for ever. ``copy_seconds`` bounds the Spark copy tasks (a batch of the spec's bounds takes far less)."""
 
-    # Execution timeout of every task but the Spark copy (seconds); a sensor never gets less than its own timeout.
-    task_seconds: int = Field(default=3600, ge=60, le=7 * 24 * 3600)
-    # Execution timeout of the Spark copy tasks (seconds).
-    copy_seconds: int = Field(default=6 * 3600, ge=60, le=7 * 24 * 3600)
+    task_seconds: int = Field(
+        default=3600, ge=60, le=7 * 24 * 3600,
+        description="Execution timeout of every task but the Spark copy (seconds); a sensor never gets less than its "
+                    "own timeout.",
+    )
+    copy_seconds: int = Field(
+        default=6 * 3600, ge=60, le=7 * 24 * 3600,
+        description="Execution timeout of the Spark copy tasks (seconds).",
+    )
 
 
 # Directories kafka-ferry keeps in the work base beside each migration's ``<work base>/<name>``: a migration of
@@ -303,21 +460,28 @@ CheckpointLocation = Annotated[str, AfterValidator(_checkpoint_location)]
 class SparkCheckpoint(_Frozen):
     """A Spark Structured Streaming query's checkpoint the promotion hands over (translation.spark_checkpoint)."""
 
-    # The checkpoint directory (`checkpointLocation`): a local path, or a URL read and written through the work dir's
-    # connection.
-    checkpoint: CheckpointLocation
-    # The query's file sink directory (`path` of a file sink), when it has one: its metadata log
-    # (`_spark_metadata`) gets the empty entry of the batch the hand-over adds, so readers of the sink see no gap.
-    file_sink: CheckpointLocation | None = None
+    checkpoint: CheckpointLocation = Field(
+        description="The checkpoint directory (`checkpointLocation`): a local path, or a URL read and written "
+                    "through the work dir's connection.",
+    )
+    file_sink: CheckpointLocation | None = Field(
+        default=None,
+        description="The query's file sink directory (`path` of a file sink), when it has one: its metadata log "
+                    "(`_spark_metadata`) gets the empty entry of the batch the hand-over adds, so readers of the "
+                    "sink see no gap.",
+    )
 
 
 class ConsumerSettings(_Frozen):
     """Consumers that keep their position outside Kafka, handed over to the destination by the promotion."""
 
-    # Spark Structured Streaming checkpoints the promotion rewrites after its final translation, so each query
-    # resumes on the destination exactly where it stopped on the source (docs/promotion.md). Stop the queries
-    # before promoting: a running query's checkpoint is refused, unchanged.
-    spark_checkpoints: tuple[SparkCheckpoint, ...] = Field(default=(), max_length=1000)
+    spark_checkpoints: tuple[SparkCheckpoint, ...] = Field(
+        default=(), max_length=1000,
+        description="Spark Structured Streaming checkpoints the promotion rewrites after its final translation, so "
+                    "each query resumes on the destination exactly where it stopped on the source "
+                    "(docs/promotion.md). Stop the queries before promoting: a running query's checkpoint is "
+                    "refused, unchanged.",
+    )
 
     @field_validator("spark_checkpoints")
     @classmethod
@@ -331,11 +495,16 @@ class ConsumerSettings(_Frozen):
 class StreamsApplicationSpec(_Frozen):
     """A Kafka Streams application that moves as one unit (core.streams_apps)."""
 
-    # The application's `application.id`: its group, and the prefix of its `<id>-<name>-changelog` and
-    # `<id>-<name>-repartition` topics.
-    application_id: str = Field(min_length=1, max_length=200)
-    # Topics the application writes its results to (not seen from names): selected, provisioned and promoted with it.
-    output_topics: tuple[str, ...] = Field(default=(), max_length=1000)
+    application_id: str = Field(
+        min_length=1, max_length=200,
+        description="The application's `application.id`: its group, and the prefix of its `<id>-<name>-changelog` "
+                    "and `<id>-<name>-repartition` topics.",
+    )
+    output_topics: tuple[str, ...] = Field(
+        default=(), max_length=1000,
+        description="Topics the application writes its results to (not seen from names): selected, provisioned and "
+                    "promoted with it.",
+    )
 
     @field_validator("application_id")
     @classmethod
@@ -366,14 +535,22 @@ class DeclaredUnit(_Frozen):
     """Topics and groups that must be promoted together (core.coupling): a staged cutover that would move some of
     them and leave others is refused, unless `coupling.accept_split` names the unit."""
 
-    # The unit's name, said in every refusal and listed in `coupling.accept_split` to accept splitting it.
-    name: UnitName
-    # Source topic names (exact names, not regexes) of the unit.
-    topics: tuple[str, ...] = Field(default=(), max_length=10_000)
-    # Consumer group ids (exact names) of the unit.
-    groups: tuple[str, ...] = Field(default=(), max_length=10_000)
-    # Why they belong together, said in every refusal.
-    reason: str = Field(default="declared in the spec", max_length=1000)
+    name: UnitName = Field(
+        description="The unit's name, said in every refusal and listed in `coupling.accept_split` to accept "
+                    "splitting it.",
+    )
+    topics: tuple[str, ...] = Field(
+        default=(), max_length=10_000,
+        description="Source topic names (exact names, not regexes) of the unit.",
+    )
+    groups: tuple[str, ...] = Field(
+        default=(), max_length=10_000,
+        description="Consumer group ids (exact names) of the unit.",
+    )
+    reason: str = Field(
+        default="declared in the spec", max_length=1000,
+        description="Why they belong together, said in every refusal.",
+    )
 
     @field_validator("topics")
     @classmethod
@@ -424,14 +601,20 @@ def _topic_names(v: tuple[str, ...]) -> tuple[str, ...]:
 class CouplingSettings(_Frozen):
     """Units of topics and groups that move together in a staged cutover (docs/promotion.md, units and coupling)."""
 
-    # Read the source's `__transaction_state` (when the principal may) to find topics written in the same
-    # transactions; each such set is a unit named `transactions:<transactional ids>`.
-    discover_transactions: bool = True
-    # Units declared by hand: where `__transaction_state` cannot be read, or for any other coupling.
-    units: tuple[DeclaredUnit, ...] = Field(default=(), max_length=1000)
-    # Names of units (declared or found) a staged cutover may split: their members may run on different
-    # clusters for a while. Explicit, per unit.
-    accept_split: tuple[UnitName, ...] = Field(default=(), max_length=1000)
+    discover_transactions: bool = Field(
+        default=True,
+        description="Read the source's `__transaction_state` (when the principal may) to find topics written in the "
+                    "same transactions; each such set is a unit named `transactions:<transactional ids>`.",
+    )
+    units: tuple[DeclaredUnit, ...] = Field(
+        default=(), max_length=1000,
+        description="Units declared by hand: where `__transaction_state` cannot be read, or for any other coupling.",
+    )
+    accept_split: tuple[UnitName, ...] = Field(
+        default=(), max_length=1000,
+        description="Names of units (declared or found) a staged cutover may split: their members may run on "
+                    "different clusters for a while. Explicit, per unit.",
+    )
 
     @field_validator("units")
     @classmethod
@@ -468,26 +651,53 @@ class EvidenceSettings(_Frozen):
 
 
 class MigrationSpec(_Frozen):
-    name: str
-    tenant: str = Field(min_length=1, max_length=100)
-    description: str = ""
-    source: ClusterRef
-    destination: ClusterRef
+    name: str = Field(
+        description="The migration's name: the DAG id is `kafka_ferry__<name>`, the state topic "
+                    "`kafka-ferry.<name>.state`. Lowercase letters, digits, `_` and `-`.",
+    )
+    tenant: str = Field(
+        min_length=1, max_length=100,
+        description="Who owns the workload; a DAG tag (`tenant:<tenant>`) and a column of the Migrations page.",
+    )
+    description: str = Field(default="", description="The DAG's description in the Airflow UI.")
+    source: SourceCluster = Field(description="The cluster the workload leaves.")
+    destination: DestinationCluster = Field(
+        description="The cluster the workload moves to; the migration's own topics live here.",
+    )
     schema_registry: SchemaRegistryRef | None = None
     acls: AclSettings = Field(default_factory=AclSettings)
-    topics: TopicSelection
-    groups: Selection = Field(default_factory=lambda: Selection(include=(".*",)))
-    copy_settings: CopySettings = Field(default_factory=CopySettings, alias="copy")
-    schedule: str | None = None
-    promotion: PromotionSettings = Field(default_factory=PromotionSettings)
-    state_topic: str | None = None
+    topics: TopicSelection = Field(description="Which source topics to migrate (Kafka-internal `__` topics never are).")
+    groups: GroupSelection = Field(
+        default_factory=lambda: GroupSelection(include=(".*",)),
+        description="Which consumer groups to migrate: those selected here with committed offsets on migrated topics "
+                    "(default: every such group). Checked by the pre-flight only when the spec sets it.",
+    )
+    copy_settings: CopySettings = Field(
+        default_factory=CopySettings, alias="copy",
+        description="The copy batches (Spark).",
+    )
+    schedule: str | None = Field(
+        default=None,
+        description="Cron expression or @preset for catch-up batches; `null`: triggered runs only.",
+    )
+    promotion: PromotionSettings = Field(
+        default_factory=PromotionSettings,
+        description="When the promotion may cut over (the sensors' thresholds).",
+    )
+    state_topic: str | None = Field(
+        default=None,
+        description="The migration's state topic on the destination; default `kafka-ferry.<name>.state`.",
+    )
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     consumers: ConsumerSettings = Field(default_factory=ConsumerSettings)
-    # Kafka Streams applications that move as one unit: the group `application_id`, its changelog and repartition
-    # topics, its input topics (which topics.include must select) and `output_topics` are selected, provisioned and
-    # promoted together; a staged step that would split one is refused. Groups detected as Streams applications
-    # from their topics' names are units too, without being listed here.
-    applications: tuple[StreamsApplicationSpec, ...] = Field(default=(), max_length=1000)
+    applications: tuple[StreamsApplicationSpec, ...] = Field(
+        default=(), max_length=1000,
+        description="Kafka Streams applications that move as one unit: the group `application_id`, its changelog and "
+                    "repartition topics, its input topics (which topics.include must select) and `output_topics` are "
+                    "selected, provisioned and promoted together; a staged step that would split one is refused. "
+                    "Groups detected as Streams applications from their topics' names are units too, without being "
+                    "listed here.",
+    )
     coupling: CouplingSettings = Field(default_factory=CouplingSettings)
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
 

@@ -1,9 +1,11 @@
 """docs/spec-reference.md, generated from the spec model: every key with its type, default, example and meaning.
 
 Why generated: a hand-kept list falls behind the model (the `promotion.*` keys were learned from a check-spec
-error). Keys, types, defaults and limits come from the pydantic models of ``core.spec``; each key's meaning is
-the comment written above it (or beside it) in ``core/spec.py``, a section's is its class docstring, so a key
-added there with its comment appears here when the file is regenerated:
+error). Keys, types, defaults and limits come from the pydantic models of ``core.spec``; each key's meaning is its
+``Field(description=...)`` there (a section without one has its model's docstring), so a key added with its
+description appears here when the file is regenerated. A model used at several paths with different meanings is one
+model per role (``SourceCluster``/``DestinationCluster``, ``TopicSelection``/``GroupSelection``), each with its own
+descriptions: the meaning sits on the field, never in a table here.
 
     python -m kafka_ferry.core.spec_reference write docs/spec-reference.md
 
@@ -12,7 +14,6 @@ added there with its comment appears here when the file is regenerated:
 
 from __future__ import annotations
 
-import ast
 import inspect
 import json
 import sys
@@ -53,65 +54,9 @@ EXAMPLES: dict[str, Any] = {
     "applications.output_topics": ["orders.enriched"],
 }
 
-# Meanings of keys that have no comment in core/spec.py (a key's own comment there wins over this table).
-MEANINGS: dict[str, str] = {
-    "name": "The migration's name: the DAG id is `kafka_ferry__<name>`, the state topic `kafka-ferry.<name>.state`. "
-            "Lowercase letters, digits, `_` and `-`.",
-    "tenant": "Who owns the workload; a DAG tag (`tenant:<tenant>`) and a column of the Migrations page.",
-    "description": "The DAG's description in the Airflow UI.",
-    "source": "The cluster the workload leaves.",
-    "destination": "The cluster the workload moves to; the migration's own topics live here.",
-    "source.connection_id": "Airflow connection of type `kafka` (Extra = librdkafka config: `bootstrap.servers`, "
-                            "SASL/SSL settings).",
-    "source.alias": "The source's name in MM2 topic names: `<alias>.checkpoints.internal` and `<alias>.heartbeats` "
-                    "on the destination.",
-    "destination.connection_id": "Airflow connection of type `kafka` for the destination.",
-    "destination.alias": "The destination's name in MM2 topic names: `mm2-offset-syncs.<alias>.internal`. Must differ "
-                         "from `source.alias`.",
-    "schema_registry.source_connection_id": "Airflow connection of type `schemaregistry` (host = the registry URL).",
-    "schema_registry.destination_connection_id": "Airflow connection of type `schemaregistry` for the destination.",
-    "schema_registry.mode": "`preserve` keeps schema ids and versions (the destination registry must accept IMPORT "
-                            "mode); `remap` lets it assign ids and the copy rewrites the id in every record.",
-    "schema_registry.subjects_include": "Extra subjects to migrate besides `<topic>-key`/`-value` "
-                                        "(RecordNameStrategy), full-match regexes.",
-    "schema_registry.subjects_exclude": "Subjects never migrated, full-match regexes.",
-    "schema_registry.include_soft_deleted": "Also migrate soft-deleted schema versions.",
-    "schema_registry.unknown_id_policy": "A record whose schema id the migration does not know: `fail` the batch, or "
-                                         "`pass-through` copy it unchanged.",
-    "acls.principals": "Source principal -> destination principal for migrated ACLs; unlisted principals keep "
-                       "their name.",
-    "topics": "Which source topics to migrate (Kafka-internal `__` topics never are).",
-    "topics.include": "Full-match regexes (escape the dot: `orders\\..*`); a topic is selected when one matches.",
-    "topics.exclude": "Full-match regexes; a topic one matches is not selected.",
-    "topics.rename": "How a mirror topic is named on the destination.",
-    "topics.rename.policy": "`identity` keeps the source name; `prefix` prepends `prefix`.",
-    "topics.rename.prefix": "Prepended to every source topic name.",
-    "groups": "Which consumer groups to migrate: those selected here with committed offsets on migrated topics "
-              "(default: every such group). Checked by the pre-flight only when the spec sets it.",
-    "groups.include": "Full-match regexes over group ids.",
-    "groups.exclude": "Full-match regexes; a group one matches is not migrated.",
-    "copy": "The copy batches (Spark).",
-    "copy.max_records_per_partition": "At most this many records per partition in one batch.",
-    "copy.max_bytes_per_partition": "At most this many bytes per partition in one batch.",
-    "copy.offset_sync_interval": "Write an offset sync at least every this many records (and at every "
-                                 "discontinuity: exact translation needs them).",
-    "copy.provenance_headers": "Add source cluster id and offset headers to every copied record: exactly-once "
-                               "resume. `false`: at-least-once.",
-    "copy.accept_retention_gaps": "Copy on when the source deleted records not yet copied (recorded in the state); "
-                                  "`false` fails the batch naming the lost ranges.",
-    "copy.spark_connection_id": "Airflow connection of type `spark` (host `local[*]`, `spark://host:7077`, `yarn`, "
-                                "`k8s://…`) or `spark_connect`.",
-    "schedule": "Cron expression or @preset for catch-up batches; `null`: triggered runs only.",
-    "promotion": "When the promotion may cut over (the sensors' thresholds).",
-    "promotion.max_lag_records": "Largest per-partition lag the final copy may start from.",
-    "promotion.quiesce_window_seconds": "The source's end offsets must stay unchanged this long (producers stopped).",
-    "promotion.sensor_timeout_seconds": "A promotion sensor fails after waiting this long.",
-    "promotion.poke_interval_seconds": "Seconds between two checks of a promotion sensor.",
-    "state_topic": "The migration's state topic on the destination; default `kafka-ferry.<name>.state`.",
-}
+# A key with no description still gets its row, saying what is missing (a unit test fails on any such key).
+UNDESCRIBED = "(not described yet: give this key a Field(description=...) in kafka_ferry/core/spec.py)"
 
-# A key with no comment in core/spec.py and no entry in MEANINGS still gets its row, saying what is missing.
-UNDESCRIBED = "(not described yet: write a comment above this key in kafka_ferry/core/spec.py)"
 
 HEADER = """# Migration spec reference
 
@@ -159,37 +104,6 @@ class Key(typing.NamedTuple):
     default: str
     example: str
     meaning: str
-
-
-def field_comments(model: type[BaseModel]) -> dict[str, str]:
-    """The comment above (or beside) each field of ``model`` or a model it extends, by field name."""
-    comments: dict[str, str] = {}
-    for cls in reversed(model.__mro__):
-        if isinstance(cls, type) and issubclass(cls, BaseModel) and cls is not BaseModel:
-            comments.update({k: v for k, v in _own_field_comments(cls).items() if v})
-    return comments
-
-
-def _own_field_comments(model: type[BaseModel]) -> dict[str, str]:
-    try:
-        source, start = inspect.getsourcelines(model)
-    except (OSError, TypeError):
-        return {}
-    lines = [line.rstrip("\n") for line in source]
-    comments: dict[str, str] = {}
-    cls = ast.parse("\n".join(lines)).body[0]
-    for node in getattr(cls, "body", []):
-        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
-            continue
-        above: list[str] = []
-        i = node.lineno - 2
-        while i >= 0 and lines[i].strip().startswith("#"):
-            above.insert(0, lines[i].strip().lstrip("#").strip())
-            i -= 1
-        last = lines[(node.end_lineno or node.lineno) - 1]
-        beside = last.split("  # ", 1)[1].strip() if "  # " in last else ""
-        comments[node.target.id] = " ".join(above + ([beside] if beside else []))
-    return comments
 
 
 def _models(annotation: Any) -> list[type[BaseModel]]:
@@ -262,14 +176,12 @@ def _example(path: str, info: FieldInfo, default: Any) -> str:
 
 def keys(model: type[BaseModel], prefix: str = "", only_when: str = "", tag: str | None = None) -> Iterator[Key]:
     """Every key of ``model`` and its sections, depth first, in the model's order."""
-    comments = field_comments(model)
     for name, info in model.model_fields.items():
         key = info.alias or name
         path = f"{prefix}{key}"
         default = _default(info)
         sections = _models(info.annotation)
-        meaning = (info.description or comments.get(name) or MEANINGS.get(path, "")) + (
-            only_when if name != tag else "")
+        meaning = (info.description or "") + (only_when if name != tag else "")
         if sections:
             text = "required" if default is ... else ("not set" if default is None else "see its keys")
             yield Key(path, "section" if len(sections) == 1 else f"section (by {info.discriminator})",
