@@ -639,8 +639,17 @@ class EvidenceSettings(_Frozen):
     its password), or written unsigned, with its digests, without one. ``require_signature``: a cutover without a
     usable key fails before its bundle is written, instead of writing it unsigned."""
 
-    signing_connection_id: ConnectionId | None = None
-    require_signature: bool = False
+    signing_connection_id: ConnectionId | None = Field(
+        default=None,
+        description="The Airflow connection (type `evidencesigning`) whose password holds the Ed25519 key that "
+                    "signs each evidence bundle's manifest; its public key is recorded in the state topic at the "
+                    "first signed bundle. Unset: bundles are written unsigned, with their digests.",
+    )
+    require_signature: bool = Field(
+        default=False,
+        description="`true`: a promotion, staged step or rollback without a usable signing key fails before its "
+                    "bundle is written, instead of writing it unsigned. Needs `signing_connection_id`.",
+    )
 
     @model_validator(mode="after")
     def _signing_needs_a_key(self) -> EvidenceSettings:
