@@ -4,14 +4,23 @@ signing key from an Airflow connection of type ``evidencesigning``; then ``kafka
 object store URL and on a local copy, and every kind of file changed by one byte, or the manifest swapped, fails
 naming the file.
 
-One state, built once: catch-up, promote, records produced on the destination after the cutover, rollback.
+One state, built once and shared with the work dir's object-store route (moved here from test_work_dir_object_store.py
+so CI builds one catch-up and one promotion, not two): two catch-up runs (60 records, then 10 more), promote, records
+produced on the destination after the cutover, rollback; what the object-store test asserts of the work dir after each
+of the first three runs is kept as it was then (the later runs change the overview), and the API server renders the
+first run's page and the Migrations page from the bucket with no shared volume.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
 import uuid
 
 import pytest
@@ -46,6 +55,37 @@ PROMOTION_FILES = {"act.json", "acls-and-fences.json", "groups.json", "offset-ma
                    "reconciliation.json", "report.json", "schema-ids.json", "tasks.json", "versions.json"}
 
 
+# The API server's side: Airflow's real app, a logged-in user, the plugin's two pages.
+PROBE = textwrap.dedent("""
+    import json, sys
+    from fastapi.testclient import TestClient
+    from airflow.api_fastapi.app import create_app
+
+    client = TestClient(create_app())
+    token = client.post("/auth/token", json={"username": "viewer", "password": "s3cret"}).json()["access_token"]
+    auth = {"Authorization": f"Bearer {token}"}
+    run = client.get(f"/kafka-ferry/runs/{sys.argv[1]}/{sys.argv[2]}", headers=auth)
+    overview = client.get("/kafka-ferry/", headers=auth)
+    print("RESULT " + json.dumps({"run": [run.status_code, run.text],
+                                  "overview": [overview.status_code, overview.text]}))
+""")
+
+
+def _run(env: dict, *args: str) -> tuple[dict, str]:
+    done = subprocess.run([sys.executable, "-c", *args], env=env, capture_output=True, text=True, timeout=600)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, (done.stdout + done.stderr)[-5000:]
+    return json.loads(lines[0][7:]), done.stdout + done.stderr
+
+
+def _last_run(ws: Workspace, result: dict) -> dict:
+    """``result`` with the run id and the XCom values of the workspace's latest run, read from its Airflow DB."""
+    with sqlite3.connect(ws.env["AIRFLOW_HOME"] + "/airflow.db") as db:
+        (run_id,) = db.execute("SELECT run_id FROM dag_run ORDER BY id DESC LIMIT 1").fetchone()
+        xcoms = [str(v) for (v,) in db.execute("SELECT value FROM xcom WHERE run_id = ?", (run_id,))]
+    return {**result, "run_id": run_id, "xcoms": xcoms}
+
+
 @pytest.fixture(scope="module")
 def bundles(clusters, object_store, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("evidence")
@@ -58,26 +98,38 @@ def bundles(clusters, object_store, tmp_path_factory):
         fs.mkdir(object_store.BUCKET)
     p = clusters.unique("evid")
     topic = clusters.create_topic("source", f"{p}.t", 2)
-    seed_plain(clusters, topic, 2, 20)
+    seed_plain(clusters, topic, 2, 30)
     group = f"{p}-g"
-    commit_source_group(clusters, group, {(topic, 0): 8, (topic, 1): 12})
+    commit_source_group(clusters, group, {(topic, 0): 10, (topic, 1): 25})
     spec_path = write_spec(tmp, clusters, p, promotion={"quiesce_window_seconds": 1, "poke_interval_seconds": 1},
                            evidence={"signing_connection_id": SIGNING_CONN, "require_signature": True})
     ws = Workspace(tmp, spec_path)
+    s3_env = {"KFERRY_WORK_DIR": f"s3://{root}/work", "KFERRY_WORK_DIR_CONN_ID": WORK_DIR_CONN,
+              f"AIRFLOW_CONN_{WORK_DIR_CONN.upper()}": json.dumps(
+                  {"conn_type": "aws", "login": object_store.ACCESS_KEY, "password": object_store.SECRET_KEY,
+                   "extra": {"endpoint_url": object_store.ENDPOINT, "region_name": "us-east-1"}})}
     ws.env.update({
-        "KFERRY_WORK_DIR": f"s3://{root}/work", "KFERRY_WORK_DIR_CONN_ID": WORK_DIR_CONN,
-        "KFERRY_LOCAL_DIR": str(tmp / "local"),
-        f"AIRFLOW_CONN_{WORK_DIR_CONN.upper()}": json.dumps(
-            {"conn_type": "aws", "login": object_store.ACCESS_KEY, "password": object_store.SECRET_KEY,
-             "extra": {"endpoint_url": object_store.ENDPOINT, "region_name": "us-east-1"}}),
+        **s3_env, "KFERRY_LOCAL_DIR": str(tmp / "local"),
         f"AIRFLOW_CONN_{SIGNING_CONN.upper()}": json.dumps(
             {"conn_type": "evidencesigning", "password": base64.b64encode(SEED).decode()})})
     name = ws.spec.name
+    work = f"{root}/work/{name}"
     try:
-        caught_up = ws.dag_test(form_conf("catch-up"))
-        assert caught_up["state"] == "success", caught_up["log"][-6000:]
-        promoted = ws.dag_test(form_conf("promote", name))
+        # the work dir after each run, as the object-store test reads it then (the later runs change the overview)
+        first = _last_run(ws, ws.dag_test(form_conf("catch-up")))
+        assert first["state"] == "success", first["log"][-6000:]
+        after_first = {"names": {f.removeprefix(work + "/") for f in fs.find(work)},
+                       "local_json": [str(f) for f in (tmp / "local").rglob("*.json")]}
+        after_first["offset_map"] = json.loads(fs.cat(f"{work}/offset-map/offset-map.json"))
+        seed_plain(clusters, topic, 2, 5, start=30)
+        second = _last_run(ws, ws.dag_test(form_conf("catch-up")))
+        assert second["state"] == "success", second["log"][-6000:]
+        after_second = {"paths": fs.find(work),
+                        "overview": json.loads(fs.cat(f"{work}/overview.json"))}
+        promoted = _last_run(ws, ws.dag_test(form_conf("promote", name)))
         assert promoted["state"] == "success", promoted["log"][-6000:]
+        after_promotion = {"promotion": json.loads(fs.cat(f"{work}/promotion-report.json")),
+                           "overview": json.loads(fs.cat(f"{work}/overview.json"))}
         store = MigrationStateStore(clusters.cluster("destination"), ws.spec.state_topic_name)
         key_after_promotion = recorded_key(store)
         producer = clusters.producer("destination")
@@ -91,7 +143,9 @@ def bundles(clusters, object_store, tmp_path_factory):
         folders = sorted(f.rsplit("/", 1)[-1] for f in fs.ls(prefix))
         yield {"ws": ws, "fs": fs, "root": root, "prefix": prefix, "folders": folders, "tmp": tmp, "store": store,
                "topic": topic, "group": group, "promoted": promoted, "rolled": rolled, "name": name,
-               "key_after_promotion": key_after_promotion}
+               "key_after_promotion": key_after_promotion, "s3_env": s3_env, "work": work, "first": first,
+               "second": second, "after_first": after_first, "after_second": after_second,
+               "after_promotion": after_promotion}
     finally:
         fs.rm(root, recursive=True) if fs.exists(root) else None
 
@@ -222,3 +276,66 @@ def test_a_bundle_signed_by_another_key_is_refused_naming_both_fingerprints(bund
     assert verify(resigned).ok
     refused = verify(resigned, store=b["store"])
     assert not refused.ok and fingerprint(public_of(other)) in refused.signature and recorded in refused.signature
+
+
+def test_catch_up_and_promotion_keep_the_work_dir_on_s3_and_the_ui_renders_it(bundles, object_store):
+    # moved from test_work_dir_object_store.py: asserted on the module's state, each at the moment it held
+    b = bundles
+    ws, fs, s3_env, p, prefix, topic = b["ws"], b["fs"], b["s3_env"], b["name"], b["work"], b["topic"]
+    first, second, promoted = b["first"], b["second"], b["promoted"]
+    first_log, second_log, promoted_log = first["log"], second["log"], promoted["log"]
+    dags, home, dag_id = ws.dags, ws.env["AIRFLOW_HOME"], ws.spec.dag_id
+
+    assert first["state"] == "success", first_log[-5000:]
+    assert first["tasks"]["copy_batch"][0] == "success"
+    names = b["after_first"]["names"]
+    plans = sorted(n for n in names if n.startswith("plan-"))
+    assert len(plans) == 1 and plans[0].replace("plan-", "report-") in names, names
+    assert {"overview.json", "offset-map/offset-map.json", "offset-map/offset-map.csv",
+            f"runs/{run_file_name(first['run_id'])}.html"} <= names, names
+    report = json.loads(fs.cat(f"{prefix}/{plans[0].replace('plan-', 'report-')}"))
+    assert report["records_copied"] == 60
+    offset_map = b["after_first"]["offset_map"]
+    assert {(q["source_topic"], q["partition"]) for q in offset_map["partitions"]} == {(topic, 0), (topic, 1)}
+    # nothing of the work dir on this host: the default local work dir was never made, only the local staging
+    assert not os.path.exists(f"{home}/kafka-ferry")
+    assert not b["after_first"]["local_json"]  # the staged plan and report went back to the store
+
+    assert second["state"] == "success", second_log[-5000:]
+    (second_report,) = {n.removeprefix(prefix + "/") for n in b["after_second"]["paths"]
+                        if n.endswith(".json") and "/report-" in n} - {plans[0].replace("plan-", "report-")}
+    report2 = json.loads(fs.cat(f"{prefix}/{second_report}"))
+    assert report2["records_copied"] == 10  # the copy job read the second plan from the store, wrote its report there
+    overview = b["after_second"]["overview"]
+    assert (overview["dag_id"], overview["last_run_id"], overview["lag"]) == (dag_id, second["run_id"], 0)
+
+    assert promoted["state"] == "success", promoted_log[-5000:]
+    promotion = b["after_promotion"]["promotion"]
+    assert promotion["status"] == "promoted" and promotion["reconciliation"]["ok"]
+    overview = b["after_promotion"]["overview"]
+    # the promotion read the row the catch-up runs wrote and kept it (last batch), marking it promoted
+    assert overview["promoted"] is True and overview["last_run_id"] == promoted["run_id"]
+    assert overview["last_batch"] == report2["batch_id"]
+    for text in (first_log, second_log, promoted_log, *first["xcoms"], *second["xcoms"], *promoted["xcoms"]):
+        assert object_store.SECRET_KEY not in text
+
+    # the API server: the same settings and connection, no volume shared with the "workers" above
+    ui_home = b["tmp"] / "api-server"
+    (ui_home / "plugins").mkdir(parents=True)
+    (ui_home / "passwords.json").write_text(json.dumps({"viewer": "s3cret"}))
+    ui_env = {**os.environ, **s3_env, "AIRFLOW_HOME": str(ui_home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+              "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__PLUGINS_FOLDER": str(ui_home / "plugins"),
+              "AIRFLOW__CORE__AUTH_MANAGER":
+                  "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+              "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "viewer:admin",
+              "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(ui_home / "passwords.json"),
+              "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db"}
+    ui_env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
+    ui_env.pop("KFERRY_LOCAL_DIR", None)
+    pages, ui_log = _run(ui_env, PROBE, dag_id, first["run_id"])
+
+    assert pages["run"][0] == 200, ui_log[-3000:]
+    assert "<b>60</b>records copied" in pages["run"][1]
+    assert pages["overview"][0] == 200 and p in pages["overview"][1] and "no migration has reported" not in \
+        pages["overview"][1]
+    assert not (ui_home / "kafka-ferry").exists()
