@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafka_ferry.core.failures import Permanent
+
 # librdkafka SASL mechanism -> the Java login module that speaks it with a username and password
 LOGIN_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
@@ -29,8 +31,9 @@ HANDLED = {"bootstrap.servers", "security.protocol", "sasl.mechanism", "sasl.mec
 SECURITY_PREFIXES = ("sasl.", "ssl.", "enable.ssl.", "oauthbearer.", "ssl_")
 
 
-class UntranslatableConfig(ValueError):
-    """A connection setting the Java client cannot be given the same way: the Java call is not made."""
+class UntranslatableConfig(Permanent, ValueError):
+    """A connection setting the Java client cannot be given the same way: the Java call is not made (the same
+    connection gives the same answer on every try)."""
 
 
 def java_properties(config: Mapping[str, Any], read_text: Callable[[str], str]) -> dict[str, str]:

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kafka_ferry.core.failures import Retryable
 from kafka_ferry.core.java_client_config import UntranslatableConfig, java_properties, properties_text
 from kafka_ferry.storage.private import private_directory
 from kafka_ferry.storage.workdir import local_base
@@ -43,8 +44,9 @@ WAY_OUT = (f"set {CLASSPATH_ENV} to kafka-clients jars of 4.1 or later (and JAVA
            "application under a classic group (group.protocol=classic)")
 
 
-class StreamsGroupsUnavailable(RuntimeError):
-    """The Java call could not be made or failed; the message names why (never a setting's value)."""
+class StreamsGroupsUnavailable(Retryable, RuntimeError):
+    """The Java call could not be made or failed; the message names why (never a setting's value). Retryable: a
+    later try may find the cluster answering (kafka.cluster catches it and keeps the group UNDESCRIBED)."""
 
 
 @dataclasses.dataclass(frozen=True)
