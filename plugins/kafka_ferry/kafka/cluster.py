@@ -346,9 +346,12 @@ class KafkaCluster(AdminWaits):
         # member even while its application runs, but reads its committed offsets right. A Dead group has no
         # committed offsets, so a Dead one that has them is a group this client cannot see. Kafka's Java Admin
         # describes it when configured (kafka.streams_groups); else, or when that fails, it is UNDESCRIBED, counted
-        # as live by every check (core.cluster_model.GroupInfo.is_active), never taken for empty.
+        # as live by every check (core.cluster_model.GroupInfo.is_active), never taken for empty. A streams group
+        # whose application runs but has not committed yet has no offsets: the helper's listing names it.
         dead = [gid for gid, info in infos.items() if info.state.upper() == "DEAD"]
-        hidden = sorted(gid for gid, offsets in (self.groups_offsets(dead) if dead else {}).items() if offsets)
+        listed = set(self._streams_listed()) if dead else set()
+        hidden = sorted(gid for gid, offsets in (self.groups_offsets(dead) if dead else {}).items()
+                        if offsets or gid in listed)
         answer = self._streams_groups(hidden) if hidden and streams_groups.configured() else None
         for gid in hidden:
             seen = answer.described.get(gid) if answer else None
