@@ -81,7 +81,7 @@ test-long: install
 		--ignore=tests/integration/test_route_matrix.py
 
 ## The route matrix (marker `long`): every mode of the trigger form in every state a migration can be in, through
-## dag.test as the form sends it, each expensive state built once (core/routes.py; docs/operations.md's table).
+## dag.test as the form sends it, each expensive state built once (core/cutover/routes.py; docs/operations.md's table).
 ## CI runs it in the first lane, after `make test`.
 test-matrix: install
 	$(PY) -m pytest -q --durations=10 -m long $(PYTEST_ARGS) tests/integration/test_route_matrix.py
@@ -115,15 +115,15 @@ dags: install
 SPECS ?= dags/migrations/*.yaml
 TENANTS ?=
 check-spec: install
-	$(PY) -m kafka_ferry.core.spec_check check $(if $(TENANTS),--tenants $(TENANTS)) $(SPECS)
+	$(PY) -m kafka_ferry.core.specs.spec_check check $(if $(TENANTS),--tenants $(TENANTS)) $(SPECS)
 
 ## docs/spec-reference.md from the spec model (after a spec key changes; a unit test fails while it is stale).
 spec-reference: install
-	$(PY) -m kafka_ferry.core.spec_reference write docs/spec-reference.md
+	$(PY) -m kafka_ferry.cli.spec_reference write docs/spec-reference.md
 
-## The table of every mode in every state in docs/operations.md, from core/routes.py (a unit test fails while stale).
+## The table of every mode in every state in docs/operations.md, from core/cutover/routes.py (a unit test fails while stale).
 routes-table: install
-	$(PY) -m kafka_ferry.core.routes write docs/operations.md
+	$(PY) -m kafka_ferry.core.cutover.routes write docs/operations.md
 
 ## The manual (docs/, mkdocs.yml) built strictly: a warning (a broken link, a page outside the nav) fails it.
 ## Built into a throwaway directory; DOCS_SITE=site keeps the HTML there. Browse: $(VENV)/bin/mkdocs serve

@@ -3,7 +3,7 @@ principals did not finish in 100 s when every question scanned every ACL).
 
     .venv/bin/python bench/acl_migration.py [--topics 20] [--acls 20000] [--principals 50] [--groups 20]
 
-Pure (``core.acl_migration.plan_acl_migration``, no cluster): the source holds ``--acls`` entries spread over the
+Pure (``core.acls.acl_migration.plan_acl_migration``, no cluster): the source holds ``--acls`` entries spread over the
 migrated topics and groups and as many unrelated topics, LITERAL and PREFIXED, ALLOW and some DENY, for
 ``--principals`` principals, every one of them mapped to one destination principal (the worst case: each ALLOW
 asks about every other principal). Prints JSON: the sizes, the plan's counts and the seconds it took (one
@@ -17,8 +17,8 @@ import json
 import random
 import time
 
-from kafka_ferry.core.acl_migration import plan_acl_migration
-from kafka_ferry.core.acl_plan import AclEntry
+from kafka_ferry.core.acls.acl_migration import plan_acl_migration
+from kafka_ferry.core.acls.acl_plan import AclEntry
 
 OPERATIONS = ("READ", "WRITE", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER", "ALL")
 

@@ -53,7 +53,7 @@ def one_batch(spec_path: Path, tasks: int, windowed: bool = False) -> tuple[dict
     from kafka_ferry.copy.catch_up import threads_engine
     from kafka_ferry.copy.plan import CopyPlan, work_dir
     from kafka_ferry.copy.planning import RunWindow, plan_copy
-    from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.core.specs.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.state.store import MigrationStateStore
 

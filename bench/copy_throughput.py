@@ -89,7 +89,7 @@ def kafka_ferry_copy(spec_path: Path, spark_conn: str = SPARK_CONN) -> tuple[flo
 
 
 def driver_archive(work: Path, name: str, partitions: int) -> dict:
-    """The host's driver-JVM class archive (core/driver_jvm.py) before the clock, as on a worker that has run a
+    """The host's driver-JVM class archive (core/batches/driver_jvm.py) before the clock, as on a worker that has run a
     batch before: written by a one-record batch when missing (that batch's seconds are printed, a one-time cost)."""
     from kafka_ferry.copy.jvm_archive import DriverArchive, launch_environment
 
@@ -320,7 +320,7 @@ def profile_one_partition(spec_path: Path, topic: str) -> str:
     """Copy one more partition's worth in-process under cProfile: where does a copier spend its time?"""
     from kafka_ferry.copy.planning import plan_copy
     from kafka_ferry.copy.runner import copy_group
-    from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.core.specs.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.state.store import MigrationStateStore
 

@@ -84,7 +84,7 @@ def connect_final_copy():
 
 def run(args, final_copy) -> None:
 
-    from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.core.specs.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.operators.provision import ProvisionMirrorGroupsOperator, ProvisionMirrorTopicsOperator
     from kafka_ferry.promotion import readiness

@@ -7,7 +7,7 @@ fields, ~200 bytes, one schema registered on an AxonOps registry this script sta
   (a) the raw read: `kafka.reads.read_ranges` over every record, nothing else (the floor of any check);
   (b) the decode check: `schemas.decode_check.check_decoding` over the same ranges (the read, plus fastavro on
       every value against the schema fetched once from the registry, plus the per-partition marks);
-  (c) the decoder alone: `core.schema_decode.PayloadChecker` over the same payloads held in memory.
+  (c) the decoder alone: `core.schemas.schema_decode.PayloadChecker` over the same payloads held in memory.
 Prints wall and CPU seconds, CPU per record, and the ratio (b)/(a) as JSON. Needs the test bed up.
 """
 
@@ -78,7 +78,7 @@ def main() -> int:
 
     from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
-    from kafka_ferry.core.schema_decode import PayloadChecker
+    from kafka_ferry.core.schemas.schema_decode import PayloadChecker
     from kafka_ferry.kafka.cluster import KafkaCluster
     from kafka_ferry.kafka.reads import read_ranges
     from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry

@@ -12,7 +12,7 @@ is the DAG's catch-up run (``plan_copy >> copy_batch >> copy_report``, the opera
 over as the DAG does): the plan, then the copy task on the spec's Spark engine (spark-submit: a driver JVM and a
 SparkContext per batch, as the catch-up DAG runs it; ``--engine spark-connect``: a client of the test bed's
 running Connect server, ``KFERRY_SPARK_CONNECT_PORT``), then the report task, which keeps the backlog record and
-its ETAs (``core.backlog_eta``; what ``kafka-ferry status`` and the run page show after that batch). So every
+its ETAs (``core.batches.backlog_eta``; what ``kafka-ferry status`` and the run page show after that batch). So every
 batch pays the fixed cost a real run pays (planning, the engine's start, the report), and the ETA predicts from
 what it measured of the batches before, as in the field. The spark-submit engine's class archive is written
 before the clock when missing (a worker that ran a batch before has it; its seconds are printed apart).

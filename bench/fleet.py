@@ -150,7 +150,7 @@ class Tenant:
 
 
 def spec_rename(tenant: Tenant, topic: str) -> str:
-    from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.core.specs.spec import load_spec
 
     return load_spec(tenant.spec_path).topics.rename.destination_topic(topic)
 
@@ -201,7 +201,7 @@ class Phases:
 def measure(tenant: Tenant, destination: str, args) -> dict:
     from airflow.exceptions import AirflowSkipException
 
-    from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.core.specs.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.operators.copy import CopyBatchSparkOperator, CopyReportOperator, PlanCopyBatchOperator
     from kafka_ferry.operators.provision import (

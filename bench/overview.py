@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kafka_ferry.core.spec import parse_spec
+from kafka_ferry.core.specs.spec import parse_spec
 from kafka_ferry.reports.publish import overview_rows, publish_batch_run
 from kafka_ferry.reports.render import overview_backlog_chart
 

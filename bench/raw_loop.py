@@ -62,7 +62,7 @@ def floor_copy(source_topic: str, destination_topic: str, partitions: int, lanes
     import threading
 
     from kafka_ferry.copy.copier_settings import CONSUME_BATCH, CONSUMER_CONFIG, PRODUCER_CONFIG, collector_paused
-    from kafka_ferry.core.provenance import SOURCE_CLUSTER_HEADER, SOURCE_OFFSET_HEADER
+    from kafka_ferry.core.offsets.provenance import SOURCE_CLUSTER_HEADER, SOURCE_OFFSET_HEADER
 
     stamp = (SOURCE_CLUSTER_HEADER, b"bench-floor-source-cluster")
     failures: list[BaseException] = []

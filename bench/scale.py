@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale_fake import FakeClusterHook  # noqa: E402
 
-from kafka_ferry.core.batch_planning import PartitionPosition, plan_ranges, split_into_task_groups  # noqa: E402
-from kafka_ferry.core.offset_decisions import partition_copy, translate_groups  # noqa: E402
-from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker  # noqa: E402
-from kafka_ferry.core.progress import PartitionProgress  # noqa: E402
+from kafka_ferry.core.batches.batch_planning import PartitionPosition, plan_ranges, split_into_task_groups  # noqa: E402
+from kafka_ferry.core.batches.progress import PartitionProgress  # noqa: E402
+from kafka_ferry.core.offsets.offset_decisions import partition_copy, translate_groups  # noqa: E402
+from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker  # noqa: E402
 from kafka_ferry.promotion.reconcile import reconcile_copies  # noqa: E402
 from kafka_ferry.state.offset_decisions import expected_group_offsets, stored_decisions  # noqa: E402
 

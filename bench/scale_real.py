@@ -15,7 +15,7 @@ import uuid
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_ferry.core.batch_planning import PartitionPosition, plan_ranges
+from kafka_ferry.core.batches.batch_planning import PartitionPosition, plan_ranges
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.reads import read_ranges
 

@@ -5,7 +5,7 @@
 One run, side by side: seed one source topic whose values are Confluent wire format (magic byte, a 4-byte schema id
 out of 20, then the payload), then copy it twice with the copier in this process (no Spark, so the difference is
 the copier's): (a) no id map, keys and values byte for byte, (b) remap mode, every value's id rewritten through
-``core.schema_wire.SchemaIdRewriter`` (unknown_id_policy: fail). Prints wall and CPU seconds (process_time,
+``core.schemas.schema_wire.SchemaIdRewriter`` (unknown_id_policy: fail). Prints wall and CPU seconds (process_time,
 librdkafka's threads included), CPU per record, and the ratios (b)/(a) as JSON. Each copy checks its count; the
 rewritten copy also checks one destination record's id. Needs the test bed up.
 """

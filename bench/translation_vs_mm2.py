@@ -102,7 +102,7 @@ def outcome(source_ids, dest_ids, upstream: int, downstream: int | None) -> dict
 
 def run_mm2(prefix: str, work: Path, timeout_s: float, expected: dict) -> tuple[dict, float]:
     """Run MM2 until its topics hold every record and its checkpoints stop changing; returns them."""
-    from kafka_ferry.core.mm2_wire import Checkpoint
+    from kafka_ferry.core.offsets.mm2_wire import Checkpoint
 
     a, b = f"a{uuid.uuid4().hex[:6]}", f"b{uuid.uuid4().hex[:6]}"
     props = {
@@ -163,7 +163,7 @@ def main() -> None:
     parser.add_argument("--mm2-timeout", type=float, default=240)
     args = parser.parse_args()
     connections()
-    from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.core.specs.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.operators.provision import ProvisionMirrorGroupsOperator, ProvisionMirrorTopicsOperator
     from kafka_ferry.promotion.steps import in_process_final_copy

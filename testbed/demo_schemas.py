@@ -116,7 +116,7 @@ def check_seeded_ids(bootstrap: str, ids: dict[str, int]) -> None:
     """The records already on the source carry the ids the registry just assigned (same schemas, same order)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from kafka_ferry.core.schema_wire import schema_id_of
+    from kafka_ferry.core.schemas.schema_wire import schema_id_of
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo-seed-check", "enable.auto.commit": False})
     try:

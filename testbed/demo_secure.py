@@ -2,7 +2,7 @@
 
 The test bed's clusters have a SASL_SSL listener (SCRAM-SHA-512, the test bed's CA) with an authorizer that
 denies what no ACL allows. This creates (or resets) one SCRAM user per cluster for the migration, grants it
-exactly the ACLs ``kafka_ferry.core.acl_plan.minimum_acls`` computes for the demo spec (removing any other
+exactly the ACLs ``kafka_ferry.core.acls.acl_plan.minimum_acls`` computes for the demo spec (removing any other
 ACL it holds), and points the demo's connections at the SASL listeners as those users. The passwords are
 new on every run and live only in this process's Airflow connections (environment), never on disk.
 """
@@ -28,8 +28,8 @@ def _admin(spec: tb.ClusterSpec):
 
 def grant_least_privilege(spec_path: Path, topics: list[str], groups: list[str]) -> dict[str, list]:
     """Users with exactly the minimum ACLs on each side; sets the connections; returns the ACLs per side."""
-    from kafka_ferry.core.acl_plan import minimum_acls
-    from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.core.acls.acl_plan import minimum_acls
+    from kafka_ferry.core.specs.spec import load_spec
     from kafka_ferry.kafka.acls import create_acls, delete_acls, describe_acls, upsert_scram_user
 
     spec = load_spec(spec_path)

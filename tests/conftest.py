@@ -26,7 +26,7 @@ os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".testbed" / "airflow_home"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
 # One driver-JVM class-data archive for every spark-submit batch of the run (and later runs), not one per test's
-# work dir: the first batch writes it, the others start ~2 s faster (kafka_ferry/core/driver_jvm.py).
+# work dir: the first batch writes it, the others start ~2 s faster (kafka_ferry/core/batches/driver_jvm.py).
 os.environ.setdefault("KFERRY_JVM_ARCHIVE_DIR", str(REPO / ".testbed" / "jvm"))
 
 

@@ -19,7 +19,7 @@ from datetime import timedelta
 from airflow.sdk import dag, task
 
 from kafka_ferry.airflow_native.assets import topic_asset
-from kafka_ferry.core.kafka_assets import is_promotion_event
+from kafka_ferry.core.observability.kafka_assets import is_promotion_event
 
 MIGRATED_TOPIC = topic_asset(os.environ.get("KFERRY_EXAMPLE_BOOTSTRAP", "localhost:29092"),
                              os.environ.get("KFERRY_EXAMPLE_TOPIC", "demo.orders"))

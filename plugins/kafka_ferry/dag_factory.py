@@ -1,6 +1,6 @@
 """Builds one migration DAG from one YAML spec.
 
-Each tenant has a two-line DAG file (`dags/migration_<name>.py`, named by `core.spec_check.dag_file_name`)
+Each tenant has a two-line DAG file (`dags/migration_<name>.py`, named by `core.specs.spec_check.dag_file_name`)
 calling `dag_from_yaml`: Airflow records import errors per file, so a broken spec fails only its own DAG,
 never another tenant's. `make dags` writes the missing stubs.
 """
@@ -16,18 +16,18 @@ from pathlib import Path
 from airflow.sdk import DAG, conf
 
 from kafka_ferry.copy.plan import work_dir
-from kafka_ferry.core.failures import Retryable
-from kafka_ferry.core.patterns import SPEC_FILE_NAME
-from kafka_ferry.core.spec import MigrationSpec, load_spec
-from kafka_ferry.core.spec_check import (
+from kafka_ferry.core.common.failures import Retryable
+from kafka_ferry.core.specs.patterns import SPEC_FILE_NAME
+from kafka_ferry.core.specs.spec import MigrationSpec, load_spec
+from kafka_ferry.core.specs.spec_check import (
     SPEC_FILE_NAME_RULE,
     check_at_parse,
     dag_file_name,
     stub_collision_message,
     stub_name_collisions,
 )
-from kafka_ferry.core.tenants import AIRFLOW_CONFIG, load_tenants, tenants_file_path
-from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
+from kafka_ferry.core.specs.tenants import AIRFLOW_CONFIG, load_tenants, tenants_file_path
+from kafka_ferry.core.specs.trigger_form import DRY_RUN_TEMPLATE
 from kafka_ferry.dag_promotion import (
     PREFLIGHT_TASK,
     add_mode_branch,
@@ -139,7 +139,7 @@ def dag_from_yaml(dag_file: str, relative_yaml: str) -> DAG:
 
 
 def write_stubs(dags_folder: Path, refused: list[str] | None = None, only: str | None = None) -> list[Path]:
-    """Create the DAG file (``core.spec_check.dag_file_name``) of every `migrations/*.yaml` that lacks one (or of
+    """Create the DAG file (``core.specs.spec_check.dag_file_name``) of every `migrations/*.yaml` that lacks one (or of
     the one named ``only``); returns the new files.
 
     A YAML whose name is not a safe file name gets no DAG file, nor do two YAMLs whose names map to one DAG file

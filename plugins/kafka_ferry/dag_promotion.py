@@ -31,9 +31,9 @@ from airflow.providers.standard.operators.python import BranchPythonOperator
 from airflow.sdk import DAG, BaseOperator, Param
 
 from kafka_ferry.airflow_native.assets import promotion_outlets
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.step_table import StepTable
-from kafka_ferry.core.trigger_form import (
+from kafka_ferry.core.cutover.step_table import StepTable
+from kafka_ferry.core.specs.spec import MigrationSpec
+from kafka_ferry.core.specs.trigger_form import (
     CATCH_UP,
     CONFIRM_FIELD,
     DRY_RUN,
@@ -77,7 +77,7 @@ STAGED_ENTRY = {PROMOTE_GROUPS: "promote_groups", PROMOTE_TOPICS: "promote_topic
 
 FORM_GROUPS = 50  # ready groups the trigger form offers by name
 # the form's name lists, bounded in the schema too (Airflow refuses a longer list at trigger time; pre-flight
-# checks the same bounds with its own message: core.trigger_form)
+# checks the same bounds with its own message: core.specs.trigger_form)
 NAME_LIST = {"items": {"type": "string", "maxLength": MAX_NAME_LENGTH}, "maxItems": MAX_NAMES}
 
 

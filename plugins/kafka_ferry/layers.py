@@ -49,7 +49,7 @@ FLOORS: tuple[Floor, ...] = (
                        "(a group's or a topic's own step table), group_readiness.py"),
     )),
     Floor("translation", (
-        ("translation/", "offset syncs, MM2 checkpoints, translate.py (decides through core.offset_decisions; "
+        ("translation/", "offset syncs, MM2 checkpoints, translate.py (decides through core.offsets.offset_decisions; "
                          "commits only when asked)"),
     )),
     Floor("copy", (

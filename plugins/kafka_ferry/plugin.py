@@ -22,7 +22,7 @@ from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse
 
-from kafka_ferry.core.patterns import MIGRATION_NAME
+from kafka_ferry.core.specs.patterns import MIGRATION_NAME
 from kafka_ferry.promotion.evidence import run_bundles, verify
 from kafka_ferry.reports.publish import detail_page_path, overview_chart, overview_rows, run_page_path
 from kafka_ferry.reports.render import DETAIL_SECTIONS, charted, evidence_page, overview_page, page

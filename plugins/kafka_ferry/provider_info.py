@@ -4,7 +4,7 @@ and the hook behind each; found through the ``apache_airflow_provider`` entry po
 Why a provider and not only a plugin: Airflow knows a connection type only from a provider's metadata. Without it
 ``airflow connections add --conn-type schemaregistry`` is refused ("overriding the conn-type with generic") and the
 UI's connection form has no type to offer and no fields for it. Why the name is ``schemaregistry``, and why the
-first name ``schema_registry`` still works but is not offered in the form: ``core.connection_types``.
+first name ``schema_registry`` still works but is not offered in the form: ``core.specs.connection_types``.
 
 The form fields are declared here, not through the hook's ``get_ui_field_behaviour`` / ``get_connection_form_widgets``
 (deprecated since Airflow 3.2: they import the hook, and wtforms, to draw a form). Imports only names.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_ferry.core.connection_types import EVIDENCE_SIGNING, SCHEMA_REGISTRY
+from kafka_ferry.core.specs.connection_types import EVIDENCE_SIGNING, SCHEMA_REGISTRY
 
 PACKAGE_NAME = "kafka-ferry"
 

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
-from kafka_ferry.core.failures import retry_cannot_help
-from kafka_ferry.core.spec import MigrationSpec, load_spec
+from kafka_ferry.core.common.failures import retry_cannot_help
+from kafka_ferry.core.specs.spec import MigrationSpec, load_spec
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.store import MigrationStateStore
@@ -58,7 +58,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def is_deterministic(exc: BaseException) -> bool:
-    """True when trying again cannot change the outcome: the exception declares it (``core.failures``)."""
+    """True when trying again cannot change the outcome: the exception declares it (``core.common.failures``)."""
     return retry_cannot_help(exc) or isinstance(exc, DETERMINISTIC)
 
 

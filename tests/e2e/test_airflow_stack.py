@@ -25,7 +25,7 @@ import yaml
 from scenarios import seed_plain
 
 from airflow_stack import CHROMIUM, CHROMIUM_ARGS, AirflowStack
-from kafka_ferry.core.trigger_form import CONFIRM_FIELD
+from kafka_ferry.core.specs.trigger_form import CONFIRM_FIELD
 from kafka_ferry.dag_factory import write_stubs
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.e2e]

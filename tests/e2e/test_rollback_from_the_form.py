@@ -21,7 +21,7 @@ from scenarios import (
 )
 
 from airflow_stack import CHROMIUM, CHROMIUM_ARGS, AirflowStack
-from kafka_ferry.core.provenance import read_provenance
+from kafka_ferry.core.offsets.provenance import read_provenance
 from kafka_ferry.dag_factory import write_stubs
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.e2e]

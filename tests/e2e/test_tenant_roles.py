@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from airflow_stack import API_PORT, HOST, AirflowStack
-from kafka_ferry.core.trigger_form import DRY_RUN
+from kafka_ferry.core.specs.trigger_form import DRY_RUN
 from kafka_ferry.dag_factory import write_stubs
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.e2e]

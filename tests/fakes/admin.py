@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AclBinding, AclBindingFilter, AclOperation, NewTopic
 
-from kafka_ferry.core.acl_plan import AclEntry
+from kafka_ferry.core.acls.acl_plan import AclEntry
 from kafka_ferry.kafka.acls import from_binding, to_binding
 
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from fakes.admin import FakeAdmin
-from kafka_ferry.core.acl_plan import AclEntry
-from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
+from kafka_ferry.core.acls.acl_plan import AclEntry
+from kafka_ferry.core.common.cluster_model import ClusterInfo, GroupInfo, TopicInfo
 from kafka_ferry.kafka.errors import ClusterUnreachableError, KafkaClusterError
 
 CHUNK = 500  # records a fetch returns for one partition before another partition's turn

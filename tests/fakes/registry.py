@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from kafka_ferry.core.schema_decode import RegisteredSchema
-from kafka_ferry.core.schema_forms import canonical
-from kafka_ferry.core.schema_plan import Reference, RegistrySnapshot, SchemaVersion, Subject
+from kafka_ferry.core.schemas.schema_decode import RegisteredSchema
+from kafka_ferry.core.schemas.schema_forms import canonical
+from kafka_ferry.core.schemas.schema_plan import Reference, RegistrySnapshot, SchemaVersion, Subject
 from kafka_ferry.registry.client import RegistryConnection, SchemaRegistryUnavailable
 
 

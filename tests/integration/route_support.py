@@ -14,7 +14,7 @@ from pathlib import Path
 from dag_test_speed import PARSE_ONCE, QUICK_POLL
 from matrix_support import DagSession
 
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.specs.spec import load_spec
 
 # argv: dags folder. The route matrix's session (matrix_support.DagSession): reads one [dag id, run conf] per line and
 # runs it with dag.test; its result line carries the run's state, each task's state and try, and the rollback task's

@@ -30,9 +30,9 @@ from pathlib import Path
 import yaml
 from confluent_kafka import TopicPartition
 
-from kafka_ferry.core.mm2_wire import HEARTBEATS_TOPIC, Heartbeat, OffsetSync, offset_syncs_topic
-from kafka_ferry.core.offset_translation import translate_exact
-from kafka_ferry.core.provenance import read_provenance, user_headers
+from kafka_ferry.core.offsets.mm2_wire import HEARTBEATS_TOPIC, Heartbeat, OffsetSync, offset_syncs_topic
+from kafka_ferry.core.offsets.offset_translation import translate_exact
+from kafka_ferry.core.offsets.provenance import read_provenance, user_headers
 from kafka_ferry.kafka.acls import describe_acls
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.operators.copy import CopyBatchSparkOperator, CopyReportOperator, PlanCopyBatchOperator
@@ -228,7 +228,7 @@ def one_group_migration(clusters, tmp_path, prefix: str, partitions: int, per_pa
 
     Returns (p, topic, spec_path, spec). `seeded_partitions` leaves the higher partitions empty.
     """
-    from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.core.specs.spec import load_spec
 
     p = clusters.unique(prefix)
     topic = clusters.create_topic("source", f"{p}.t", partitions)

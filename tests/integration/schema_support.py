@@ -41,9 +41,9 @@ from scenarios import (
     write_spec,
 )
 
-from kafka_ferry.core.provenance import read_provenance, user_headers
-from kafka_ferry.core.schema_wire import schema_id_of, with_schema_id
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.offsets.provenance import read_provenance, user_headers
+from kafka_ferry.core.schemas.schema_wire import schema_id_of, with_schema_id
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.operators.schemas import MigrateSchemasOperator
 from kafka_ferry.promotion.rollback import RollbackRunner
 from kafka_ferry.promotion.steps import PromotionRunner

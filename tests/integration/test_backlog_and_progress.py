@@ -15,8 +15,8 @@ from kafka_ferry.copy.live_progress import batch_view, live_progress_page, publi
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.plan import work_dir as migration_dir
 from kafka_ferry.copy.runner import copy_group
-from kafka_ferry.core.spec import load_spec
-from kafka_ferry.core.state_records import BACKLOG_KIND
+from kafka_ferry.core.common.state_records import BACKLOG_KIND
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.operators.copy import CopyReportOperator, PlanCopyBatchOperator
 from kafka_ferry.operators.provision import MigrationPreflightOperator
 from kafka_ferry.reports.publish import run_page_path
@@ -208,7 +208,8 @@ def test_the_copy_task_writes_the_run_page_of_its_batch_while_it_runs(clusters, 
     assert f"batch {report['batch_id']} in progress" in html and "Partitions of this batch" in html
     assert html.count(f"<td class=\"l\">{topic}</td>") == 2  # both planned partitions, whatever they had copied
     assert report["records_copied"] == 40 and report["backlog"]["backlog_after"] == 0
-    # a batch that caught up measures no copy rate (core/copy_rate.py: only batches a deadline or a limit stopped)
+    # a batch that caught up measures no copy rate (core/batches/copy_rate.py: only batches a deadline or a limit
+    # stopped)
     sentences = [e["sentence"] for e in report["backlog"]["etas"]]
     assert "at the measured rate: lag is 0 (caught up)" in sentences, sentences
     assert sentences[0].startswith("counting batches (") and sentences[0].endswith(": lag is 0 (caught up)")

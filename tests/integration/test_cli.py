@@ -18,8 +18,8 @@ import pytest
 import yaml
 from confluent_kafka import TopicPartition
 
-from kafka_ferry.core.dates import iso_utc
-from kafka_ferry.core.state_records import MIGRATION_KEY, PROMOTION_KIND
+from kafka_ferry.core.common.dates import iso_utc
+from kafka_ferry.core.common.state_records import MIGRATION_KEY, PROMOTION_KIND
 from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow]

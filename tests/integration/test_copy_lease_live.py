@@ -18,8 +18,8 @@ import pytest
 from scenarios import REPO, assert_copied_exactly_once, plan_and_copy_in_process, provision, write_spec
 
 from kafka_ferry.copy.lease import CopyLease, CopyLeaseLost, process_started
-from kafka_ferry.core.copy_lease import Claim, CopyLeaseHeld
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.batches.copy_lease import Claim, CopyLeaseHeld
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
 
@@ -156,7 +156,7 @@ def _landed(clusters, topic: str, partitions: int) -> int:
 
 
 def _claims(clusters, state_topic: str) -> dict:
-    from kafka_ferry.core.state_records import LEASE_KIND
+    from kafka_ferry.core.common.state_records import LEASE_KIND
     from kafka_ferry.state.store import MigrationStateStore
 
     return MigrationStateStore(clusters.cluster("destination"), state_topic).read_kind(LEASE_KIND)

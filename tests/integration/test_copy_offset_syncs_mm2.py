@@ -19,7 +19,7 @@ from scenarios import (
     write_spec,
 )
 
-from kafka_ferry.core.mm2_wire import offset_syncs_topic
+from kafka_ferry.core.offsets.mm2_wire import offset_syncs_topic
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from scenarios import BASE_TS, copy_in_process, plan_and_copy_in_process, provision, read_partition, write_spec
 
-from kafka_ferry.core.provenance import SOURCE_CLUSTER_HEADER, SOURCE_OFFSET_HEADER, read_provenance
+from kafka_ferry.core.offsets.provenance import SOURCE_CLUSTER_HEADER, SOURCE_OFFSET_HEADER, read_provenance
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
 
 pytestmark = pytest.mark.integration

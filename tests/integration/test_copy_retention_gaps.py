@@ -13,9 +13,9 @@ from scenarios import (
     write_spec,
 )
 
-from kafka_ferry.core.batch_planning import RetentionGapError
-from kafka_ferry.core.provenance import read_provenance
-from kafka_ferry.core.state_records import GAP_KIND
+from kafka_ferry.core.batches.batch_planning import RetentionGapError
+from kafka_ferry.core.common.state_records import GAP_KIND
+from kafka_ferry.core.offsets.provenance import read_provenance
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
 from kafka_ferry.state.store import MigrationStateStore
 

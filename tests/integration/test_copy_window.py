@@ -3,8 +3,8 @@ resumes exactly (every record once, groups translate exactly); a first window wi
 partition of a lane; the limit reaches the copier on spark-submit and on Spark Connect.
 
 The cut is deterministic, not timed: a limit of 100 records/s lets at most ~100 records per second of window out
-(one chunk ahead at most, ``core.rate_limit``), so a 12 s window copies well under the 4800 records seeded, and the
-first chunk goes out before any wait, so the copier started before the deadline copies some.
+(one chunk ahead at most, ``core.batches.rate_limit``), so a 12 s window copies well under the 4800 records seeded, and
+the first chunk goes out before any wait, so the copier started before the deadline copies some.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from kafka_ferry.copy.batch_runner import in_process_engine
 from kafka_ferry.copy.batch_runner import run_batch as run_copy_batch
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.runner import group_pace, task_groups
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.operators.copy import CopyReportOperator, PlanCopyBatchOperator
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.state.batches import batch_history
@@ -140,7 +140,7 @@ def test_a_first_window_without_a_measured_rate_copies_some_of_every_partition_a
     # One lane copies four partitions one after another; no batch has measured a rate and the byte limit alone
     # cannot size the window (no record size yet), so the deadline alone bounds this batch (~100 records/s over
     # 12 s, far less than the 6400 seeded). Each partition stops at its share of the lane's time
-    # (core.batch_window.share_deadline): every one copies some; none is left for the deadline to starve.
+    # (core.batches.batch_window.share_deadline): every one copies some; none is left for the deadline to starve.
     p = clusters.unique("winf")
     partitions = 4
     topic = clusters.create_topic("source", f"{p}.t", partitions)

@@ -27,7 +27,7 @@ from route_support import Workspace, form_conf
 from scenarios import commit_source_group, seed_plain, snapshot, write_spec
 
 from airflow_stack import FAB_AUTH_MANAGER
-from kafka_ferry.core.state_records import ACT_KIND
+from kafka_ferry.core.common.state_records import ACT_KIND
 from kafka_ferry.state.promotion import promotion_status
 from kafka_ferry.state.store import MigrationStateStore
 

@@ -27,7 +27,7 @@ import pytest
 from route_support import Workspace, form_conf, states
 from scenarios import commit_source_group, seed_plain, write_spec
 
-from kafka_ferry.core.evidence import (
+from kafka_ferry.core.cutover.evidence import (
     LATER,
     MANIFEST,
     MATCHES,
@@ -37,7 +37,7 @@ from kafka_ferry.core.evidence import (
     load_private_key,
     sign,
 )
-from kafka_ferry.core.evidence import public_bytes as public_of
+from kafka_ferry.core.cutover.evidence import public_bytes as public_of
 from kafka_ferry.promotion.evidence import verify, write_bundle
 from kafka_ferry.reports.publish import run_file_name
 from kafka_ferry.state.evidence_key import recorded_key

@@ -22,8 +22,8 @@ from fakes.cluster import FakeCluster
 from fakes.registry import FakeRegistry
 from fakes.state import FakeStateStore
 
-from kafka_ferry.core.acl_plan import AclEntry
-from kafka_ferry.core.state_records import FENCE_KIND, GROUP_KIND, WRITTEN_AT, StateRecordError
+from kafka_ferry.core.acls.acl_plan import AclEntry
+from kafka_ferry.core.common.state_records import FENCE_KIND, GROUP_KIND, WRITTEN_AT, StateRecordError
 from kafka_ferry.kafka.acls import authorized_operations, create_acls, delete_acls, describe_acls, may_create_topic
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.kafka.reads import read_ranges

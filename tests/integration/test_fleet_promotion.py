@@ -23,7 +23,7 @@ from confluent_kafka.admin import NewTopic
 from dag_test_speed import QUICK_POLL
 from scenarios import provision, provision_groups, seed_plain, write_spec
 
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.specs.spec import load_spec
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow]
 

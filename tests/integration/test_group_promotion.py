@@ -9,8 +9,8 @@ import pytest
 from scenarios import commit_source_group, consume_as_group, one_group_migration, provision_groups
 from staged_support import PARTITIONS, Processor, Writer, one_catch_up_batch, thread_copy
 
-from kafka_ferry.core.staged_cutover import GROUP_STEPS, UnitPromotion
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
+from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND
+from kafka_ferry.core.cutover.staged_cutover import GROUP_STEPS, UnitPromotion
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.group import GroupPromotionRefused, promote_group

@@ -8,7 +8,7 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException
 from scenarios import commit_source_group, write_spec
 
-from kafka_ferry.core.selection_check import EmptySelection
+from kafka_ferry.core.specs.selection_check import EmptySelection
 from kafka_ferry.operators.provision import MigrationPreflightOperator
 
 pytestmark = pytest.mark.integration

@@ -23,7 +23,7 @@ from scenarios import (
     write_spec,
 )
 
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
 from kafka_ferry.promotion.guard import MigrationPromotedError, assert_not_promoted, reset_promotion
 from kafka_ferry.promotion.readiness import check_group_offsets_synced
@@ -102,7 +102,7 @@ def test_promotion_end_to_end_with_the_copy_job(clusters, tmp_path):
 
 KILL_SCRIPT = textwrap.dedent("""
     import os, sys
-    from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.core.specs.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.promotion.steps import PromotionRunner
     spec = load_spec(sys.argv[1])

@@ -9,9 +9,9 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException
 from scenarios import provision, write_spec
 
-from kafka_ferry.core.provisioning_plan import ProvisioningRefused
-from kafka_ferry.core.spec import SpecError
-from kafka_ferry.core.state_records import GROUP_KIND
+from kafka_ferry.core.common.state_records import GROUP_KIND
+from kafka_ferry.core.provisioning.provisioning_plan import ProvisioningRefused
+from kafka_ferry.core.specs.spec import SpecError
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.operators.failures import is_deterministic
 from kafka_ferry.operators.provision import (

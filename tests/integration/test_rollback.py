@@ -28,8 +28,8 @@ from scenarios import (
     write_spec,
 )
 
-from kafka_ferry.core.provenance import read_provenance
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.offsets.provenance import read_provenance
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.operators.rollback import RollbackMigrationOperator
 from kafka_ferry.promotion.guard import assert_not_promoted
 from kafka_ferry.promotion.rollback import STEPS, RollbackRunner
@@ -195,7 +195,7 @@ def test_rollback_copies_back_exactly_and_groups_read_on_on_the_source(clusters,
 # it finished is printed ("done <step>"), so a test sees where a resumed process started.
 KILL_SCRIPT = textwrap.dedent("""
     import functools, os, sys
-    from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.core.specs.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.promotion import rollback
     spec = load_spec(sys.argv[1])

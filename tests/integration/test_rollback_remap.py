@@ -27,8 +27,8 @@ from schema_support import (
     stop_remap_on_destination,
 )
 
-from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.schema_wire import schema_id_of
+from kafka_ferry.core.common.failures import Permanent
+from kafka_ferry.core.schemas.schema_wire import schema_id_of
 from kafka_ferry.operators.rollback import RollbackMigrationOperator
 from kafka_ferry.promotion.rollback_schema_ids import SchemaIdsNotMappedBack
 

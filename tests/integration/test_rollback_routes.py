@@ -32,7 +32,7 @@ from scenarios import (
     write_spec,
 )
 
-from kafka_ferry.core.provenance import read_provenance
+from kafka_ferry.core.offsets.provenance import read_provenance
 from kafka_ferry.promotion.steps import PromotionRunner
 from kafka_ferry.state.promotion import promotion_status, reset_promotion
 from kafka_ferry.state.store import MigrationStateStore

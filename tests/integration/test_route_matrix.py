@@ -1,6 +1,6 @@
 """The route matrix: every mode of the trigger form in every state a migration can be in, through the migration's own
 DAG (``dag.test(run_conf=...)`` with the conf the form sends), each cell asserting the designed outcome written in
-``kafka_ferry.core.routes`` (the table in docs/operations.md is generated from the same module).
+``kafka_ferry.core.cutover.routes`` (the table in docs/operations.md is generated from the same module).
 
 Bounded cost: the migration walks once through the states along ``routes.CHAIN`` (each step a cell that changes it);
 in each state, before the walk moves on, every cell that changes nothing (refusals, dry runs, no-ops) runs against it
@@ -33,10 +33,10 @@ from scenarios import (
     write_spec,
 )
 
-from kafka_ferry.core import routes
-from kafka_ferry.core.provenance import read_provenance
-from kafka_ferry.core.spec import load_spec
-from kafka_ferry.core.trigger_form import MODES
+from kafka_ferry.core.cutover import routes
+from kafka_ferry.core.offsets.provenance import read_provenance
+from kafka_ferry.core.specs.spec import load_spec
+from kafka_ferry.core.specs.trigger_form import MODES
 from kafka_ferry.state.promotion import promotion_status
 from kafka_ferry.state.rollback import rollback_status
 from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics

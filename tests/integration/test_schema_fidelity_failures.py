@@ -22,9 +22,9 @@ from schema_support import registry, seed_tenant
 from test_fail_fast_dag_run import airflow_home, run_migration_dag  # noqa: F401 - a fixture, used by name
 
 import schema_registries as srtb
-from kafka_ferry.core.decode_faults import MIGRATION_FAULT_FIELD, MigrationFaultsFound, blocking
-from kafka_ferry.core.spec import load_spec
-from kafka_ferry.core.state_records import DECODE_CHECK_KIND, PROMOTION_KIND
+from kafka_ferry.core.common.state_records import DECODE_CHECK_KIND, PROMOTION_KIND
+from kafka_ferry.core.schemas.decode_faults import MIGRATION_FAULT_FIELD, MigrationFaultsFound, blocking
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.operators.schemas import DecodeCheckOperator, MigrateSchemasOperator
 from kafka_ferry.promotion.steps import PromotionRunner
 from kafka_ferry.state.store import MigrationStateStore

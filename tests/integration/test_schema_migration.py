@@ -19,12 +19,12 @@ from scenarios import commit_source_group, consume_as_group, provision, provisio
 from schema_support import BY_TOPIC, CuttableProxy, ping_class, registry, seed_tenant
 
 import schema_registries as srtb
-from kafka_ferry.core.protobuf_schema import serialized_descriptor
-from kafka_ferry.core.schema_decode import PayloadChecker, top_level_messages
-from kafka_ferry.core.schema_forms import canonical
-from kafka_ferry.core.schema_wire import SchemaIdRewriter, schema_id_of, with_schema_id
-from kafka_ferry.core.spec import SchemaRegistryRef, load_spec
-from kafka_ferry.core.state_records import DECODE_CHECK_KIND, SCHEMA_ID_KIND
+from kafka_ferry.core.common.state_records import DECODE_CHECK_KIND, SCHEMA_ID_KIND
+from kafka_ferry.core.schemas.protobuf_schema import serialized_descriptor
+from kafka_ferry.core.schemas.schema_decode import PayloadChecker, top_level_messages
+from kafka_ferry.core.schemas.schema_forms import canonical
+from kafka_ferry.core.schemas.schema_wire import SchemaIdRewriter, schema_id_of, with_schema_id
+from kafka_ferry.core.specs.spec import SchemaRegistryRef, load_spec
 from kafka_ferry.operators.schemas import MigrateSchemasOperator
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.reconcile import reconcile, reconcile_copies
@@ -219,7 +219,7 @@ def test_the_dag_tasks_migrate_schemas_then_copy_records_with_destination_ids_an
     """`migrate_schemas` as the DAG runs it: registries from registry connections, topics from the spec.
 
     The source's connection has the type's first name `schema_registry`, the destination's the registered name
-    `schemaregistry`: a connection made before the rename keeps working (core.connection_types)."""
+    `schemaregistry`: a connection made before the rename keeps working (core.specs.connection_types)."""
     for conn_id, url, conn_type in (("kf_sr_op_src", srtb.SOURCE.url, "schema_registry"),
                                     ("kf_sr_op_dst", srtb.REMAP.url, "schemaregistry")):
         monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": conn_type, "host": url}))

@@ -24,8 +24,8 @@ from scenarios import provision, provision_groups, read_partition, run_batch, wr
 from schema_support import BY_TOPIC, registry
 
 import schema_registries as srtb
-from kafka_ferry.core.schema_wire import schema_id_of
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.schemas.schema_wire import schema_id_of
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
 from kafka_ferry.operators.provision import MigrationPreflightOperator
 from kafka_ferry.operators.schemas import MigrateSchemasOperator

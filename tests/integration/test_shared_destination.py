@@ -28,8 +28,8 @@ from scenarios import (
     write_spec,
 )
 
-from kafka_ferry.core.provisioning_plan import ProvisioningRefused
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.provisioning.provisioning_plan import ProvisioningRefused
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.dag_factory import write_stubs
 from kafka_ferry.operators.provision import MigrationPreflightOperator
 from kafka_ferry.state.store import MigrationStateStore
@@ -95,7 +95,7 @@ def test_adopting_an_empty_topic_shows_the_config_diff_and_takes_it_over(cluster
 
     assert f"retention.ms: '{MONTH}' -> '{DAY}'" in diff["topics"]["ownership"]["adopt"][topic]
     assert retention(clusters, topic) == DAY
-    from kafka_ferry.core.state_records import OWNED_TOPIC_KIND  # here: the test runs against older code too
+    from kafka_ferry.core.common.state_records import OWNED_TOPIC_KIND  # here: the test runs against older code too
 
     store = MigrationStateStore(clusters.cluster("destination"), load_spec(spec_path).state_topic_name)
     assert store.read_kind(OWNED_TOPIC_KIND)[topic]["how"] == "adopted"

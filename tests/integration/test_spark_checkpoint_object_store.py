@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from kafka_ferry.core.spark_checkpoint import HandOverRefused
+from kafka_ferry.core.offsets.spark_checkpoint import HandOverRefused
 from kafka_ferry.storage.workdir import work_dir
 from kafka_ferry.translation.spark_checkpoint import hand_over, marker_name
 

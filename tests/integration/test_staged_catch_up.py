@@ -20,9 +20,9 @@ from scenarios import (
 )
 from staged_support import Processor, Writer, thread_copy, wait_until
 
-from kafka_ferry.core.spec import load_spec
-from kafka_ferry.core.staged_cutover import UnitPromotion
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, PROMOTION_KIND
+from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND, PROMOTION_KIND
+from kafka_ferry.core.cutover.staged_cutover import UnitPromotion
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.operators.provision import MigrationPreflightOperator, ProvisionMirrorGroupsOperator
 from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from scenarios import commit_source_group, one_group_migration, provision_groups
 
-from kafka_ferry.core.staged_cutover import UnitPromotion
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.cutover.staged_cutover import UnitPromotion
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.steps import in_process_final_copy
 from kafka_ferry.state.staged_cutover import (

@@ -24,7 +24,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from scenarios import write_spec
 
 import streams_app
-from kafka_ferry.core.cluster_model import UNDESCRIBED_STATE
+from kafka_ferry.core.common.cluster_model import UNDESCRIBED_STATE
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka import streams_groups
 from kafka_ferry.kafka.cluster import KafkaCluster

@@ -11,8 +11,8 @@ import yaml
 from airflow.sdk.exceptions import AirflowFailException
 from scenarios import write_spec
 
-from kafka_ferry.core.spec import SpecError
-from kafka_ferry.core.state_records import OWNER_KIND
+from kafka_ferry.core.common.state_records import OWNER_KIND
+from kafka_ferry.core.specs.spec import SpecError
 from kafka_ferry.operators.provision import MigrationPreflightOperator, ProvisionMirrorTopicsOperator
 from kafka_ferry.state.store import MigrationStateStore
 

@@ -9,9 +9,9 @@ import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, TopicPartition
 from scenarios import COMPACT_CONFIG, commit_source_group, provision, provision_groups, seed_compacted, write_spec
 
-from kafka_ferry.core.provenance import read_provenance
-from kafka_ferry.core.spec import load_spec
-from kafka_ferry.core.time_fidelity import AFTER_MAX_MS, BEFORE_MAX_MS, TIMESTAMP_TYPE, UNLIMITED
+from kafka_ferry.core.offsets.provenance import read_provenance
+from kafka_ferry.core.provisioning.time_fidelity import AFTER_MAX_MS, BEFORE_MAX_MS, TIMESTAMP_TYPE, UNLIMITED
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.kafka.reads import read_whole_partitions
 from kafka_ferry.operators.provision import MigrationPreflightOperator
 from kafka_ferry.promotion.steps import PromotionRunner, in_process_final_copy

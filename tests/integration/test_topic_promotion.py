@@ -7,8 +7,8 @@ from scenarios import commit_source_group, one_group_migration, provision_groups
 from staged_support import Writer, thread_copy
 
 from kafka_ferry.copy.planning import plan_copy
-from kafka_ferry.core.staged_cutover import TOPIC_STEPS, StagedCutoverError
-from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
+from kafka_ferry.core.common.state_records import TOPIC_PROMOTION_KIND
+from kafka_ferry.core.cutover.staged_cutover import TOPIC_STEPS, StagedCutoverError
 from kafka_ferry.promotion.group import GroupPromotionRefused, promote_group
 from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.state.staged_cutover import promoted_topics, read_promotions

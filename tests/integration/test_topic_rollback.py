@@ -17,8 +17,8 @@ from staged_support import one_catch_up_batch, thread_copy
 from test_rollback import consume_some, read_on_as_group, remaining, shape
 
 from kafka_ferry.copy.plan import work_dir as migration_dir
-from kafka_ferry.core.provenance import read_provenance
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.offsets.provenance import read_provenance
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.operators.rollback import RollbackMigrationOperator
 from kafka_ferry.promotion.group import promote_group
 from kafka_ferry.promotion.group_rollback import rollback_group
@@ -217,7 +217,7 @@ def test_one_promoted_topic_rolls_back_while_another_stays_promoted(clusters, tm
 
 KILL_TOPIC_SCRIPT = textwrap.dedent("""
     import os, sys
-    from kafka_ferry.core.spec import load_spec
+    from kafka_ferry.core.specs.spec import load_spec
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
     from kafka_ferry.promotion.topic_rollback import rollback_topics
     from kafka_ferry.state.store import MigrationStateStore

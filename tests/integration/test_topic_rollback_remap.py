@@ -25,7 +25,7 @@ from schema_support import (
 )
 from staged_support import thread_copy
 
-from kafka_ferry.core.schema_wire import schema_id_of
+from kafka_ferry.core.schemas.schema_wire import schema_id_of
 from kafka_ferry.operators.rollback import RollbackMigrationOperator
 from kafka_ferry.promotion.topic import promote_topics
 from kafka_ferry.promotion.topic_rollback import rollback_topics

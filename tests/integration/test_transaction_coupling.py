@@ -1,10 +1,10 @@
 """Topics written in the same transactions move together (issue 40), on the test bed's real brokers.
 
 A transactional producer writes two source topics in each transaction. ``__transaction_state`` is read for real
-(every record of it decoded by ``core.transaction_log``); the dry run through ``kafka-ferry dry-run --json`` shows the
-two topics as one coupled unit; a staged ``promote-topics`` of one of them through the migration's DAG, with the conf
-the trigger form sends, is refused in the pre-flight in one try, naming the unit, its transactional.id, the topic it
-would leave behind and both ways out, and both clusters hold exactly what they held before; with the spec accepting
+(every record of it decoded by ``core.units.transaction_log``); the dry run through ``kafka-ferry dry-run --json`` shows
+the two topics as one coupled unit; a staged ``promote-topics`` of one of them through the migration's DAG, with the
+conf the trigger form sends, is refused in the pre-flight in one try, naming the unit, its transactional.id, the topic
+it would leave behind and both ways out, and both clusters hold exactly what they held before; with the spec accepting
 the split (``coupling.accept_split``) the same run promotes the topic.
 
 One migration, built once; each step asserts against it. Lane 2 (``long``): three Airflow runs in subprocesses.
@@ -20,8 +20,8 @@ from route_support import Workspace, form_conf, states
 from scenarios import provision, snapshot, write_spec
 from staged_support import one_catch_up_batch
 
-from kafka_ferry.core.coupling import TRANSACTIONS_PREFIX
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.specs.spec import load_spec
+from kafka_ferry.core.units.coupling import TRANSACTIONS_PREFIX
 from kafka_ferry.kafka.transaction_log import read_transaction_state
 from kafka_ferry.state.staged_cutover import promoted_topics
 from kafka_ferry.state.store import MigrationStateStore

@@ -24,10 +24,10 @@ from scenarios import (
     write_spec,
 )
 
-from kafka_ferry.core.mm2_wire import checkpoints_topic
-from kafka_ferry.core.offset_decisions import decide
-from kafka_ferry.core.offset_translation import TranslationMethod
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.offsets.mm2_wire import checkpoints_topic
+from kafka_ferry.core.offsets.offset_decisions import decide
+from kafka_ferry.core.offsets.offset_translation import TranslationMethod
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.promotion.commit import GroupCommitRefused, commit_translated_offsets
 from kafka_ferry.promotion.steps import in_process_final_copy
 from kafka_ferry.state.store import MigrationStateStore

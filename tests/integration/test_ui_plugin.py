@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_ferry.core.evidence import manifest_of
+from kafka_ferry.core.cutover.evidence import manifest_of
 
 pytestmark = [pytest.mark.airflow]
 

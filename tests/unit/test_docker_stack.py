@@ -345,7 +345,7 @@ def test_spark_rpc_is_authenticated_and_encrypted_wherever_spark_runs_so_the_cop
     the conf spark-submit reads turns on spark.authenticate and spark.network.crypto.enabled. The same
     spark-defaults.conf reaches the tasks, the master and the worker, with the secret from docker/.env."""
     from kafka_ferry.copy.jvm_archive import spark_defaults
-    from kafka_ferry.core.spark_credentials import check_standalone_master
+    from kafka_ferry.core.batches.spark_credentials import check_standalone_master
 
     services = _services(compose)
     content = compose["configs"]["spark-defaults"]["content"]

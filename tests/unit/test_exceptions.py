@@ -1,7 +1,7 @@
 """Every exception class of the package derives from the one base and declares whether a retry can heal it.
 
 Why: ``task_support.fail_fast`` and the copy job's failure records read ``permanent`` off the exception
-(``core.failures``); a class that declares nothing is silently retried, and one outside the base cannot be told
+(``core.common.failures``); a class that declares nothing is silently retried, and one outside the base cannot be told
 from a library's error. The classes are found by importing every module of the package, so a new module's
 exception is checked without being listed here.
 """
@@ -16,7 +16,7 @@ import confluent_kafka.schema_registry.error
 import pytest
 
 import kafka_ferry
-from kafka_ferry.core.failures import KafkaFerryError, Permanent, Retryable, retry_cannot_help
+from kafka_ferry.core.common.failures import KafkaFerryError, Permanent, Retryable, retry_cannot_help
 from kafka_ferry.kafka.errors import KafkaClusterError
 
 
@@ -37,7 +37,7 @@ IDS = [f"{cls.__module__}.{cls.__qualname__}" for cls in CLASSES]
 
 def test_the_walk_finds_the_package_exceptions():
     names = set(IDS)
-    for known in ("kafka_ferry.core.spec_source.SpecError", "kafka_ferry.kafka.errors.KafkaClusterError",
+    for known in ("kafka_ferry.core.specs.spec_source.SpecError", "kafka_ferry.kafka.errors.KafkaClusterError",
                   "kafka_ferry.copy.delivery.CopyError", "kafka_ferry.promotion.rollback.SourceGroupBusy",
                   "kafka_ferry.hooks.schema_registry.RegistryConnectionError", "kafka_ferry.cli.UsageError"):
         assert known in names
@@ -67,7 +67,7 @@ def test_each_name_means_one_thing():
 
 
 def test_the_declaration_is_what_retries_read():
-    from kafka_ferry.core.acl_plan import FenceRefused
+    from kafka_ferry.core.acls.acl_plan import FenceRefused
     from kafka_ferry.promotion.rollback import SourceGroupBusy
 
     assert retry_cannot_help(FenceRefused("x")) and not retry_cannot_help(SourceGroupBusy("x"))

@@ -155,9 +155,9 @@ def test_imports_only_go_down_the_floors():
 def test_an_upward_import_is_caught():
     graph = import_graph()
     graph["kafka_ferry.kafka.cluster"] = graph["kafka_ferry.kafka.cluster"] | {"kafka_ferry.hooks.kafka_cluster"}
-    graph["kafka_ferry.core.spec"] = graph["kafka_ferry.core.spec"] | {"kafka_ferry.state.store"}
+    graph["kafka_ferry.core.specs.spec"] = graph["kafka_ferry.core.specs.spec"] | {"kafka_ferry.state.store"}
     assert upward_imports(graph) == [
-        "kafka_ferry.core.spec (core) imports kafka_ferry.state.store (state)",
+        "kafka_ferry.core.specs.spec (core) imports kafka_ferry.state.store (state)",
         "kafka_ferry.kafka.cluster (clients) imports kafka_ferry.hooks.kafka_cluster (airflow edge)",
     ]
 
@@ -185,15 +185,15 @@ def test_a_folder_cycle_is_caught_where_no_module_cycle_is():
              "kafka_ferry.schemas.decode_check": set(),
              "kafka_ferry.schemas.serialized_fields": {"kafka_ferry.provision.topic_ownership"},
              "kafka_ferry.provision.topic_ownership": set(),
-             "kafka_ferry.core.spec": set()}
+             "kafka_ferry.core.specs.spec": set()}
     assert not find_cycles(graph)
     assert not upward_imports(graph)
     assert folder_cycles(graph) == [["provision", "schemas"]]
 
 
 def test_an_upward_import_is_caught_on_a_synthetic_graph():
-    graph = {"kafka_ferry.state.progress": {"kafka_ferry.promotion.guard", "kafka_ferry.core.progress"},
-             "kafka_ferry.promotion.guard": set(), "kafka_ferry.core.progress": set()}
+    graph = {"kafka_ferry.state.progress": {"kafka_ferry.promotion.guard", "kafka_ferry.core.batches.progress"},
+             "kafka_ferry.promotion.guard": set(), "kafka_ferry.core.batches.progress": set()}
     assert upward_imports(graph) == [
         "kafka_ferry.state.progress (state) imports kafka_ferry.promotion.guard (promotion)"]
 

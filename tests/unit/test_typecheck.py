@@ -18,7 +18,7 @@ from mypy import api
 REPO = Path(__file__).resolve().parents[2]
 REAL = REPO / "plugins" / "kafka_ferry" / "translation" / "translate.py"
 SNIPPET = '''
-from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.translation.translate import copied_back

@@ -16,9 +16,14 @@ from typing import Any
 from kafka_ferry.airflow_native.assets import add_copy_events, add_promotion_events
 from kafka_ferry.airflow_native.lineage import topic_lineage
 from kafka_ferry.airflow_native.metrics import send
-from kafka_ferry.core.kafka_assets import AssetNameError
-from kafka_ferry.core.metrics_plan import batch_metrics, decode_metrics, promotion_metrics, translation_metrics
-from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.observability.kafka_assets import AssetNameError
+from kafka_ferry.core.observability.metrics_plan import (
+    batch_metrics,
+    decode_metrics,
+    promotion_metrics,
+    translation_metrics,
+)
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.store import MigrationStateStore
 

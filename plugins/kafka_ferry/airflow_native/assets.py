@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow.sdk import Asset, AssetAlias
 
-from kafka_ferry.core.kafka_assets import (
+from kafka_ferry.core.observability.kafka_assets import (
     copied_alias,
     copy_event_extras,
     promoted_alias,

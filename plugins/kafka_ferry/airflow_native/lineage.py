@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from airflow.providers.common.compat.openlineage.facet import Dataset, Identifier, SymlinksDatasetFacet
 from airflow.providers.openlineage.extractors import OperatorLineage
 
-from kafka_ferry.core.kafka_assets import check_topic, lineage_namespace
+from kafka_ferry.core.observability.kafka_assets import check_topic, lineage_namespace
 
 # The symlinks identifier's type for a Kafka topic (OpenLineage leaves the vocabulary open; datasets use "TABLE").
 TOPIC_TYPE = "TOPIC"

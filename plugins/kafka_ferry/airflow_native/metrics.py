@@ -1,4 +1,4 @@
-"""Sends ``core.metrics_plan``'s metrics through Airflow's ``Stats`` (StatsD, Datadog or OpenTelemetry).
+"""Sends ``core.observability.metrics_plan``'s metrics through Airflow's ``Stats`` (StatsD, Datadog or OpenTelemetry).
 
 Airflow sets ``Stats`` up from ``[metrics]`` (``statsd_on``, ``statsd_host``/``port``/``prefix``, or ``otel_on``)
 in every process that runs tasks; without it the calls go nowhere. A metrics backend that is down must never fail a
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from airflow.sdk.observability.stats import Stats
 
-from kafka_ferry.core.metrics_plan import Metric
+from kafka_ferry.core.observability.metrics_plan import Metric
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.common.failures import Permanent
 
-# command -> the trigger form's mode (core.trigger_form.MODES)
+# command -> the trigger form's mode (core.specs.trigger_form.MODES)
 MODES = {"dry-run": "dry-run", "run": "catch-up", "promote": "promote", "promote-groups": "promote-groups",
          "promote-topics": "promote-topics", "rollback": "rollback", "rollback-plan": "rollback-plan"}
 CONFIRMED = {"promote": "promote", "promote-groups": "promote groups of", "promote-topics": "promote topics of",

@@ -33,11 +33,11 @@ def status_json(spec_path: Path) -> int:
     """What `status` prints: the last batch, the lag now, the last ETA, promoted or not."""
     from kafka_ferry.cli import migrate_db
     from kafka_ferry.cli.commands import cluster
-    from kafka_ferry.core.authority import acts_newest_first
-    from kafka_ferry.core.dates import iso_utc
-    from kafka_ferry.core.provisioning_plan import select_topics
-    from kafka_ferry.core.spec import load_spec
-    from kafka_ferry.core.state_records import ACT_KIND
+    from kafka_ferry.core.common.dates import iso_utc
+    from kafka_ferry.core.common.state_records import ACT_KIND
+    from kafka_ferry.core.cutover.authority import acts_newest_first
+    from kafka_ferry.core.provisioning.provisioning_plan import select_topics
+    from kafka_ferry.core.specs.spec import load_spec
     from kafka_ferry.promotion.readiness import replication_lag
     from kafka_ferry.state.backlog import read_backlog
     from kafka_ferry.state.batches import batch_history
@@ -71,7 +71,7 @@ def status_json(spec_path: Path) -> int:
     doc["promoted"] = promoted.get("status") == PROMOTED
     if doc["promoted"]:
         doc["promoted_at"] = iso_utc(promoted.get("promoted_at_ms"))
-    # who promoted, rolled back or reset (state kind act, core.authority.act_record), newest first
+    # who promoted, rolled back or reset (state kind act, core.cutover.authority.act_record), newest first
     doc["acts"] = [{**r, "started_at": iso_utc(r.get("started_at_ms")),
                     "finished_at": iso_utc(r.get("finished_at_ms")) if r.get("finished_at_ms") else None}
                    for r in acts_newest_first(store.read_kind(ACT_KIND))[:SHOWN_ACTS_JSON]]
@@ -106,8 +106,8 @@ def _run_dag(spec_path: Path, dags_folder: Path, conf: dict[str, Any], user: str
     from kafka_ferry.cli import migrate_db
     from kafka_ferry.cli.commands import triggered_as
     from kafka_ferry.cli.summary import task_results
-    from kafka_ferry.core.spec import load_spec
-    from kafka_ferry.core.spec_check import dag_file_name
+    from kafka_ferry.core.specs.spec import load_spec
+    from kafka_ferry.core.specs.spec_check import dag_file_name
 
     spec = load_spec(spec_path)
     with contextlib.redirect_stdout(sys.stderr):

@@ -41,7 +41,7 @@ def run(spec_path: Path, args: argparse.Namespace) -> int:
     from kafka_ferry.cli import UsageError, migrate_db
     from kafka_ferry.cli.commands import cluster, load
     from kafka_ferry.copy.plan import work_dir
-    from kafka_ferry.core.spark_checkpoint import CheckpointFormatError, HandOverRefused
+    from kafka_ferry.core.offsets.spark_checkpoint import CheckpointFormatError, HandOverRefused
     from kafka_ferry.state.promotion import PROMOTED, promotion_status
     from kafka_ferry.state.store import MigrationStateStore
     from kafka_ferry.translation.spark_checkpoint import hand_over

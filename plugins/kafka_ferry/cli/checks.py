@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_ferry.core.connection_types import SCHEMA_REGISTRY_TYPES, SPARK_CONNECT
+from kafka_ferry.core.specs.connection_types import SCHEMA_REGISTRY_TYPES, SPARK_CONNECT
 
 
 @dataclass
@@ -67,9 +67,9 @@ def check_report(spec_path: Path) -> CheckReport:
 
     from kafka_ferry.cli import migrate_db
     from kafka_ferry.cli.commands import check_bindings, cluster, connection
-    from kafka_ferry.core.selection_check import EmptySelection
-    from kafka_ferry.core.spec import SpecError, load_spec
-    from kafka_ferry.core.spec_check import check_connections, connection_refs
+    from kafka_ferry.core.specs.selection_check import EmptySelection
+    from kafka_ferry.core.specs.spec import SpecError, load_spec
+    from kafka_ferry.core.specs.spec_check import check_connections, connection_refs
     from kafka_ferry.kafka.errors import KafkaClusterError
     from kafka_ferry.provision.preflight import reach, selected
 

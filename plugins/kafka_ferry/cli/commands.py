@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from kafka_ferry.cli.summary import print_summary
-from kafka_ferry.core.dates import iso_utc
-from kafka_ferry.core.spec import MigrationSpec, load_spec
-from kafka_ferry.core.spec_check import dag_file_name
+from kafka_ferry.core.common.dates import iso_utc
+from kafka_ferry.core.specs.spec import MigrationSpec, load_spec
+from kafka_ferry.core.specs.spec_check import dag_file_name
 from kafka_ferry.kafka.cluster import KafkaCluster
 
 SHOWN_ACTS = 10  # cutover acts `status` lists (newest first); `status --json` gives SHOWN_ACTS_JSON
@@ -44,12 +44,12 @@ def cluster(conn_id: str) -> KafkaCluster:
 
 
 def check_bindings(spec: MigrationSpec, spec_path: Path) -> None:
-    """What the DAG processor refuses beyond the spec's fields (``core.spec_check.check_at_parse``): another spec
+    """What the DAG processor refuses beyond the spec's fields (``core.specs.spec_check.check_at_parse``): another spec
     file of the folder with this name and, with the platform's tenants file, what binds the spec to its tenant."""
     from airflow.sdk import conf
 
-    from kafka_ferry.core.spec_check import check_at_parse
-    from kafka_ferry.core.tenants import AIRFLOW_CONFIG, load_tenants, tenants_file_path
+    from kafka_ferry.core.specs.spec_check import check_at_parse
+    from kafka_ferry.core.specs.tenants import AIRFLOW_CONFIG, load_tenants, tenants_file_path
 
     tenants_path = tenants_file_path(configured=conf.get(*AIRFLOW_CONFIG, fallback=None))
     check_at_parse(spec, spec_path, load_tenants(tenants_path) if tenants_path else None, tenants_path)
@@ -58,10 +58,10 @@ def check_bindings(spec: MigrationSpec, spec_path: Path) -> None:
 def acls(spec_path: Path) -> int:
     """The least-privilege ACLs for the topics and groups the spec selects now, per cluster, for the connections'
     principals: those a catch-up and a promotion need (keep them), and those only a rollback needs (grant them
-    before a rollback, revoke after: ``core.acl_plan``). Reads the clusters' topic and group names only."""
+    before a rollback, revoke after: ``core.acls.acl_plan``). Reads the clusters' topic and group names only."""
     from kafka_ferry.cli import migrate_db
-    from kafka_ferry.core.acl_plan import minimum_acls, rollback_acls
-    from kafka_ferry.core.provisioning_plan import select_topics
+    from kafka_ferry.core.acls.acl_plan import minimum_acls, rollback_acls
+    from kafka_ferry.core.provisioning.provisioning_plan import select_topics
 
     spec = load_spec(spec_path)
     migrate_db()
@@ -71,10 +71,10 @@ def acls(spec_path: Path) -> int:
     who = {side: c.principal or f"<the principal of connection {c.name}>"
            for side, c in (("source", source), ("destination", destination))}
     print(f"migration {spec.name}: {len(topics)} topic(s), {len(groups)} group(s) selected now")
-    print("catch-up and promotion (core.acl_plan.minimum_acls; keep granted):")
+    print("catch-up and promotion (core.acls.acl_plan.minimum_acls; keep granted):")
     for line in minimum_acls(spec, who["source"], who["destination"], topics, groups).lines():
         print(f"  {line}")
-    print("rollback only (core.acl_plan.rollback_acls; grant before a rollback, revoke after):")
+    print("rollback only (core.acls.acl_plan.rollback_acls; grant before a rollback, revoke after):")
     for line in rollback_acls(spec, who["source"], topics, groups).lines():
         print(f"  {line}")
     return 0
@@ -155,9 +155,9 @@ def status(spec_path: Path) -> int:
     from kafka_ferry.cli import migrate_db
     from kafka_ferry.cli.progress import wait_lines
     from kafka_ferry.copy.plan import work_dir
-    from kafka_ferry.core.authority import act_line, acts_newest_first
-    from kafka_ferry.core.provisioning_plan import select_topics
-    from kafka_ferry.core.state_records import ACT_KIND, MIGRATION_KEY
+    from kafka_ferry.core.common.state_records import ACT_KIND, MIGRATION_KEY
+    from kafka_ferry.core.cutover.authority import act_line, acts_newest_first
+    from kafka_ferry.core.provisioning.provisioning_plan import select_topics
     from kafka_ferry.promotion.readiness import replication_lag
     from kafka_ferry.promotion.rollback import STEPS as ROLLBACK_STEPS
     from kafka_ferry.promotion.steps import STEPS as PROMOTION_STEPS
@@ -246,7 +246,8 @@ def reset(spec_path: Path, give_up_rollback: bool = False, user: str | None = No
     promoters do not list ``user`` (no DAG runs: checked here as the pre-flight checks a run). A reset done is
     recorded (state kind ``act``) with the user and the confirmation."""
     from kafka_ferry.cli import migrate_db
-    from kafka_ferry.core.authority import (
+    from kafka_ferry.core.common.state_records import ACT_KIND
+    from kafka_ferry.core.cutover.authority import (
         RESET_PROMOTION,
         NotAllowed,
         act_key,
@@ -255,7 +256,6 @@ def reset(spec_path: Path, give_up_rollback: bool = False, user: str | None = No
         check_authority,
         finished,
     )
-    from kafka_ferry.core.state_records import ACT_KIND
     from kafka_ferry.operators.authority import actor, promoters_of
     from kafka_ferry.state.promotion import RollbackStillPossible, reset_promotion, rollback_possible
     from kafka_ferry.state.store import MigrationStateStore

@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from kafka_ferry.core.evidence import EvidenceError
+from kafka_ferry.core.cutover.evidence import EvidenceError
 
 
 def add_parser(commands) -> None:

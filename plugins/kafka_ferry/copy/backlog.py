@@ -2,7 +2,7 @@
 
 After a batch (``record_backlog``, the copy report task): the batch's backlog before and after (its report's
 lag totals, in offsets), what it copied and how long it took become one "backlog" state record with the ETAs of
-``core.backlog_eta``, and the run's report gets the same as its ``backlog`` section (with the history the run
+``core.batches.backlog_eta``, and the run's report gets the same as its ``backlog`` section (with the history the run
 page charts). Bytes of backlog are the offsets left times the bytes per record the copy measured: an estimate.
 
 Before any batch (``estimate_before_copy``, pre-flight and the dry run, one function so both say the same):
@@ -11,10 +11,10 @@ the bytes per record the history's or, with none yet, the mean size of a bounded
 records (confluent-kafka's AdminClient has no DescribeLogDirs, so log dir sizes are not available).
 
 The ETA counted in batches (first of the ETAs) takes each partition's lag, the spec's
-``copy.max_records_per_partition`` and the batches' measured fixed cost (``core.backlog_eta.batch_eta``).
+``copy.max_records_per_partition`` and the batches' measured fixed cost (``core.batches.backlog_eta.batch_eta``).
 The rate limit and the window come from the spec's ``copy`` section (``copy.max_bytes_per_second``,
 ``copy.max_records_per_second``, ``copy.window``); a spec without them gives the ETA at the measured rate only.
-The window's length is ``core.batch_window.window_length_s`` over the window the spec's validator parsed
+The window's length is ``core.batches.batch_window.window_length_s`` over the window the spec's validator parsed
 (``parse_window``, the one parser), so a window the spec would refuse never reaches the ETA.
 """
 
@@ -26,12 +26,12 @@ from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.planning import plan_copy
-from kafka_ferry.core.backlog_eta import RunPoint, estimate
-from kafka_ferry.core.batch_planning import RetentionGapError
-from kafka_ferry.core.batch_window import parse_window, schedule_cycle_s, window_length_s
-from kafka_ferry.core.serialized_fields import FieldsUndecided
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import parse_partition_key
+from kafka_ferry.core.batches.backlog_eta import RunPoint, estimate
+from kafka_ferry.core.batches.batch_planning import RetentionGapError
+from kafka_ferry.core.batches.batch_window import parse_window, schedule_cycle_s, window_length_s
+from kafka_ferry.core.common.state_records import parse_partition_key
+from kafka_ferry.core.schemas.serialized_fields import FieldsUndecided
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.kafka.reads import read_ranges
@@ -88,11 +88,11 @@ def record_backlog(spec: MigrationSpec, report: Mapping[str, Any], store: Migrat
         "batch_id": this.batch_id, "finished_at_ms": this.finished_at_ms, "duration_s": this.duration_s,
         "records_copied": this.records_copied, "bytes_copied": this.bytes_copied,
         "backlog_before": this.backlog_before, "backlog_after": this.backlog_after,
-        # what the producers' rate subtracts (core.backlog_eta: offsets, not records)
+        # what the producers' rate subtracts (core.batches.backlog_eta: offsets, not records)
         "offsets_progressed": this.offsets_progressed,
         # the run's start as the counted ETA measures a batch's fixed cost (RunPoint.run_s: an engine's start too)
         "planned_at_ms": this.planned_at_ms,
-        # why the batch stopped: only a busy one (deadline, limit) measures the copy rate (core.copy_rate)
+        # why the batch stopped: only a busy one (deadline, limit) measures the copy rate (core.batches.copy_rate)
         "stop_reason": this.stop_reason,
         # the part this batch copied is measured; only the rest is estimated
         "backlog_bytes_before": None if per_record is None else

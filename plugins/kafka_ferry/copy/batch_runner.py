@@ -12,7 +12,7 @@ differs (``Engine``). The order is what keeps a batch exact and cheap:
    the planned partitions are checked (a topic deleted after planning fails the batch, before any record). Why
    at once: the engine's start is seconds the claim's round trips need not add to; no record moves before both
    are done, and a claim the batch does not get to use (the engine failed to start) is withdrawn;
-3. the engine runs the partition tasks; a failure no retry heals (``core.failures.Permanent``, a refused
+3. the engine runs the partition tasks; a failure no retry heals (``core.common.failures.Permanent``, a refused
    record) comes back as a failure record and is raised as ``CopyFailed``, once, with its cause; anything
    else propagates and the task's retry resumes exactly-once;
 4. ``finish_batch`` measures lag and keeps the report; its lines are logged.

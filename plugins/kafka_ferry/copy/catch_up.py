@@ -25,8 +25,8 @@ from kafka_ferry.copy.lease import CopyLease
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.planning import plan_copy, record_accepted_gaps
 from kafka_ferry.copy.runner import copy_group, task_groups
-from kafka_ferry.core.failures import Retryable
-from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.common.failures import Retryable
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.store import MigrationStateStore
 

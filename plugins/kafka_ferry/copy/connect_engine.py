@@ -38,7 +38,7 @@ from typing import Any
 from kafka_ferry.copy.packaging import build_package_zip
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.runner import spark_task, task_groups
-from kafka_ferry.core.spark_credentials import check_connect_url
+from kafka_ferry.core.batches.spark_credentials import check_connect_url
 
 RESULT_SCHEMA = "result string"
 CONNECT_MODE_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")

@@ -15,7 +15,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from kafka_ferry.copy.delivery import ChunkAcks, CopyError
 from kafka_ferry.copy.plan import PartitionTask
-from kafka_ferry.core.failures import Permanent, retry_cannot_help
+from kafka_ferry.core.common.failures import Permanent, retry_cannot_help
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.storage.workdir import StoragePath, as_path, read_text, write_text
 

@@ -1,6 +1,6 @@
 """Deliver both clusters' client configs to a spark-submit job, and prove before submitting that none leaks.
 
-``core.spark_credentials`` decides, purely, how the configs travel for a master (env, Kubernetes Secret, file);
+``core.batches.spark_credentials`` decides, purely, how the configs travel for a master (env, Kubernetes Secret, file);
 this module does the I/O of that decision: it writes the 0600 credentials file in a directory of its own (removed
 when the run ends, whatever happens), builds the env, conf and ``--files`` the spark-submit task adds, and checks
 the command the Spark provider's hook will run for any secret value. The copy operator only applies the result.
@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.spark_credentials import (
+from kafka_ferry.core.batches.spark_credentials import (
     CREDENTIALS_FILE_NAME,
     InsecureChannelRefused,
     SparkTarget,
@@ -27,7 +26,8 @@ from kafka_ferry.core.spark_credentials import (
     delivery_for,
     secret_values,
 )
-from kafka_ferry.core.spec import CopySettings
+from kafka_ferry.core.common.failures import Permanent
+from kafka_ferry.core.specs.spec import CopySettings
 from kafka_ferry.kafka.configs import CLUSTER_CONFIGS_ENV, encode_cluster_configs
 
 ClusterConfigs = Mapping[str, Mapping[str, Any]]

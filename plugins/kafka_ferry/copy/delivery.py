@@ -21,7 +21,7 @@ from collections import deque
 from confluent_kafka import KafkaError
 
 from kafka_ferry.copy.destination_tail import provenance_pairs
-from kafka_ferry.core.failures import Retryable
+from kafka_ferry.core.common.failures import Retryable
 
 MATCH_FAILED = "could not map its delivered records to destination offsets"
 

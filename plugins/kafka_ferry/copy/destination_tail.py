@@ -13,7 +13,7 @@ import time
 
 from confluent_kafka import TopicPartition
 
-from kafka_ferry.core.provenance import read_provenance
+from kafka_ferry.core.offsets.provenance import read_provenance
 from kafka_ferry.kafka.errors import KafkaClusterError
 
 READ_TIMEOUT_S = 120.0

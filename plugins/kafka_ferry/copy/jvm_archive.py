@@ -1,4 +1,4 @@
-"""The spark-submit driver JVM's class-data archive on this host (``core.driver_jvm`` decides the flags):
+"""The spark-submit driver JVM's class-data archive on this host (``core.batches.driver_jvm`` decides the flags):
 where it lives, which JVM and Spark install it belongs to, and moving a freshly written one into place.
 
 One archive per JVM build and Spark install, shared by every migration on the host, under the work root
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kafka_ferry.copy.spark_home import WAY_OUT, compiled_spark_home, spark_home
-from kafka_ferry.core.driver_jvm import (
+from kafka_ferry.core.batches.driver_jvm import (
     ARCHIVE_DIR,
     DRIVER_OPTIONS_CONF,
     DriverStart,

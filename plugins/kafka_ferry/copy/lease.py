@@ -2,7 +2,7 @@
 
 Taken once per batch by the job's driver (spark-submit job, in-process copy or the Spark Connect client)
 before any record moves, renewed by a daemon thread while the batch runs, withdrawn at the end. The
-decision rules are in ``core.copy_lease``; this module writes and reads the claims.
+decision rules are in ``core.batches.copy_lease``; this module writes and reads the claims.
 """
 
 from __future__ import annotations
@@ -17,9 +17,17 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError
 
-from kafka_ferry.core.copy_lease import LEASE_S, RENEW_EVERY_S, Claim, CopyLeaseHeld, claims_in_log, holder, refusal
-from kafka_ferry.core.failures import Retryable
-from kafka_ferry.core.state_records import StateRecordError
+from kafka_ferry.core.batches.copy_lease import (
+    LEASE_S,
+    RENEW_EVERY_S,
+    Claim,
+    CopyLeaseHeld,
+    claims_in_log,
+    holder,
+    refusal,
+)
+from kafka_ferry.core.common.failures import Retryable
+from kafka_ferry.core.common.state_records import StateRecordError
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.kafka.protocol import Cluster

@@ -3,7 +3,7 @@
 Why from the copy task and not the UI plugin: the API server serves files from the work dir and needs no Kafka
 connection (``plugin.py``); the Airflow task that waits for spark-submit or drives Spark Connect has the clusters,
 so a thread beside it reads the progress records the partition copiers write to the state topic
-(``state.progress``), builds the view (``core.live_progress``) and writes the run's page every
+(``state.progress``), builds the view (``core.batches.live_progress``) and writes the run's page every
 ``INTERVAL_S``. The translation task later replaces the page with the batch's report. A failure to read or write
 is logged and never touches the copy.
 """
@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 
 from kafka_ferry.copy.plan import CopyPlan
-from kafka_ferry.core.live_progress import live_view
+from kafka_ferry.core.batches.live_progress import live_view
 from kafka_ferry.reports.publish import publish_live_batch
 from kafka_ferry.state.progress import read_progress_records
 from kafka_ferry.state.store import MigrationStateStore

@@ -38,13 +38,13 @@ from kafka_ferry.copy.range_copy import ChunkProducer, RangeCursor, StallWatch
 from kafka_ferry.copy.report import PartitionResult
 from kafka_ferry.copy.sync_writer import OffsetSyncWriter
 from kafka_ferry.copy.throttle import BatchPace
-from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker, SyncPoint
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.provenance import (
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker, SyncPoint
+from kafka_ferry.core.offsets.provenance import (
     SOURCE_CLUSTER_HEADER,
     copy_headers,
 )
-from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownSchemaId
+from kafka_ferry.core.schemas.schema_wire import SchemaIdRewriter, UnknownSchemaId
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.state.progress import save_progress
 from kafka_ferry.state.store import MigrationStateStore
@@ -81,7 +81,7 @@ class PartitionCopier:
     def copy(self, task: PartitionTask, progress: PartitionProgress | None,
              share_deadline_ms: int | None = None) -> PartitionResult:
         """Copy the task's range from its stored progress; ``share_deadline_ms``: this partition's share of the
-        window (``core.batch_window.share_deadline``), where it stops as at the window's deadline."""
+        window (``core.batches.batch_window.share_deadline``), where it stops as at the window's deadline."""
         started = time.monotonic()
         previous: tuple[int, int] | None = None
         if (progress is not None and progress.last_upstream_offset is not None
@@ -135,7 +135,8 @@ class PartitionCopier:
                   rewrite: Callable[[bytes | None], bytes | None], rewrite_key: bool = True,
                   rewrite_value: bool = True):
         """Key and value with destination schema ids (``rewrite``: the plan's id map): the 4 id bytes change, nothing
-        else (`core.schema_wire`); only in the fields the topic's decision names (`core.serialized_fields`)."""
+        else (`core.schemas.schema_wire`); only in the fields the topic's decision names
+        (`core.schemas.serialized_fields`)."""
         field = "key"
         try:
             if rewrite_key:

@@ -14,18 +14,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_ferry.core.batch_planning import PartitionRange, RetentionGap
-from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.rate_limit import RateLimit
-from kafka_ferry.core.schema_wire import UnknownIdPolicy
-from kafka_ferry.core.state_records import partition_key
+from kafka_ferry.core.batches.batch_planning import PartitionRange, RetentionGap
+from kafka_ferry.core.batches.rate_limit import RateLimit
+from kafka_ferry.core.common.failures import Permanent
+from kafka_ferry.core.common.state_records import partition_key
+from kafka_ferry.core.schemas.schema_wire import UnknownIdPolicy
 from kafka_ferry.storage.workdir import WORK_DIR_ENV, StoragePath, as_path, read_text, write_text
 from kafka_ferry.storage.workdir import work_dir as work_dir
 
 __all__ = ["WORK_DIR_ENV", "BatchFileRefused", "CopyPlan", "PartitionTask", "batch_files", "planned_files",
            "work_dir"]  # work_dir: kafka_ferry.storage.workdir's
 
-# core.batch_planning.compute_batch_id: "batch-" and 20 hex digits; nothing else names a batch's files
+# core.batches.batch_planning.compute_batch_id: "batch-" and 20 hex digits; nothing else names a batch's files
 BATCH_ID = re.compile(r"batch-[0-9a-f]{20}")
 
 
@@ -102,11 +102,11 @@ class CopyPlan:
     schema_id_map: dict[str, int] | None = None
     unknown_schema_id_policy: UnknownIdPolicy = "fail"
     # remap mode: per source topic the fields the id map applies to ("key", "value", "both", "none";
-    # core.serialized_fields); the others are copied byte for byte. None (a plan written before the decision
+    # core.schemas.serialized_fields); the others are copied byte for byte. None (a plan written before the decision
     # existed) rewrites both, as such a plan always did.
     serialized_fields: dict[str, str] | None = None
     lanes_per_task: int = 1  # partitions a Spark task copies at once (copy.lanes_per_task; see runner.copy_group)
-    # the migration's rate limit (copy.max_*_per_second), shared by the tasks by offsets (core.rate_limit)
+    # the migration's rate limit (copy.max_*_per_second), shared by the tasks by offsets (core.batches.rate_limit)
     max_bytes_per_second: int | None = None
     max_records_per_second: int | None = None
     # copy.window: the deadline (epoch ms) every copier stops at, at a chunk boundary; None: no window

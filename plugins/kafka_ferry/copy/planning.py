@@ -1,5 +1,5 @@
 """Making a copy batch's plan (Airflow side, ``plan_copy``): per selected source partition the stored next
-offset, the log start and the last stable offset; ``core.batch_planning`` decides the ranges (pure); the
+offset, the log start and the last stable offset; ``core.batches.batch_planning`` decides the ranges (pure); the
 spec's copy settings go into the plan as they are, because the copier reads each of them. A retention gap
 raises ``RetentionGapError`` naming every lost range unless the spec accepts gaps; then
 ``record_accepted_gaps`` writes them to the gap ledger before anything is copied.
@@ -18,20 +18,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
-from kafka_ferry.core import streams_apps
-from kafka_ferry.core.batch_planning import PartitionPosition, plan_ranges
-from kafka_ferry.core.batch_window import parse_window, window_deadline
-from kafka_ferry.core.batch_window import records_budget as window_budget
-from kafka_ferry.core.copy_rate import sizing_rate
-from kafka_ferry.core.dates import iso_utc
-from kafka_ferry.core.failures import Retryable
-from kafka_ferry.core.mm2_wire import offset_syncs_topic
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.core.serialized_fields import FieldsUndecided
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import topics_to_copy
-from kafka_ferry.core.state_records import partition_key
+from kafka_ferry.core.batches.batch_planning import PartitionPosition, plan_ranges
+from kafka_ferry.core.batches.batch_window import parse_window, window_deadline
+from kafka_ferry.core.batches.batch_window import records_budget as window_budget
+from kafka_ferry.core.batches.copy_rate import sizing_rate
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.common.dates import iso_utc
+from kafka_ferry.core.common.failures import Retryable
+from kafka_ferry.core.common.state_records import partition_key
+from kafka_ferry.core.cutover.staged_cutover import topics_to_copy
+from kafka_ferry.core.offsets.mm2_wire import offset_syncs_topic
+from kafka_ferry.core.provisioning.provisioning_plan import select_topics
+from kafka_ferry.core.schemas.serialized_fields import FieldsUndecided
+from kafka_ferry.core.specs.spec import MigrationSpec
+from kafka_ferry.core.units import streams_apps
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.batches import migration_rate
 from kafka_ferry.state.gaps import save_gaps
@@ -88,7 +88,7 @@ def repartition_consumed(spec: MigrationSpec, source: KafkaCluster, topics: Sequ
                          ) -> dict[tuple[str, int], int]:
     """Per partition of a Kafka Streams application's repartition topic among ``topics``, the application's
     committed offset: Streams purges the topic up to there once it has processed the records, so a gap below it
-    lost nothing anyone reads (``core.batch_planning.plan_ranges``'s ``consumed_below``). Read after the log
+    lost nothing anyone reads (``core.batches.batch_planning.plan_ranges``'s ``consumed_below``). Read after the log
     start: a purge never passes a commit, and commits only move forward."""
     if not any(t.endswith(streams_apps.REPARTITION_SUFFIX) for t in topics):
         return {}
@@ -114,7 +114,7 @@ def build_plan(spec: MigrationSpec, positions: Sequence[PartitionPosition], sour
                now_ms: int | None = None, deadline_ms: int | None = None,
                records_budget: int | None = None,
                consumed_below: Mapping[tuple[str, int], int] | None = None) -> CopyPlan:
-    """The plan of these positions (pure): ranges from ``core.batch_planning``, the copy settings as the spec
+    """The plan of these positions (pure): ranges from ``core.batches.batch_planning``, the copy settings as the spec
     gives them, destination topic names through the spec's rename; a window's deadline and offsets budget."""
     copy = spec.copy_settings
     batch_id, ranges, gaps = plan_ranges(positions, copy.max_records_per_partition, copy.max_bytes_per_partition,

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from kafka_ferry.copy.plan import CopyPlan
-from kafka_ferry.core.batch_window import STOP_CAUGHT_UP, STOP_DEADLINE, STOP_LIMIT, batch_stop_reason
-from kafka_ferry.core.dates import iso_utc
-from kafka_ferry.core.state_records import parse_partition_key, partition_key
+from kafka_ferry.core.batches.batch_window import STOP_CAUGHT_UP, STOP_DEADLINE, STOP_LIMIT, batch_stop_reason
+from kafka_ferry.core.common.dates import iso_utc
+from kafka_ferry.core.common.state_records import parse_partition_key, partition_key
 from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.store import MigrationStateStore
 from kafka_ferry.storage.workdir import StoragePath, as_path, write_text
@@ -92,7 +92,7 @@ def build_report(plan: CopyPlan, results: Iterable[Mapping[str, Any]], lag_after
         "lag_after": dict(lag_after),
         "gaps": [{**asdict(g), "lost_count": g.lost_count} for g in plan.gaps],
         "partitions": partitions,
-        # why the batch stopped (core.batch_window.STOP_REASONS), its window and rate limit
+        # why the batch stopped (core.batches.batch_window.STOP_REASONS), its window and rate limit
         "stop_reason": batch_stop_reason((p["stop_reason"] for p in partitions), plan.window_closed),
         "window": plan.window,
         "deadline_ms": plan.deadline_ms,

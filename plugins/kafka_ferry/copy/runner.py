@@ -21,10 +21,10 @@ from kafka_ferry.copy.partition_copier import PartitionCopier
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.sync_writer import OffsetSyncWriter
 from kafka_ferry.copy.throttle import BatchPace
-from kafka_ferry.core.batch_planning import split_into_task_groups
-from kafka_ferry.core.batch_window import lane_order, share_deadline
-from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.rate_limit import share_of
+from kafka_ferry.core.batches.batch_planning import split_into_task_groups
+from kafka_ferry.core.batches.batch_window import lane_order, share_deadline
+from kafka_ferry.core.batches.rate_limit import share_of
+from kafka_ferry.core.common.failures import Permanent
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.state.progress import read_progress
@@ -88,7 +88,7 @@ def copy_group(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[
 
 
 def group_pace(plan: CopyPlan, tasks: Sequence[PartitionTask]) -> BatchPace:
-    """This group's share of the migration's rate limit, by offsets (``core.rate_limit.share_of``: the groups of
+    """This group's share of the migration's rate limit, by offsets (``core.batches.rate_limit.share_of``: the groups of
     a batch run at once and never add up to more than the limit), and the plan's deadline; its lanes share it."""
     offsets = sum(t.end_offset - t.start_offset for t in tasks)
     total = sum(t.end_offset - t.start_offset for t in plan.tasks)
@@ -105,7 +105,7 @@ def _lanes(tasks: Sequence[PartitionTask], lane_count: int) -> list[list[int]]:
 def _copy_lane(plan: CopyPlan, tasks: Sequence[PartitionTask], configs: Mapping[str, Mapping[str, Any]],
                fault_spec: str | None = None, pace: BatchPace | None = None) -> list[dict]:
     """Copy these partitions one after another with one set of clients; under a window's deadline fewest offsets
-    first, each stopping at its share of the lane's time left (``core.batch_window.lane_order``,
+    first, each stopping at its share of the lane's time left (``core.batches.batch_window.lane_order``,
     ``share_deadline``: why), so every partition of the lane progresses in every window, the first one included."""
     source = KafkaCluster("source", configs["source"])
     destination = KafkaCluster("destination", configs["destination"])

@@ -25,7 +25,7 @@ from kafka_ferry.copy.batch_runner import RunTasks, in_process_engine, run_batch
 from kafka_ferry.copy.copy_failures import CopyFailed, failure_path_for, write_failure
 from kafka_ferry.copy.plan import CopyPlan
 from kafka_ferry.copy.runner import spark_task, task_groups
-from kafka_ferry.core.copy_lease import CopyLeaseHeld
+from kafka_ferry.core.batches.copy_lease import CopyLeaseHeld
 from kafka_ferry.kafka.configs import load_cluster_configs
 
 log = logging.getLogger("kafka_ferry.copy_batch")

@@ -1,4 +1,5 @@
-"""Writes MM2 offset syncs (``core.mm2_wire.OffsetSync``) to the offset-syncs topic, acknowledged by all replicas.
+"""Writes MM2 offset syncs (``core.offsets.mm2_wire.OffsetSync``) to the offset-syncs topic, acknowledged by all
+replicas.
 
 One writer per Spark task, shared by the partitions it copies. ``flush`` raises if any sync was not
 acknowledged: progress must never be written for a partition whose syncs may be missing, or exact
@@ -7,8 +8,8 @@ translation would silently interpolate across an unrecorded discontinuity.
 
 from __future__ import annotations
 
-from kafka_ferry.core.mm2_wire import OffsetSync
-from kafka_ferry.core.offset_sync_policy import SyncPoint
+from kafka_ferry.core.offsets.mm2_wire import OffsetSync
+from kafka_ferry.core.offsets.offset_sync_policy import SyncPoint
 from kafka_ferry.kafka.errors import KafkaClusterError
 
 PRODUCER_CONFIG = {"acks": "all", "enable.idempotence": True, "linger.ms": 20}

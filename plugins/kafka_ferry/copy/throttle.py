@@ -1,7 +1,7 @@
 """The copier's side of the rate limit and the window: how long to wait before the next chunk, and when to stop.
 
 One ``BatchPace`` per ``runner.copy_group`` call (a Spark task, or the whole plan in process): its share of the
-migration's limit (``core.rate_limit.share_of``, by offsets) in one bucket its lanes share under a lock, and the
+migration's limit (``core.batches.rate_limit.share_of``, by offsets) in one bucket its lanes share under a lock, and the
 plan's deadline. The copier charges each chunk after producing it and, before the next one, waits out the debt
 while serving delivery reports; it never changes what a chunk holds or where a range stops, except that at the
 deadline the range stops at the chunk boundary it is at (``copy.range_copy.RangeCursor.stop``), exactly as a
@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from kafka_ferry.core.rate_limit import RateLimit, Throttle
+from kafka_ferry.core.batches.rate_limit import RateLimit, Throttle
 
 
 class BatchPace:

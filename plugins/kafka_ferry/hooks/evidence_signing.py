@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from airflow.sdk import BaseHook
 
-from kafka_ferry.core.connection_types import EVIDENCE_SIGNING
-from kafka_ferry.core.evidence import EvidenceError, load_private_key
+from kafka_ferry.core.cutover.evidence import EvidenceError, load_private_key
+from kafka_ferry.core.specs.connection_types import EVIDENCE_SIGNING
 
 
 class EvidenceSigningHook(BaseHook):

@@ -1,5 +1,5 @@
 """A Schema Registry reached through an Airflow connection of type `schemaregistry` (the first name,
-`schema_registry`, still works: `core.connection_types`); the hook only builds the client
+`schema_registry`, still works: `core.specs.connection_types`); the hook only builds the client
 (`registry.client.SchemaRegistry`) from the connection and does nothing else. The connection form's fields are
 declared in `provider_info`.
 
@@ -21,8 +21,8 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
-from kafka_ferry.core.connection_types import SCHEMA_REGISTRY
-from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.common.failures import Permanent
+from kafka_ferry.core.specs.connection_types import SCHEMA_REGISTRY
 from kafka_ferry.registry.client import RegistryConnection, SchemaRegistry, url_problem
 
 CONN_TYPE = SCHEMA_REGISTRY

@@ -1,4 +1,4 @@
-"""ACL and SCRAM-user calls on a cluster's AdminClient, for `core.acl_plan.AclEntry` values.
+"""ACL and SCRAM-user calls on a cluster's AdminClient, for `core.acls.acl_plan.AclEntry` values.
 
 Functions over a ``KafkaCluster`` (its `admin` AdminClient; errors name the cluster).
 """
@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from kafka_ferry.core.acl_plan import AclEntry
+from kafka_ferry.core.acls.acl_plan import AclEntry
 from kafka_ferry.kafka.errors import KafkaClusterError
 
 TIMEOUT_S = 30.0

@@ -36,8 +36,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from kafka_ferry.core.acl_plan import principal_of
-from kafka_ferry.core.cluster_model import UNDESCRIBED_STATE, ClusterInfo, GroupInfo, TopicInfo
+from kafka_ferry.core.acls.acl_plan import principal_of
+from kafka_ferry.core.common.cluster_model import UNDESCRIBED_STATE, ClusterInfo, GroupInfo, TopicInfo
 from kafka_ferry.kafka import call_count, streams_groups
 from kafka_ferry.kafka.bootstrap import PROBE_TIMEOUT_S, listener_speaks, parse_addresses, unreachable
 from kafka_ferry.kafka.client_log import librdkafka_logger
@@ -346,7 +346,7 @@ class KafkaCluster(AdminWaits):
         # member even while its application runs, but reads its committed offsets right. A Dead group has no
         # committed offsets, so a Dead one that has them is a group this client cannot see. Kafka's Java Admin
         # describes it when configured (kafka.streams_groups); else, or when that fails, it is UNDESCRIBED, counted
-        # as live by every check (core.cluster_model.GroupInfo.is_active), never taken for empty. A streams group
+        # as live by every check (core.common.cluster_model.GroupInfo.is_active), never taken for empty. A streams group
         # whose application runs but has not committed yet has no offsets: the helper's listing names it.
         dead = [gid for gid, info in infos.items() if info.state.upper() == "DEAD"]
         listed = set(self._streams_listed()) if dead else set()

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kafka_ferry.core.spark_credentials import CONFIGS_FILE_ENV
+from kafka_ferry.core.batches.spark_credentials import CONFIGS_FILE_ENV
 from kafka_ferry.kafka.cluster import KafkaCluster
 
 CLUSTER_CONFIGS_ENV = "KFERRY_CLUSTER_CONFIGS"

@@ -13,8 +13,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from kafka_ferry.core.acl_plan import grant_hint_for_code
-from kafka_ferry.core.failures import KafkaFerryError
+from kafka_ferry.core.acls.acl_plan import grant_hint_for_code
+from kafka_ferry.core.common.failures import KafkaFerryError
 
 _ADVICE = {
     KafkaError._TRANSPORT: "the cluster is unreachable: check bootstrap.servers and the network",

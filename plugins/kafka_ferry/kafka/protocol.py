@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from kafka_ferry.core.cluster_model import ClusterInfo, GroupInfo, TopicInfo
+from kafka_ferry.core.common.cluster_model import ClusterInfo, GroupInfo, TopicInfo
 
 
 class Cluster(Protocol):

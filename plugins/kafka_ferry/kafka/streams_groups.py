@@ -10,8 +10,8 @@ against the kafka-clients jars and run as a subprocess per call.
 
 It is opt-in: ``KFERRY_KAFKA_CLIENTS_CLASSPATH`` names the kafka-clients jars (a directory of jars, or a class
 path), 4.1 or later, with a JDK (``JAVA_HOME``, else ``java``/``javac`` on PATH). Without it, or when the call
-fails, a streams group stays UNDESCRIBED (``core.cluster_model``): counted live, and a migration that selects it
-is refused. Credentials: the connection's settings (``core.java_client_config``) go to a 0600 file in a private
+fails, a streams group stays UNDESCRIBED (``core.common.cluster_model``): counted live, and a migration that selects it
+is refused. Credentials: the connection's settings (``core.common.java_client_config``) go to a 0600 file in a private
 directory, removed after the run, never to the command line; group ids go on stdin.
 """
 
@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kafka_ferry.core.failures import Retryable
-from kafka_ferry.core.java_client_config import UntranslatableConfig, java_properties, properties_text
+from kafka_ferry.core.common.failures import Retryable
+from kafka_ferry.core.common.java_client_config import UntranslatableConfig, java_properties, properties_text
 from kafka_ferry.storage.private import private_directory
 from kafka_ferry.storage.workdir import local_base
 

@@ -1,7 +1,7 @@
 """Read the transaction coordinator's log (``__transaction_state``) of a cluster, when its principal may.
 
 Why here: the log is an internal topic; reading it is an ordinary assigned read (``kafka.reads``, no group join,
-no commit) of every partition from its log start to its end, decoded by ``core.transaction_log``. A principal
+no commit) of every partition from its log start to its end, decoded by ``core.units.transaction_log``. A principal
 without DESCRIBE on the topic does not see it in the metadata at all, and one without READ is refused the
 fetch: both are answers ("the log could not be read", and why), not failures, so the pre-flight can say it and
 fall back on the units the spec declares. Anything else (a timeout, a broker down) is the ordinary retryable
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafka_ferry.core.transaction_log import TRANSACTION_STATE_TOPIC, TransactionLogReading, read_transaction_log
+from kafka_ferry.core.units.transaction_log import TRANSACTION_STATE_TOPIC, TransactionLogReading, read_transaction_log
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.kafka.reads import read_whole_partitions

@@ -1,5 +1,5 @@
 """Who may cut over, for tasks and the CLI: the tenant's promoters from the tenants file, the run's triggering user
-and, when the list names roles, that user's roles (``core.authority`` decides; this module only finds).
+and, when the list names roles, that user's roles (``core.cutover.authority`` decides; this module only finds).
 
 Where the roles come from: the FAB auth manager keeps users and roles in the metadata DB, which Airflow 3 closes to
 task workers (``block_orm_access``), and the Task SDK offers no user lookup. So a task asks the auth manager's own
@@ -24,9 +24,9 @@ import httpx
 from airflow.sdk import BaseHook, conf
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from kafka_ferry.core.authority import Actor
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.tenants import AIRFLOW_CONFIG, Promoters, load_tenants, tenants_file_path
+from kafka_ferry.core.cutover.authority import Actor
+from kafka_ferry.core.specs.spec import MigrationSpec
+from kafka_ferry.core.specs.tenants import AIRFLOW_CONFIG, Promoters, load_tenants, tenants_file_path
 
 
 def promoters_of(spec: MigrationSpec) -> tuple[Promoters | None, str]:

@@ -10,7 +10,9 @@ from typing import Any
 from airflow.sdk import BaseHook, BaseOperator, conf
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from kafka_ferry.core.authority import (
+from kafka_ferry.core.common.flags import parse_bool
+from kafka_ferry.core.common.state_records import ACT_KIND, OWNER_KIND
+from kafka_ferry.core.cutover.authority import (
     FAILED,
     STARTED,
     Actor,
@@ -21,11 +23,9 @@ from kafka_ferry.core.authority import (
     finished,
     restarted,
 )
-from kafka_ferry.core.flags import parse_bool
-from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.core.spec_check import check_connections, check_tenant, connection_refs
-from kafka_ferry.core.state_records import ACT_KIND, OWNER_KIND
-from kafka_ferry.core.tenants import (
+from kafka_ferry.core.provisioning.provisioning_plan import select_topics
+from kafka_ferry.core.specs.spec_check import check_connections, check_tenant, connection_refs
+from kafka_ferry.core.specs.tenants import (
     AIRFLOW_CONFIG,
     OWNER_KEY,
     OwnerRefused,
@@ -35,7 +35,7 @@ from kafka_ferry.core.tenants import (
     owner_record,
     tenants_file_path,
 )
-from kafka_ferry.core.trigger_form import CONFIRM_FIELD, GROUPS_FIELD, TOPICS_FIELD, names
+from kafka_ferry.core.specs.trigger_form import CONFIRM_FIELD, GROUPS_FIELD, TOPICS_FIELD, names
 from kafka_ferry.operators.authority import actor_of_run, promoters_of
 from kafka_ferry.task_support import MigrationContext
 
@@ -97,7 +97,7 @@ class MigrationOperator(MigrationContext, BaseOperator):
 
     def check_authority(self, context: Any, mode: str) -> dict:
         """Refuse (once, before any change) a run of a cutover mode whose triggering user the tenant's promoters do
-        not list, and any such run no person triggered (``core.authority``); reads only. Returns who asked and
+        not list, and any such run no person triggered (``core.cutover.authority``); reads only. Returns who asked and
         why they may, for the act's record."""
         promoters, where = promoters_of(self.spec)
         asking = actor_of_run(context, promoters)

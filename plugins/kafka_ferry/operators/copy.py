@@ -42,10 +42,10 @@ from kafka_ferry.copy.packaging import build_package_zip, write_launcher
 from kafka_ferry.copy.plan import CopyPlan, planned_files, work_dir
 from kafka_ferry.copy.planning import RunWindow, plan_copy, record_accepted_gaps
 from kafka_ferry.copy.report import report_lines, write_report
-from kafka_ferry.core.dates import iso_utc
-from kafka_ferry.core.spark_credentials import SparkTarget
-from kafka_ferry.core.spec import MigrationSpec, load_spec
-from kafka_ferry.core.trigger_form import DRY_RUN_TEMPLATE
+from kafka_ferry.core.batches.spark_credentials import SparkTarget
+from kafka_ferry.core.common.dates import iso_utc
+from kafka_ferry.core.specs.spec import MigrationSpec, load_spec
+from kafka_ferry.core.specs.trigger_form import DRY_RUN_TEMPLATE
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.operators.base import DryRunOperator, MigrationOperator
 from kafka_ferry.operators.copy_failures import copy_stopped
@@ -111,7 +111,7 @@ class CopyBatchSparkOperator(TopicLineage, SparkSubmitOperator):
     (a running Spark Connect server) runs the same copy (``copy.batch_runner``) as a client session, without a JVM
     start per batch.
 
-    Both clusters' client configs reach the job as ``core.spark_credentials`` decides for the master and
+    Both clusters' client configs reach the job as ``core.batches.spark_credentials`` decides for the master and
     ``copy.credentials`` delivers: the ``KFERRY_CLUSTER_CONFIGS`` environment of the spark-submit process (local,
     spark://), a Kubernetes Secret (k8s://) or a 0600 credentials file shipped with --files and removed after the
     run (YARN) - set here at run time, never a template field, never on the command line, never in XCom. The

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_ferry.copy.plan import work_dir
-from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.common.failures import Permanent
+from kafka_ferry.core.specs.spec import MigrationSpec
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,8 @@ def failure_message(spec: MigrationSpec, record: Mapping[str, Any]) -> str:
         advice = "run migrate_schemas again (it maps every version of the migrated subjects), then the copy"
     else:
         # No registry knows the id: either the record is broken, or this field is not registry-serialized at all
-        # and the per-topic decision (core.serialized_fields) took it for one (e.g. a stale <topic>-key subject).
+        # and the per-topic decision (core.schemas.serialized_fields) took it for one (e.g. a stale <topic>-key
+        # subject).
         advice = (f"if the {record['field']}s of {record['topic']} are not written by a registry serializer, say so "
                   "in schema_registry.serialized_fields and run migrate_schemas again; otherwise the record cannot "
                   "be decoded anywhere: fix or drop it on the source, then run the copy again")

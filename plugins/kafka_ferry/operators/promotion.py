@@ -13,10 +13,10 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from kafka_ferry.airflow_native.announce import TopicLineage, announce_promotion, promotion_measured
 from kafka_ferry.copy.packaging import build_package_zip
-from kafka_ferry.core.authority import DONE
-from kafka_ferry.core.flags import parse_bool
-from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.core.trigger_form import PROMOTE
+from kafka_ferry.core.common.flags import parse_bool
+from kafka_ferry.core.cutover.authority import DONE
+from kafka_ferry.core.provisioning.provisioning_plan import select_topics
+from kafka_ferry.core.specs.trigger_form import PROMOTE
 from kafka_ferry.operators.base import ActStart, MigrationOperator
 from kafka_ferry.operators.copy import SPARK_CONNECT_CONN_TYPE
 from kafka_ferry.operators.evidence import write_evidence

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_ferry.copy.backlog import estimate_before_copy, estimate_lines
-from kafka_ferry.core.flags import parse_bool
-from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.core.trigger_form import (
+from kafka_ferry.core.common.flags import parse_bool
+from kafka_ferry.core.provisioning.provisioning_plan import select_topics
+from kafka_ferry.core.specs.trigger_form import (
     DRY_RUN,
     GROUPS_FIELD,
     PROMOTE,
@@ -131,7 +131,7 @@ class MigrationPreflightOperator(MigrationOperator):
 
     def global_compatibility_line(self) -> str:
         """Both registries' global compatibility, and whether the migration moves it (read only)."""
-        from kafka_ferry.core.schema_compat import global_line
+        from kafka_ferry.core.schemas.schema_compat import global_line
         from kafka_ferry.operators.schemas import registry
 
         settings = self.spec.schema_registry

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from kafka_ferry.copy.plan import work_dir
-from kafka_ferry.core.authority import DONE, act_line
-from kafka_ferry.core.trigger_form import GROUPS_FIELD, ROLLBACK, TOPICS_FIELD, names
+from kafka_ferry.core.cutover.authority import DONE, act_line
+from kafka_ferry.core.specs.trigger_form import GROUPS_FIELD, ROLLBACK, TOPICS_FIELD, names
 from kafka_ferry.operators.base import ActStart, DryRunOperator
 from kafka_ferry.operators.evidence import write_evidence
 from kafka_ferry.operators.failures import fail_fast

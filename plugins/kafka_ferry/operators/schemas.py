@@ -17,8 +17,8 @@ from typing import Any
 from kafka_ferry.airflow_native.announce import decode_measured
 from kafka_ferry.copy.plan import planned_files, work_dir
 from kafka_ferry.copy.report import write_report
-from kafka_ferry.core.decode_faults import MigrationFaultsFound, skip_reason, verdict
-from kafka_ferry.core.provisioning_plan import select_topics
+from kafka_ferry.core.provisioning.provisioning_plan import select_topics
+from kafka_ferry.core.schemas.decode_faults import MigrationFaultsFound, skip_reason, verdict
 from kafka_ferry.hooks.schema_registry import SchemaRegistryHook
 from kafka_ferry.operators.base import DryRunOperator
 from kafka_ferry.operators.failures import fail_fast

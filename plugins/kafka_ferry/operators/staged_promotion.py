@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 from kafka_ferry.airflow_native.announce import TopicLineage, announce_promotion
 from kafka_ferry.copy.catch_up import threads_engine
 from kafka_ferry.copy.plan import work_dir
-from kafka_ferry.core.authority import DONE
-from kafka_ferry.core.flags import parse_bool
-from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.core.staged_cutover import validate_selection
-from kafka_ferry.core.trigger_form import (
+from kafka_ferry.core.common.flags import parse_bool
+from kafka_ferry.core.cutover.authority import DONE
+from kafka_ferry.core.cutover.staged_cutover import validate_selection
+from kafka_ferry.core.provisioning.provisioning_plan import select_topics
+from kafka_ferry.core.specs.trigger_form import (
     GROUPS_FIELD,
     PROMOTE_GROUPS,
     PROMOTE_TOPICS,

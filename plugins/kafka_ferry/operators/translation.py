@@ -14,7 +14,7 @@ from typing import Any
 
 from kafka_ferry.airflow_native.announce import translation_measured
 from kafka_ferry.copy.plan import planned_files, work_dir
-from kafka_ferry.core.flags import parse_bool
+from kafka_ferry.core.common.flags import parse_bool
 from kafka_ferry.operators.base import DryRunOperator
 from kafka_ferry.operators.failures import fail_fast
 from kafka_ferry.promotion.commit import commit_translated_offsets

@@ -13,9 +13,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kafka_ferry.core.cluster_model import GroupInfo
-from kafka_ferry.core.failures import Retryable
-from kafka_ferry.core.offset_decisions import OffsetDecision
+from kafka_ferry.core.common.cluster_model import GroupInfo
+from kafka_ferry.core.common.failures import Retryable
+from kafka_ferry.core.offsets.offset_decisions import OffsetDecision
 from kafka_ferry.kafka.protocol import Cluster
 
 log = logging.getLogger(__name__)

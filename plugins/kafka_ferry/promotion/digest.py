@@ -11,7 +11,7 @@ import hashlib
 import struct
 from collections.abc import Iterable
 
-from kafka_ferry.core.provenance import user_headers
+from kafka_ferry.core.offsets.provenance import user_headers
 
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")

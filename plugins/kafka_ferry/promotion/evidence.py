@@ -1,6 +1,6 @@
 """The evidence bundle's I/O: gathers what a cutover already produced into ``<work dir>/evidence/<action>-<run>/``,
 writes it with its manifest (signed when the spec names a key), and reads a bundle back to verify it against its
-manifest and against both clusters as they are now. The format and the verdicts are ``core.evidence``.
+manifest and against both clusters as they are now. The format and the verdicts are ``core.cutover.evidence``.
 
 What a bundle holds (each a canonical JSON file, listed with its SHA-256 in ``manifest.json``):
 
@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_ferry import __version__
-from kafka_ferry.core.evidence import (
+from kafka_ferry.core.common.state_records import FENCE_KIND, GROUP_PROMOTION_KIND, SCHEMA_ID_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.cutover.evidence import (
     LATER,
     MANIFEST,
     MATCHES,
@@ -48,8 +49,7 @@ from kafka_ferry.core.evidence import (
     verify_bundle,
     with_checks,
 )
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import FENCE_KIND, GROUP_PROMOTION_KIND, SCHEMA_ID_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.promotion.reconcile import range_digests
 from kafka_ferry.reports.publish import run_file_name
@@ -232,8 +232,8 @@ def verify(folder: str | StoragePath, trusted_key: bytes | None = None, require_
            source: Cluster | None = None, destination: Cluster | None = None,
            spec: MigrationSpec | None = None, store: StateStore | None = None) -> BundleVerdict:
     """The bundle checked against its manifest and signature; with the clusters, each partition of its
-    reconciliation and each group's committed offset read again (``core.evidence`` says what each verdict means).
-    ``store``: the state topic, whose recorded key (when ``trusted_key`` is None) the signature is held to."""
+    reconciliation and each group's committed offset read again (``core.cutover.evidence`` says what each verdict
+    means). ``store``: the state topic, whose recorded key (when ``trusted_key`` is None) the signature is held to."""
     if trusted_key is None and store is not None:
         trusted_key = recorded_key(store)
     manifest, signature, files = read_bundle(folder)

@@ -1,14 +1,14 @@
 """Promote one consumer group while producers keep writing to the source.
 
-Steps (``GROUP_TABLE`` below, names ``core.step_names.GroupStep``; run by ``promotion.step_runner``), each recorded in
-the group's promotion record when done so an interrupted run resumes at the first missing one, and a promoted group
-is left as it is:
+Steps (``GROUP_TABLE`` below, names ``core.cutover.step_names.GroupStep``; run by ``promotion.step_runner``), each
+recorded in the group's promotion record when done so an interrupted run resumes at the first missing one, and a
+promoted group is left as it is:
   source_quiet  the group has no members on the source (its consumers stopped; their last commit is final)
   final_copy    the group's topics copied at least up to the source's end at that moment (later records keep
                 coming with catch-up batches: producers are still on the source)
   translated    exact translation of the group's committed source offsets; any flagged decision stops here
   committed     committed on the destination, refused while the destination group has members, and refused
-                (``core.groups_ahead``, naming ``allow_rewind``) when it is committed past the translation there
+                (``core.offsets.groups_ahead``, naming ``allow_rewind``) when it is committed past the translation there
   reconciled    the copied ranges of the group's topics compared record by record
   promoted      from now on catch-up runs never commit this group's offsets again
 """
@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until
 from kafka_ferry.copy.plan import CopyPlan
-from kafka_ferry.core.failures import Retryable
-from kafka_ferry.core.groups_ahead import refuse_groups_ahead
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import StagedCutoverError, UnitPromotion, start_or_resume
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
-from kafka_ferry.core.step_names import GroupStep
-from kafka_ferry.core.step_table import Step, StepOutcome, StepTable, Summary
+from kafka_ferry.core.common.failures import Retryable
+from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND
+from kafka_ferry.core.cutover.staged_cutover import StagedCutoverError, UnitPromotion, start_or_resume
+from kafka_ferry.core.cutover.step_names import GroupStep
+from kafka_ferry.core.cutover.step_table import Step, StepOutcome, StepTable, Summary
+from kafka_ferry.core.offsets.groups_ahead import refuse_groups_ahead
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.readiness import active_groups
@@ -159,7 +159,8 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-# A group's promotion, in order (``core.step_names.GroupStep``); the DAG's ``promote_groups`` task runs it per group.
+# A group's promotion, in order (``core.cutover.step_names.GroupStep``); the DAG's ``promote_groups`` task runs it per
+# group.
 GROUP_TABLE: StepTable[GroupPromotion] = StepTable("group promotion", GroupStep, (
     Step(GroupStep.SOURCE_QUIET, _source_quiet, "the step only (no members on the source)", "promote_groups",
          reads_only=True),

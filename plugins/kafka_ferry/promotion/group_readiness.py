@@ -12,7 +12,7 @@ import json
 import time
 from pathlib import Path
 
-from kafka_ferry.core.staged_cutover import GroupReadiness, group_readiness
+from kafka_ferry.core.cutover.staged_cutover import GroupReadiness, group_readiness
 from kafka_ferry.state.group_activity import group_activity, save_group_activity
 from kafka_ferry.state.progress import migrated_groups
 from kafka_ferry.state.staged_cutover import promoted_groups
@@ -26,7 +26,7 @@ def ready_groups(source, store: MigrationStateStore, quiet_ms: int, now_ms: int 
     state = store.read_all()
     groups = sorted(migrated_groups(store, state))
     seen = group_activity(store, state)
-    # an undescribed group (core.cluster_model.UNDESCRIBED_STATE) is left out: "not described", never ready
+    # an undescribed group (core.common.cluster_model.UNDESCRIBED_STATE) is left out: "not described", never ready
     members = {g: info.member_count for g, info in source.describe_groups(groups).items() if info.described}
     last_change, changed = {}, {}
     committed = source.groups_offsets(groups)  # read together: one round of requests, not one per group

@@ -2,9 +2,9 @@
 
 A promoted group's consumers read the destination while producers still write to the source (``promotion.group``):
 nothing was produced on the destination for it, so nothing is copied back. Its destination offsets translate to
-exact source offsets (``core.rollback_plan.resume_on_source`` over the forward map, and the copy-back's syncs where a
-whole-migration rollback ran before), are committed on the source, and the group is a migrated, unpromoted group again:
-catch-up runs translate and commit it, and ``promote-groups`` can move it later.
+exact source offsets (``core.cutover.rollback_plan.resume_on_source`` over the forward map, and the copy-back's syncs
+where a whole-migration rollback ran before), are committed on the source, and the group is a migrated, unpromoted group
+again: catch-up runs translate and commit it, and ``promote-groups`` can move it later.
 
 Order, each step idempotent so a killed run resumes: decide (stored once per promotion, key ``resume/<group>``) ->
 commit on the source -> mark rolled back (``group/<group>``) -> forget the promotion -> fence the destination again
@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeGuard
 
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import UnitPromotion
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
+from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND
+from kafka_ferry.core.cutover.staged_cutover import UnitPromotion
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.readiness import active_groups
 from kafka_ferry.promotion.rollback import DestinationNotQuiet, RollbackRefused, commit_on_source, group_resumes

@@ -9,8 +9,8 @@ possible unless told the rollback is given up, ``state.promotion.reset_promotion
 
 from __future__ import annotations
 
-from kafka_ferry.core.dates import iso_utc
-from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.common.dates import iso_utc
+from kafka_ferry.core.common.failures import Permanent
 from kafka_ferry.state.promotion import PROMOTED, promotion_status
 from kafka_ferry.state.promotion import reset_promotion as reset_promotion  # the command's name for it, kept here
 from kafka_ferry.state.store import MigrationStateStore

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import check_topic_promotion, validate_selection
-from kafka_ferry.core.trigger_form import (
+from kafka_ferry.core.common.failures import Permanent
+from kafka_ferry.core.cutover.staged_cutover import check_topic_promotion, validate_selection
+from kafka_ferry.core.provisioning.provisioning_plan import select_topics
+from kafka_ferry.core.specs.spec import MigrationSpec
+from kafka_ferry.core.specs.trigger_form import (
     GROUPS_FIELD,
     PROMOTE,
     PROMOTE_GROUPS,

@@ -11,8 +11,8 @@ import logging
 import time
 from pathlib import Path
 
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import MIGRATION_KEY, STEP_PREFIX, TRANSLATION_PREFIX, under
+from kafka_ferry.core.common.state_records import MIGRATION_KEY, STEP_PREFIX, TRANSLATION_PREFIX, under
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.storage.workdir import StoragePath, as_path, write_text
 
 log = logging.getLogger(__name__)

@@ -11,8 +11,8 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 
-from kafka_ferry.core.groups_ahead import refuse_groups_ahead, settled_translation
-from kafka_ferry.core.state_records import partition_key
+from kafka_ferry.core.common.state_records import partition_key
+from kafka_ferry.core.offsets.groups_ahead import refuse_groups_ahead, settled_translation
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.offset_decisions import expected_group_offsets, stored_decisions
 from kafka_ferry.state.progress import read_progress
@@ -107,7 +107,7 @@ def group_offset_mismatches(destination: KafkaCluster,
 def check_group_offsets_synced(destination, store: MigrationStateStore, migration: str | None = None
                                ) -> tuple[bool, dict]:
     """Synced when every group's destination offsets equal the final translation; a group committed past it raises
-    ``DestinationGroupsAhead`` (permanent: nothing moves it back while waiting, ``core.groups_ahead``)."""
+    ``DestinationGroupsAhead`` (permanent: nothing moves it back while waiting, ``core.offsets.groups_ahead``)."""
     state = promotion_records(store)
     if not step_done(state, "final_translation"):
         return False, {"waiting_for": "final_translation"}
@@ -121,7 +121,7 @@ def check_group_offsets_synced(destination, store: MigrationStateStore, migratio
 def refuse_settled_groups_ahead(spec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore,
                                 mode: str, groups: Iterable[str] | None = None) -> dict[str, int]:
     """Before a promotion copies or commits anything (the pre-flight): refuse, with ``DestinationGroupsAhead``, a
-    group whose destination offset is past a translation no final copy can change (``core.groups_ahead``); reads
+    group whose destination offset is past a translation no final copy can change (``core.offsets.groups_ahead``); reads
     only. ``groups``: only these (``promote-groups``), else every group the promotion would commit. Returns how many
     partitions were decided now and how many are left to the commit step (their translation may still move)."""
     from kafka_ferry.translation.translate import translate_migration  # the translation stage: only when promoting

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, fields
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
-from kafka_ferry.core.failures import Retryable
-from kafka_ferry.core.offset_decisions import PartitionCopy, decide
-from kafka_ferry.core.serialized_fields import RecordRewriter
-from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.common.failures import Retryable
+from kafka_ferry.core.offsets.offset_decisions import PartitionCopy, decide
+from kafka_ferry.core.schemas.serialized_fields import RecordRewriter
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.kafka.reads import consumed_partition, read_ranges
 from kafka_ferry.promotion.digest import PartitionDigest, encode_record

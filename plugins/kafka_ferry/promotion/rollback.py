@@ -2,7 +2,7 @@
 
     quiesce -> copy_back -> commit_offsets -> fences -> reconcile -> mark_rolled_back
 
-(``ROLLBACK_TABLE`` at the bottom, names ``core.step_names.RollbackStep``, run by ``promotion.step_runner``.)
+(``ROLLBACK_TABLE`` at the bottom, names ``core.cutover.step_names.RollbackStep``, run by ``promotion.step_runner``.)
 
 - ``quiesce``: the destination's mirror topics keep their end offsets for the quiesce window and no migrated group
   has members there (a record produced or an offset committed after this would be left behind).
@@ -15,7 +15,7 @@
   destination id; a record carrying a destination id the forward map never knew refuses the rollback before the
   first record is copied.
 - ``commit_offsets``: each migrated group's destination offsets translated to exact source offsets
-  (``core.rollback_plan.resume_on_source``: the forward map before the cutover, the reverse syncs after), stored
+  (``core.cutover.rollback_plan.resume_on_source``: the forward map before the cutover, the reverse syncs after), stored
   first, then committed on the source while the group has no members there.
 - ``fences``: with ``acls.fence`` the destination's groups and mirror topics are fenced again (the migration never
   put anything on the source, so nothing is lifted there).
@@ -39,14 +39,14 @@ from kafka_ferry.copy.destination_tail import copied_pairs
 from kafka_ferry.copy.plan import PartitionTask
 from kafka_ferry.copy.planning import build_copy_back_plan
 from kafka_ferry.copy.runner import copy_group
-from kafka_ferry.core.failures import Permanent, Retryable
-from kafka_ferry.core.mm2_wire import offset_syncs_topic
-from kafka_ferry.core.offset_decisions import PartitionCopy
-from kafka_ferry.core.provenance import read_provenance
-from kafka_ferry.core.rollback_plan import CopyBackRange, copy_back_range, resume_on_source
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.step_names import RollbackStep
-from kafka_ferry.core.step_table import Step, StepOutcome, StepTable
+from kafka_ferry.core.common.failures import Permanent, Retryable
+from kafka_ferry.core.cutover.rollback_plan import CopyBackRange, copy_back_range, resume_on_source
+from kafka_ferry.core.cutover.step_names import RollbackStep
+from kafka_ferry.core.cutover.step_table import Step, StepOutcome, StepTable
+from kafka_ferry.core.offsets.mm2_wire import offset_syncs_topic
+from kafka_ferry.core.offsets.offset_decisions import PartitionCopy
+from kafka_ferry.core.offsets.provenance import read_provenance
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.reads import consumed_headers, consumed_partition, read_ranges
 from kafka_ferry.promotion.digest import PartitionDigest

@@ -1,7 +1,7 @@
 """Before a rollback changes anything: does the source principal hold the ACLs it needs (``acl_plan.rollback_acls``)?
 
 A least-privilege migration holds only the catch-up's minimum; a rollback's rights are granted for the rollback
-(see the decision in ``core.acl_plan``). Without this check a missing grant fails mid-way: after the quiesce, or
+(see the decision in ``core.acls.acl_plan``). Without this check a missing grant fails mid-way: after the quiesce, or
 after some partitions were copied back. The probe asks the source's authorizer, reading only:
 
 - an existing topic or group: the operations the principal may do on it (KIP-430 authorized operations, which
@@ -20,9 +20,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from kafka_ferry.core.acl_plan import AclEntry, RollbackAcls, rollback_acls
-from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.acls.acl_plan import AclEntry, RollbackAcls, rollback_acls
+from kafka_ferry.core.common.failures import Permanent
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.acls import authorized_operations, may_create_topic
 from kafka_ferry.kafka.protocol import Cluster
 
@@ -75,7 +75,7 @@ def check_rollback_rights(spec: MigrationSpec, source: Cluster, what: str, topic
         raise RollbackAclsMissing(
             f"{what} refused before any change: the source principal lacks {len(found['missing'])} ACL(s) a "
             "rollback needs: " + "; ".join(f"grant {e.describe()} ({needed.reasons[e]})" for e in found["missing"])
-            + ". The rollback-plan dry run lists every ACL a rollback needs (core.acl_plan.rollback_acls).")
+            + ". The rollback-plan dry run lists every ACL a rollback needs (core.acls.acl_plan.rollback_acls).")
     return needed
 
 

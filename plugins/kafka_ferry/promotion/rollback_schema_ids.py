@@ -1,10 +1,10 @@
 """Schema ids on the way back: what a rollback of a remap-mode migration does to the keys and values it copies back.
 
-The forward copy rewrote, in the fields decided registry-serialized per topic (`core.serialized_fields`), source ids
-to destination ids. The copy-back rewrites the same fields of the same topics back, with the stored forward map
-turned around (`core.schema_id_reversal`): a record a producer wrote on the destination after the cutover reaches the
-source with the source registry's id for its schema, and decodes there to the same value. Other fields, and topics
-decided `none`, go back byte for byte.
+The forward copy rewrote, in the fields decided registry-serialized per topic (`core.schemas.serialized_fields`), source
+ids to destination ids. The copy-back rewrites the same fields of the same topics back, with the stored forward map
+turned around (`core.schemas.schema_id_reversal`): a record a producer wrote on the destination after the cutover
+reaches the source with the source registry's id for its schema, and decodes there to the same value. Other fields, and
+topics decided `none`, go back byte for byte.
 
 A destination id the forward map never knew (a schema registered on the destination after the cutover) has no
 source id. Decision: the rollback refuses, before the first record is copied, naming every such id (with its
@@ -19,17 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.schema_id_reversal import (
+from kafka_ferry.core.common.failures import Permanent
+from kafka_ferry.core.schemas.schema_id_reversal import (
     ReverseIdMap,
     UnmappedRecord,
     find_unmapped,
     iter_unmapped,
     reverse_id_map,
 )
-from kafka_ferry.core.schema_wire import SchemaIdRewriter
-from kafka_ferry.core.serialized_fields import FieldDecision, RecordRewriter
-from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.schemas.schema_wire import SchemaIdRewriter
+from kafka_ferry.core.schemas.serialized_fields import FieldDecision, RecordRewriter
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.state.schema_ids import stored_id_map
 from kafka_ferry.state.serialized_fields import fields_by_destination
 

@@ -1,10 +1,10 @@
-"""The one step runner: walks a declared ``StepTable`` (``core.step_table``) for every promotion and rollback.
+"""The one step runner: walks a declared ``StepTable`` (``core.cutover.step_table``) for every promotion and rollback.
 
 Why one: the promotion, the staged group and topic promotions, the rollback and the topics' rollback each had their
 own resume loop, and the staged ones an if-chain whose last line ran for any name no branch matched. Here the plan
 (resume past the steps recorded done, refuse a step whose predecessors are not done, refuse an unknown name) is
-decided by ``core.step_table.plan_steps`` before any step runs; then each step runs in table order and its outcome
-goes to the table's recorder, the one place a runner's step records are written (``StepTable.record``).
+decided by ``core.cutover.step_table.plan_steps`` before any step runs; then each step runs in table order and its
+outcome goes to the table's recorder, the one place a runner's step records are written (``StepTable.record``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from kafka_ferry.core.step_table import RESUMED, StepOutcome, StepPlan, StepTable
+from kafka_ferry.core.cutover.step_table import RESUMED, StepOutcome, StepPlan, StepTable
 
 log = logging.getLogger(__name__)
 

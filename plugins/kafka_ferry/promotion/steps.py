@@ -2,7 +2,7 @@
 
     final_copy -> final_translation -> commit_offsets -> reconcile -> switch_timestamps -> mark_promoted
 
-``PROMOTION_TABLE`` (bottom) declares them (names ``core.step_names.PromotionStep``, the DAG task of each);
+``PROMOTION_TABLE`` (bottom) declares them (names ``core.cutover.step_names.PromotionStep``, the DAG task of each);
 ``promotion.step_runner`` runs it, and refuses a step whose earlier steps are not recorded done.
 
 Why record each step: a promotion runs inside the cutover window; a retry must not redo finished work
@@ -24,13 +24,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kafka_ferry.copy.catch_up import NotCaughtUp, RunPlan, copy_until, spark_connect_engine, threads_engine
-from kafka_ferry.core.decode_faults import MigrationFaultsFound, blocking
-from kafka_ferry.core.failures import Retryable
-from kafka_ferry.core.groups_ahead import refuse_groups_ahead
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.step_names import PromotionStep
-from kafka_ferry.core.step_table import Step, StepOutcome, StepTable
-from kafka_ferry.core.time_fidelity import LOG_APPEND_TIME, TIMESTAMP_TYPE, TopicTimePlan
+from kafka_ferry.core.common.failures import Retryable
+from kafka_ferry.core.cutover.step_names import PromotionStep
+from kafka_ferry.core.cutover.step_table import Step, StepOutcome, StepTable
+from kafka_ferry.core.offsets.groups_ahead import refuse_groups_ahead
+from kafka_ferry.core.provisioning.time_fidelity import LOG_APPEND_TIME, TIMESTAMP_TYPE, TopicTimePlan
+from kafka_ferry.core.schemas.decode_faults import MigrationFaultsFound, blocking
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.commit import commit_translated_offsets
 from kafka_ferry.promotion.promotion_report import build_report, write_report
@@ -125,7 +125,7 @@ class PromotionRunner:
     def run(self, steps: Sequence[str] | None = None, before_change: Callable[[], object] | None = None,
             rollback_plan: bool = True) -> dict:
         """Run the given steps (all by default; in table order), skipping those already done; returns the report.
-        A step whose earlier steps are not done is refused before anything runs (``core.step_table``).
+        A step whose earlier steps are not done is refused before anything runs (``core.cutover.step_table``).
         ``before_change``: called after the last refusal, before the first change (``run_table``).
 
         ``rollback_plan``: a promoted report carries the way back (``add_rollback_plan``). False leaves it to the
@@ -260,7 +260,7 @@ class PromotionRunner:
     def _source_topics(self) -> list[str]:
         """The migration's topics on the source, listed once per runner: every step of one promotion run works on
         the same topics (and the source's metadata is the whole cluster's: a round trip to list it, each time)."""
-        from kafka_ferry.core.provisioning_plan import select_topics
+        from kafka_ferry.core.provisioning.provisioning_plan import select_topics
 
         if self._topics is None:
             self._topics = select_topics(self.spec, self.source.list_topic_names())

@@ -1,12 +1,13 @@
 """Promote topics (their producers move) once every migrated group reading them is promoted or waived.
 
-Steps (``TOPIC_TABLE`` below, names ``core.step_names.TopicStep``; run by ``promotion.step_runner``), recorded per
-topic so an interrupted run resumes:
+Steps (``TOPIC_TABLE`` below, names ``core.cutover.step_names.TopicStep``; run by ``promotion.step_runner``), recorded
+per topic so an interrupted run resumes:
   source_quiet  the topic's source end offsets did not move for ``quiet_window_s`` (its producers stopped)
   final_copy    copied to lag 0
   reconciled    the copied ranges compared record by record
   promoted      copy batches leave the topic out from now on (``copy.plan`` reads the marker)
-The rule check (invariant B of ``core.staged_cutover``) runs first, for every chosen topic, before anything changes.
+The rule check (invariant B of ``core.cutover.staged_cutover``) runs first, for every chosen topic, before anything
+changes.
 """
 
 from __future__ import annotations
@@ -16,16 +17,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import (
+from kafka_ferry.core.common.state_records import TOPIC_PROMOTION_KIND
+from kafka_ferry.core.cutover.staged_cutover import (
     UnitPromotion,
     check_topic_promotion,
     start_or_resume,
     validate_selection,
 )
-from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
-from kafka_ferry.core.step_names import TopicStep
-from kafka_ferry.core.step_table import Step, StepOutcome, StepTable, Summary
+from kafka_ferry.core.cutover.step_names import TopicStep
+from kafka_ferry.core.cutover.step_table import Step, StepOutcome, StepTable, Summary
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.group import GroupPromotionRefused, RunPlan, copy_up_to_source_end
 from kafka_ferry.promotion.reconcile import reconcile_copies
@@ -73,7 +74,7 @@ def promote_topics(spec: MigrationSpec, source: KafkaCluster, destination: Kafka
     ``before_change``: called after the last refusal, before the first change (``run_table``)."""
     readers = migrated_groups(store)
     if migrated_topics is None:
-        from kafka_ferry.core.provisioning_plan import select_topics
+        from kafka_ferry.core.provisioning.provisioning_plan import select_topics
 
         migrated_topics = select_topics(spec, source.list_topic_names())
     topics = validate_selection("topics", topics, migrated_topics)
@@ -128,7 +129,8 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-# A topic's promotion, in order (``core.step_names.TopicStep``); the DAG's ``promote_topics`` task runs it per topic.
+# A topic's promotion, in order (``core.cutover.step_names.TopicStep``); the DAG's ``promote_topics`` task runs it per
+# topic.
 TOPIC_TABLE: StepTable[TopicPromotion] = StepTable("topic promotion", TopicStep, (
     Step(TopicStep.SOURCE_QUIET, _source_quiet, "the source end offsets that stayed put", "promote_topics",
          reads_only=True),

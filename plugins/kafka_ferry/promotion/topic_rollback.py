@@ -6,7 +6,7 @@ restricted to that topic's partitions and the groups reading it:
 
     quiesce -> copy_back -> reconcile -> groups -> mark_rolled_back, then forget the promotion and fence again
 
-(``TOPIC_ROLLBACK_TABLE`` at the bottom, names ``core.step_names.TopicRollbackStep``, run by
+(``TOPIC_ROLLBACK_TABLE`` at the bottom, names ``core.cutover.step_names.TopicRollbackStep``, run by
 ``promotion.step_runner``.)
 
 - ``quiesce``: the topic's destination partitions keep their end offsets for the quiesce window and no group
@@ -40,12 +40,12 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kafka_ferry.core.rollback_plan import CopyBackRange
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import UnitPromotion, validate_selection
-from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
-from kafka_ferry.core.step_names import TopicRollbackStep
-from kafka_ferry.core.step_table import Step, StepOutcome, StepTable, Summary
+from kafka_ferry.core.common.state_records import TOPIC_PROMOTION_KIND
+from kafka_ferry.core.cutover.rollback_plan import CopyBackRange
+from kafka_ferry.core.cutover.staged_cutover import UnitPromotion, validate_selection
+from kafka_ferry.core.cutover.step_names import TopicRollbackStep
+from kafka_ferry.core.cutover.step_table import Step, StepOutcome, StepTable, Summary
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.group_rollback import check_groups, rollback_group
 from kafka_ferry.promotion.rollback import RollbackRefused, RollbackRunner, group_resumes
@@ -262,8 +262,8 @@ def _mark_rolled_back(run: TopicRollback) -> Summary:
     return None
 
 
-# The topics' rollback, in order (``core.step_names.TopicRollbackStep``); the DAG's ``rollback`` task runs it (mode
-# rollback with *Topics*). Each topic's record (kind "rollback", key ``topic/<topic>``) carries the steps done.
+# The topics' rollback, in order (``core.cutover.step_names.TopicRollbackStep``); the DAG's ``rollback`` task runs it
+# (mode rollback with *Topics*). Each topic's record (kind "rollback", key ``topic/<topic>``) carries the steps done.
 TOPIC_ROLLBACK_TABLE: StepTable[TopicRollback] = StepTable("topic rollback", TopicRollbackStep, (
     Step(TopicRollbackStep.QUIESCE, _quiesce, "the partitions and groups found quiet, and the window", "rollback",
          reads_only=True),

@@ -1,4 +1,4 @@
-"""The migration's coupled units (``core.coupling``): found on the source, declared in the spec, checked before a
+"""The migration's coupled units (``core.units.coupling``): found on the source, declared in the spec, checked before a
 staged step.
 
 Where they come from: the spec's ``coupling.units``, and (``coupling.discover_transactions``, on by default) the
@@ -16,10 +16,10 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kafka_ferry.core.coupling import CoupledUnit, UnitSplit, check_unit_splits, transaction_units, writers_beyond
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.streams_apps import StreamsApplication
-from kafka_ferry.core.transaction_log import TRANSACTION_STATE_TOPIC
+from kafka_ferry.core.specs.spec import MigrationSpec
+from kafka_ferry.core.units.coupling import CoupledUnit, UnitSplit, check_unit_splits, transaction_units, writers_beyond
+from kafka_ferry.core.units.streams_apps import StreamsApplication
+from kafka_ferry.core.units.transaction_log import TRANSACTION_STATE_TOPIC
 from kafka_ferry.kafka.transaction_log import read_transaction_state
 
 log = logging.getLogger(__name__)

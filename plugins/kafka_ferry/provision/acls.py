@@ -1,4 +1,4 @@
-"""ACL migration against live clusters: read both sides' ACLs, plan (core.acl_migration), create the new ones.
+"""ACL migration against live clusters: read both sides' ACLs, plan (core.acls.acl_migration), create the new ones.
 
 Needs more than the copy's minimum ACLs: DESCRIBE on the source cluster (to list ACLs) and ALTER on the
 destination cluster (to create them).
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 
-from kafka_ferry.core.acl_migration import AclMigrationPlan, plan_acl_migration
-from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.acls.acl_migration import AclMigrationPlan, plan_acl_migration
+from kafka_ferry.core.provisioning.provisioning_plan import select_topics
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.acls import create_acls, describe_acls
 from kafka_ferry.provision.fences import release_from_fences
 from kafka_ferry.state.progress import migrated_groups

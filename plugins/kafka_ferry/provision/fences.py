@@ -22,10 +22,10 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict
 
-from kafka_ferry.core.acl_plan import AclEntry, fence_to_own, group_read_fence, group_readers, topic_write_fence
-from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import fences_overtaken
+from kafka_ferry.core.acls.acl_plan import AclEntry, fence_to_own, group_read_fence, group_readers, topic_write_fence
+from kafka_ferry.core.cutover.staged_cutover import fences_overtaken
+from kafka_ferry.core.provisioning.provisioning_plan import select_topics
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.acls import create_acls, delete_acls, describe_acls
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError

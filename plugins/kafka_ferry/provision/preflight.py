@@ -14,10 +14,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kafka_ferry.core.cluster_model import ClusterInfo
-from kafka_ferry.core.provisioning_plan import GroupPlan, TopicPlan, select_topics
-from kafka_ferry.core.selection_check import check_selections
-from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.common.cluster_model import ClusterInfo
+from kafka_ferry.core.provisioning.provisioning_plan import GroupPlan, TopicPlan, select_topics
+from kafka_ferry.core.specs.selection_check import check_selections
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.provision.fences import check_fenceable, has_authorizer
 from kafka_ferry.provision.provision import compute_group_plan, compute_topic_plan, internal_topics
@@ -37,7 +37,7 @@ def reach(*clusters: KafkaCluster) -> list[ClusterInfo]:
 
 def selected(spec: MigrationSpec, source: KafkaCluster) -> tuple[list[str], list[str]]:
     """The source topics and groups the spec selects now; a selection that matches nothing is refused, naming the
-    closest names (``core.selection_check``)."""
+    closest names (``core.specs.selection_check``)."""
     topics, groups = source.list_topic_names(), source.list_group_ids()
     check_selections(spec, topics, groups)
     return select_topics(spec, topics), [g for g in groups if spec.selects_group(g)]

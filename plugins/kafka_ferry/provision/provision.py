@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import logging
 
-from kafka_ferry.core.mm2_wire import (
+from kafka_ferry.core.cutover.staged_cutover import topics_to_copy
+from kafka_ferry.core.offsets.mm2_wire import (
     HEARTBEATS_TOPIC,
     checkpoints_topic,
     offset_syncs_topic,
     remote_heartbeats_topic,
 )
-from kafka_ferry.core.provisioning_plan import GroupPlan, TopicPlan, plan_groups, plan_topics, select_topics
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import topics_to_copy
+from kafka_ferry.core.provisioning.provisioning_plan import (
+    GroupPlan,
+    TopicPlan,
+    plan_groups,
+    plan_topics,
+    select_topics,
+)
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.provision.topic_ownership import check_ownership
 from kafka_ferry.state.progress import save_migrated_groups

@@ -1,12 +1,12 @@
-"""The source's Kafka Streams applications this migration touches, read from the source (core.streams_apps says
+"""The source's Kafka Streams applications this migration touches, read from the source (core.units.streams_apps says
 what an application holds; this reads the names and committed offsets it needs). Read-only."""
 
 from __future__ import annotations
 
-from kafka_ferry.core import streams_apps
-from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.common.failures import Permanent
+from kafka_ferry.core.provisioning.provisioning_plan import select_topics
+from kafka_ferry.core.specs.spec import MigrationSpec
+from kafka_ferry.core.units import streams_apps
 from kafka_ferry.kafka import streams_groups
 from kafka_ferry.kafka.cluster import KafkaCluster
 

@@ -1,4 +1,5 @@
-"""Ownership of destination topics against the live destination: gather, decide (``core.topic_ownership``), record.
+"""Ownership of destination topics against the live destination: gather, decide (``core.provisioning.topic_ownership``),
+record.
 
 Read-only until ``record_ownership``, which provisioning calls before it creates or adopts a topic: a run killed
 between the record and the creation finds its topic recorded, so the next run provisions it as its own.
@@ -8,14 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from kafka_ferry.core.cluster_model import TopicInfo
-from kafka_ferry.core.provenance import read_provenance
-from kafka_ferry.core.provisioning_plan import TopicPlan
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.topic_ownership import (
+from kafka_ferry.core.common.cluster_model import TopicInfo
+from kafka_ferry.core.offsets.provenance import read_provenance
+from kafka_ferry.core.provisioning.provisioning_plan import TopicPlan
+from kafka_ferry.core.provisioning.topic_ownership import (
     TopicContents,
     decide_ownership,
 )
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.reads import consumed_headers, read_ranges
 from kafka_ferry.state.topic_ownership import owned_topics

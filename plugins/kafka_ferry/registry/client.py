@@ -27,11 +27,11 @@ import httpx2
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from kafka_ferry.core.failures import Permanent, Retryable
-from kafka_ferry.core.schema_compat import own_level
-from kafka_ferry.core.schema_decode import RegisteredSchema
-from kafka_ferry.core.schema_forms import canonical
-from kafka_ferry.core.schema_plan import Reference, RegistrySnapshot, SchemaVersion, Subject
+from kafka_ferry.core.common.failures import Permanent, Retryable
+from kafka_ferry.core.schemas.schema_compat import own_level
+from kafka_ferry.core.schemas.schema_decode import RegisteredSchema
+from kafka_ferry.core.schemas.schema_forms import canonical
+from kafka_ferry.core.schemas.schema_plan import Reference, RegistrySnapshot, SchemaVersion, Subject
 
 NOT_FOUND_CODES = frozenset({40401, 40402, 40403, 40406, 40408, 40409})
 REFUSED_STATUSES = frozenset({401, 403})
@@ -183,7 +183,7 @@ class SchemaRegistry:
         return Subject(name, tuple(versions), compat, mode.get("mode"))
 
     def subject_compatibility(self, name: str) -> str | None:
-        """The subject's own level, None when it follows the global one (`core.schema_compat.own_level`).
+        """The subject's own level, None when it follows the global one (`core.schemas.schema_compat.own_level`).
 
         Asked twice: plainly (the client's call: "not configured" on the Confluent API and AxonOps) and with
         `defaultToGlobal=true`, which the client cannot send (Apicurio answers NONE to the plain question for a

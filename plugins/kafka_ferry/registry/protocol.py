@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from kafka_ferry.core.schema_decode import RegisteredSchema
-from kafka_ferry.core.schema_plan import Reference, RegistrySnapshot, Subject
+from kafka_ferry.core.schemas.schema_decode import RegisteredSchema
+from kafka_ferry.core.schemas.schema_plan import Reference, RegistrySnapshot, Subject
 
 if TYPE_CHECKING:
     from kafka_ferry.registry.client import RegistryConnection

@@ -21,17 +21,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kafka_ferry.core.authority import act_line
-from kafka_ferry.core.patterns import MIGRATION_NAME
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_STEPS
-from kafka_ferry.core.state_records import (
+from kafka_ferry.core.common.state_records import (
     GROUP_KIND,
     GROUP_PROMOTION_KIND,
     TOPIC_KIND,
     TOPIC_PROMOTION_KIND,
     StateSnapshot,
 )
+from kafka_ferry.core.cutover.authority import act_line
+from kafka_ferry.core.cutover.staged_cutover import GROUP_STEPS, TOPIC_STEPS
+from kafka_ferry.core.specs.patterns import MIGRATION_NAME
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.reports.render import (
     DETAIL_SECTIONS,
     Details,

@@ -19,7 +19,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from kafka_ferry.core.offset_translation import EXACT_METHODS
+from kafka_ferry.core.offsets.offset_translation import EXACT_METHODS
 from kafka_ferry.reports.chart import backlog_chart_svg, lag_chart_svg
 
 STYLE = """
@@ -348,8 +348,8 @@ ACT_COLUMNS = (("action", "act"), ("user", "triggered by"), ("allowed_by", "allo
 
 
 def act_section(act: Mapping[str, Any]) -> str:
-    """Who did this cutover act (state kind ``act``, ``core.authority``): the run's triggering user, why they may,
-    what they typed, the run and when."""
+    """Who did this cutover act (state kind ``act``, ``core.cutover.authority``): the run's triggering user, why they
+    may, what they typed, the run and when."""
     row = {**act, "started": _time(act.get("started_at_ms")), "finished": _time(act.get("finished_at_ms"))}
     return "<h2>Who did it</h2>" + table(ACT_COLUMNS, [row], left=[c for c, _ in ACT_COLUMNS])
 
@@ -485,7 +485,7 @@ LIVE_COLUMNS = (("source_topic", "source topic"), ("partition", "partition"), ("
 
 def live_batch_page(view: Mapping[str, Any], run_id: str = "", details: Details | None = None) -> str:
     """A batch while it runs: per partition what is copied so far, the rate and the time to the batch's end
-    (``core.live_progress``); the page the translation task replaces with the batch's report."""
+    (``core.batches.live_progress``); the page the translation task replaces with the batch's report."""
     title = f"{view['migration']}: batch {view['batch_id']} {'stopped' if view.get('stopped') else 'in progress'}"
     rate = view.get("records_per_s")
     state = (f'<span class="bad">stopped</span></p><p class="bad">{escape(str(view["stopped"]))}</p>'
@@ -542,7 +542,7 @@ def _schema_ids_section(schema_ids: Mapping[str, Any]) -> str:
 
 
 def _acls_section(acls: Mapping[str, Any]) -> str:
-    """The ACLs a rollback needs on the source (granted for it only: ``core.acl_plan.rollback_acls``), each the
+    """The ACLs a rollback needs on the source (granted for it only: ``core.acls.acl_plan.rollback_acls``), each the
     source's authorizer says is missing now marked."""
     missing = acls.get("missing") or []
     items = "".join(("<li class=\"bad\">missing: " if any(line[len("source: "):].startswith(m) for m in missing)

@@ -20,8 +20,7 @@ from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any
 
-from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_ROLLBACK_STEPS, TOPIC_STEPS
-from kafka_ferry.core.state_records import (
+from kafka_ferry.core.common.state_records import (
     GROUP_PROMOTION_KIND,
     MIGRATION_KEY,
     PROMOTION_KIND,
@@ -29,6 +28,7 @@ from kafka_ferry.core.state_records import (
     TOPIC_PROMOTION_KIND,
     under,
 )
+from kafka_ferry.core.cutover.staged_cutover import GROUP_STEPS, TOPIC_ROLLBACK_STEPS, TOPIC_STEPS
 from kafka_ferry.reports.render import SUMMARY_AT, WORST_N, Details, _cards, _cell, _time, page
 
 PROMOTED, ROLLED_BACK, NOT_PROMOTED, STAGED = "promoted", "rolled back", "not promoted", "staged cutover"

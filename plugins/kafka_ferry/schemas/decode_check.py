@@ -3,7 +3,7 @@
 Why after every batch, and why here: a remap migration rewrites schema ids in flight, a preserve migration
 relies on the destination keeping ids; either way the proof a tenant needs is that its consumers, pointed at
 the destination cluster and registry, can read what is there. So each batch reads the destination records
-the copy wrote since the last check and decodes every wire-format key and value (`core.schema_decode`).
+the copy wrote since the last check and decodes every wire-format key and value (`core.schemas.schema_decode`).
 
 Which records: per copied partition, from the partition's mark (kind `decode-check`: the next destination
 offset to check) to one past the copy's last destination offset (progress record). A partition checked for
@@ -13,7 +13,7 @@ cut short checks the same records again; every copied record is checked at least
 What it keeps: the mark and running totals per destination partition, and for this run per topic totals and
 the first failures (topic, partition, offset, key or value, schema id, reason), which the run page shows.
 
-Given the source registry, a failure is classified (`core.decode_faults`): decoding on the source makes it
+Given the source registry, a failure is classified (`core.schemas.decode_faults`): decoding on the source makes it
 the migration's fault. A partition with one keeps its mark where it was (the next run checks the same records
 again, after the fix) and records the fault in the mark, which blocks promotion while it stands.
 """
@@ -26,10 +26,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kafka_ferry.core.decode_faults import MIGRATION_FAULT_FIELD, FaultClassifier, describe
-from kafka_ferry.core.schema_decode import CHECKS, PLAIN, PayloadChecker
-from kafka_ferry.core.serialized_fields import FieldDecision
-from kafka_ferry.core.state_records import partition_key
+from kafka_ferry.core.common.state_records import partition_key
+from kafka_ferry.core.schemas.decode_faults import MIGRATION_FAULT_FIELD, FaultClassifier, describe
+from kafka_ferry.core.schemas.schema_decode import CHECKS, PLAIN, PayloadChecker
+from kafka_ferry.core.schemas.serialized_fields import FieldDecision
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.reads import read_ranges
 from kafka_ferry.registry.client import SchemaRegistry
@@ -49,7 +49,7 @@ class TopicTally:
     plain: int = 0  # keys and values without the wire-format header, or in a field not registry-serialized
     failed: int = 0  # records with a key or value that did not decode
     schema_types: dict[str, int] = field(default_factory=dict)
-    serialized: str = "both"  # the fields checked (core.serialized_fields); the others are counted plain
+    serialized: str = "both"  # the fields checked (core.schemas.serialized_fields); the others are counted plain
 
 
 @dataclass

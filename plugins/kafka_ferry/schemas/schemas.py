@@ -1,7 +1,7 @@
 """Migrate subjects, versions, references and settings between two Schema Registries (before topics exist).
 
 Order of a run: read the source, select subjects, read the destination's state for them, plan
-(`core.schema_plan`), refuse conflicts, probe IMPORT support (preserve), apply the actions one by one, store
+(`core.schemas.schema_plan`), refuse conflicts, probe IMPORT support (preserve), apply the actions one by one, store
 the id map. Nothing is written before the plan is known to be conflict-free and, in preserve mode, before the
 destination proved it keeps requested ids. Every write is idempotent on rerun: the plan is recomputed from
 the destination's state, so a run cut short (registry down) resumes where it stopped.
@@ -13,9 +13,9 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.schema_compat import LevelMismatch, global_line, mismatches
-from kafka_ferry.core.schema_plan import (
+from kafka_ferry.core.common.failures import Permanent
+from kafka_ferry.core.schemas.schema_compat import LevelMismatch, global_line, mismatches
+from kafka_ferry.core.schemas.schema_plan import (
     Register,
     RegistrySnapshot,
     SchemaPlan,
@@ -25,7 +25,7 @@ from kafka_ferry.core.schema_plan import (
     plan_schemas,
     select_subjects,
 )
-from kafka_ferry.core.spec import SchemaRegistryRef
+from kafka_ferry.core.specs.spec import SchemaRegistryRef
 from kafka_ferry.registry.protocol import Registry
 
 log = logging.getLogger(__name__)

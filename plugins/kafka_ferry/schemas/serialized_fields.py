@@ -1,4 +1,4 @@
-"""The per-topic, per-field registry-serialization decision (`core.serialized_fields`) against live systems.
+"""The per-topic, per-field registry-serialization decision (`core.schemas.serialized_fields`) against live systems.
 
 Computed once per run by `migrate_schemas`, from the source registry's subjects and the spec, and stored in
 the state topic (kind `serialized-fields`, one record per source topic); the copy plan, the decode check and
@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from kafka_ferry.core.serialized_fields import FieldDecision, decide_fields
-from kafka_ferry.core.spec import SchemaRegistryRef
+from kafka_ferry.core.schemas.serialized_fields import FieldDecision, decide_fields
+from kafka_ferry.core.specs.spec import SchemaRegistryRef
 from kafka_ferry.registry.client import SchemaRegistry
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from kafka_ferry.core.provisioning_plan import select_topics
+from kafka_ferry.core.provisioning.provisioning_plan import select_topics
 from kafka_ferry.promotion import readiness
 from kafka_ferry.state.progress import migrated_groups
 from kafka_ferry.task_support import MigrationContext, fail_fast

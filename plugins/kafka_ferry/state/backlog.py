@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kafka_ferry.core.backlog_eta import RunPoint
-from kafka_ferry.core.state_records import BACKLOG_KIND, StateSnapshot
+from kafka_ferry.core.batches.backlog_eta import RunPoint
+from kafka_ferry.core.common.state_records import BACKLOG_KIND, StateSnapshot
 from kafka_ferry.state.store import MigrationStateStore
 
 

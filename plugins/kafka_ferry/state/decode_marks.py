@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafka_ferry.core.state_records import DECODE_CHECK_KIND
+from kafka_ferry.core.common.state_records import DECODE_CHECK_KIND
 from kafka_ferry.state.store import MigrationStateStore
 
 

@@ -1,10 +1,10 @@
 """The evidence signing key record (kind ``evidence-key``): the public key the first signed bundle recorded, which
-every later bundle of the migration is held to (``core.evidence``). Written once; never replaced by a bundle."""
+every later bundle of the migration is held to (``core.cutover.evidence``). Written once; never replaced by a bundle."""
 
 from __future__ import annotations
 
-from kafka_ferry.core.evidence import fingerprint
-from kafka_ferry.core.state_records import EVIDENCE_KEY_KIND
+from kafka_ferry.core.common.state_records import EVIDENCE_KEY_KIND
+from kafka_ferry.core.cutover.evidence import fingerprint
 from kafka_ferry.state.protocol import StateStore
 
 KEY = "signing"

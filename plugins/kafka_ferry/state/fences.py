@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kafka_ferry.core.state_records import FENCE_KIND, StateSnapshot
+from kafka_ferry.core.common.state_records import FENCE_KIND, StateSnapshot
 from kafka_ferry.state.store import MigrationStateStore
 
 

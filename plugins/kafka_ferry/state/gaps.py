@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict
 
-from kafka_ferry.core.batch_planning import RetentionGap
-from kafka_ferry.core.state_records import GAP_KIND, gap_key
+from kafka_ferry.core.batches.batch_planning import RetentionGap
+from kafka_ferry.core.common.state_records import GAP_KIND, gap_key
 from kafka_ferry.state.store import MigrationStateStore
 
 

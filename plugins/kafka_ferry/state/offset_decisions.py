@@ -1,6 +1,6 @@
 """The final translation's decisions as stored in the state topic, and the group offsets they ask for.
 
-Read by the promotion steps and the readiness checks; the decisions themselves are `core.offset_decisions`.
+Read by the promotion steps and the readiness checks; the decisions themselves are `core.offsets.offset_decisions`.
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kafka_ferry.core.offset_decisions import OffsetDecision
-from kafka_ferry.core.state_records import TRANSLATION_PREFIX, under
+from kafka_ferry.core.common.state_records import TRANSLATION_PREFIX, under
+from kafka_ferry.core.offsets.offset_decisions import OffsetDecision
 
 
 def stored_decisions(state: dict[str, dict[str, Any]]) -> list[OffsetDecision]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.state_records import GROUP_KIND, PROGRESS_KIND, StateKind, StateSnapshot
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.common.state_records import GROUP_KIND, PROGRESS_KIND, StateKind, StateSnapshot
 from kafka_ferry.state.store import MigrationStateStore
 
 

@@ -3,7 +3,7 @@ each finished step, the final translation per group, the promoted topics and gro
 last seen source end offsets.
 
 The one reader and writer of the kind: the promotion steps, the readiness gates, the copy guard and the
-``reset-promotion`` command all come here, so they agree on its keys (``core.state_records``: ``MIGRATION_KEY``
+``reset-promotion`` command all come here, so they agree on its keys (``core.common.state_records``: ``MIGRATION_KEY``
 and the ``*_PREFIX`` keys).
 """
 
@@ -13,9 +13,9 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafka_ferry.core.dates import iso_utc
-from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.state_records import (
+from kafka_ferry.core.common.dates import iso_utc
+from kafka_ferry.core.common.failures import Permanent
+from kafka_ferry.core.common.state_records import (
     MIGRATION_KEY,
     PROMOTED_GROUP_PREFIX,
     PROMOTED_TOPIC_PREFIX,

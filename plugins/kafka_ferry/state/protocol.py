@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from kafka_ferry.core.state_records import StateKind
+from kafka_ferry.core.common.state_records import StateKind
 
 
 class StateStore(Protocol):

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafka_ferry.core.acl_plan import COPY_BACK_READ_OPERATIONS, grant_hint
-from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import ROLLBACK_KIND, WRITTEN_AT, StateSnapshot, under
+from kafka_ferry.core.acls.acl_plan import COPY_BACK_READ_OPERATIONS, grant_hint
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.common.failures import Permanent
+from kafka_ferry.core.common.state_records import ROLLBACK_KIND, WRITTEN_AT, StateSnapshot, under
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.state.progress import read_progress
 from kafka_ferry.state.store import MigrationStateStore
@@ -70,7 +70,7 @@ def refuse_unseen_copy_back(source: Cluster, store: MigrationStateStore, topic: 
     raise CopyBackNotVisible(
         f"the destination's state topic {store.topic} records a rollback's copy-back ({recorded} {what}), but the "
         f"source topic '{topic}' that holds its {holds} is not visible to the source principal or reads empty: "
-        f"{grants} (part of the minimum ACLs, core.acl_plan.minimum_acls; not one of the rollback-only ones to "
+        f"{grants} (part of the minimum ACLs, core.acls.acl_plan.minimum_acls; not one of the rollback-only ones to "
         "revoke). Without it groups would resume past the copied-back records; nothing was decided or changed.")
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from kafka_ferry.core.schema_wire import SchemaIdRewriter
-from kafka_ferry.core.serialized_fields import RecordRewriter
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import SCHEMA_ID_KIND
+from kafka_ferry.core.common.state_records import SCHEMA_ID_KIND
+from kafka_ferry.core.schemas.schema_wire import SchemaIdRewriter
+from kafka_ferry.core.schemas.serialized_fields import RecordRewriter
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.state.serialized_fields import rewriter_from_store
 from kafka_ferry.state.store import MigrationStateStore
 

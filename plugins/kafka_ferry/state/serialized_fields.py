@@ -1,17 +1,17 @@
 """The per-topic registry-serialized field decisions (kind ``serialized-fields``) as stored in the state topic.
 
 ``migrate_schemas`` stores them once per run; the copy plan, the decode check and reconciliation read them here,
-so all of them apply the same decision (the rules are in ``core.serialized_fields``).
+so all of them apply the same decision (the rules are in ``core.schemas.serialized_fields``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kafka_ferry.core.schema_wire import SchemaIdRewriter
-from kafka_ferry.core.serialized_fields import FieldDecision, RecordRewriter
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import SERIALIZED_FIELDS_KIND
+from kafka_ferry.core.common.state_records import SERIALIZED_FIELDS_KIND
+from kafka_ferry.core.schemas.schema_wire import SchemaIdRewriter
+from kafka_ferry.core.schemas.serialized_fields import FieldDecision, RecordRewriter
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.state.store import MigrationStateStore
 
 

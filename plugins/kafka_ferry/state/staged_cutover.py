@@ -1,6 +1,6 @@
 """Staged cutover records in the migration state topic: which groups and topics are promoted, by which run, when.
 
-The rules are in ``core.staged_cutover``; this module only reads and writes their records and applies the two
+The rules are in ``core.cutover.staged_cutover``; this module only reads and writes their records and applies the two
 catch-up exclusions (a promoted group's offsets are never committed again, a promoted topic is not copied again).
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import UnitPromotion, groups_to_commit, promoted_names
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, StateKind, StateSnapshot
+from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, StateKind, StateSnapshot
+from kafka_ferry.core.cutover.staged_cutover import UnitPromotion, groups_to_commit, promoted_names
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.state.store import MigrationStateStore
 

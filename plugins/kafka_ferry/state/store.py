@@ -2,7 +2,7 @@
 
 Why Kafka and not Airflow's database: the state (provisioned topics and groups, copy progress, promotion)
 must survive a reset of Airflow's metadata DB and be readable by the Spark job, which has no Airflow.
-Each record is `<kind>/<key>` -> JSON, every kind declared in ``core.state_records``; compaction keeps the newest
+Each record is `<kind>/<key>` -> JSON, every kind declared in ``core.common.state_records``; compaction keeps the newest
 value per key, a tombstone deletes it.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from kafka_ferry.core.provisioning_plan import ProvisioningRefused
-from kafka_ferry.core.state_records import KINDS, StateKind, StateRecordError, decode, state_topic_problem
+from kafka_ferry.core.common.state_records import KINDS, StateKind, StateRecordError, decode, state_topic_problem
+from kafka_ferry.core.provisioning.provisioning_plan import ProvisioningRefused
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.kafka.reads import start_reader
@@ -156,5 +156,5 @@ class MigrationStateStore:
 
 def _declared(kind: StateKind) -> StateKind:
     if not isinstance(kind, StateKind) or KINDS.get(kind.name) is not kind:
-        raise TypeError(f"state kind {kind!r} is not declared in kafka_ferry.core.state_records")
+        raise TypeError(f"state kind {kind!r} is not declared in kafka_ferry.core.common.state_records")
     return kind

@@ -1,5 +1,6 @@
 """Timestamp plans (kind ``timestamps``) as stored in the state topic: the values each mirror's timestamp type and
-limits had before provisioning lifted them, so promotion restores them (``core.time_fidelity`` holds the rules).
+limits had before provisioning lifted them, so promotion restores them (``core.provisioning.time_fidelity`` holds the
+rules).
 """
 
 from __future__ import annotations
@@ -7,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafka_ferry.core.provisioning_plan import TopicPlan
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import TIMESTAMPS_KIND
-from kafka_ferry.core.time_fidelity import TopicTimePlan
+from kafka_ferry.core.common.state_records import TIMESTAMPS_KIND
+from kafka_ferry.core.provisioning.provisioning_plan import TopicPlan
+from kafka_ferry.core.provisioning.time_fidelity import TopicTimePlan
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.state.store import MigrationStateStore
 

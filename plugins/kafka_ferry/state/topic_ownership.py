@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_ferry.core.provisioning_plan import ProvisioningRefused, TopicPlan
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import OWNED_TOPIC_KIND, TOPIC_KIND, StateSnapshot
-from kafka_ferry.core.topic_ownership import ADOPT, ADOPTED_HOW, CREATED_HOW, OWNED
+from kafka_ferry.core.common.state_records import OWNED_TOPIC_KIND, TOPIC_KIND, StateSnapshot
+from kafka_ferry.core.provisioning.provisioning_plan import ProvisioningRefused, TopicPlan
+from kafka_ferry.core.provisioning.topic_ownership import ADOPT, ADOPTED_HOW, CREATED_HOW, OWNED
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.state.store import MigrationStateStore
 

@@ -16,7 +16,7 @@ import os
 import stat
 from pathlib import Path
 
-from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.common.failures import Permanent
 
 
 class UntrustedDirectory(Permanent, RuntimeError):

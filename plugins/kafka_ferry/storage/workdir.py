@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Union, cast
 
-from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.common.failures import Permanent
 
 if TYPE_CHECKING:
     from airflow.sdk import ObjectStoragePath

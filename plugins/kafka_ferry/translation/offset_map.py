@@ -21,16 +21,16 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from kafka_ferry.core.offset_decisions import PartitionCopy
-from kafka_ferry.core.offset_sync_policy import SyncPoint
-from kafka_ferry.core.spark_checkpoint import OFFSET_MAP_SCHEMA_VERSION
+from kafka_ferry.core.offsets.offset_decisions import PartitionCopy
+from kafka_ferry.core.offsets.offset_sync_policy import SyncPoint
+from kafka_ferry.core.offsets.spark_checkpoint import OFFSET_MAP_SCHEMA_VERSION
 from kafka_ferry.storage.workdir import StoragePath, as_path, write_text
 
 RULE = ("U inside a run: downstream_first + (U - upstream_first); U before a run (hole or before the first run): "
         "that run's downstream_first; U after the last run: next_downstream_offset. Offsets above "
         "copied_upstream_end are not copied yet.")
 # The document's version (docs/promotion.md, "The offset map"): raised when a field changes meaning or goes away;
-# a field added keeps it. Readers refuse a version they do not know (core.spark_checkpoint.parse_offset_map).
+# a field added keeps it. Readers refuse a version they do not know (core.offsets.spark_checkpoint.parse_offset_map).
 SCHEMA_VERSION = OFFSET_MAP_SCHEMA_VERSION
 CSV_COLUMNS = ("source_topic", "partition", "destination_topic", "upstream_first", "upstream_last",
                "downstream_first", "copied_upstream_end", "next_downstream_offset")

@@ -1,6 +1,6 @@
 """Hand a Spark Structured Streaming checkpoint over to the destination: read its latest committed batch, decide
-every Kafka partition through the promotion's offset map (``core.spark_checkpoint``), write one new committed batch
-that the query resumes from on the destination.
+every Kafka partition through the promotion's offset map (``core.offsets.spark_checkpoint``), write one new committed
+batch that the query resumes from on the destination.
 
 Why a new batch and not an edit: Spark's offset log is a write-ahead log; the old entries stay as Spark wrote them
 (a person can see where the query was on the source), and the new one is what Spark reads on restart: its latest
@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_ferry.core.spark_checkpoint import (
+from kafka_ferry.core.offsets.spark_checkpoint import (
     COMMITS_DIR,
     COMPACT_SUFFIX,
     EMPTY_SINK_ENTRY,

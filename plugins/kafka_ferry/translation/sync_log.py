@@ -1,7 +1,7 @@
 """Read and write the MM2-format internal topics: offset syncs in, checkpoints out (and back in, for checks).
 
 Why a module of its own: translation, the sensors and the tests read the same topics; decoding lives in
-``core.mm2_wire``, this is only the Kafka side. Records are read to the topic's end under read_committed;
+``core.offsets.mm2_wire``, this is only the Kafka side. Records are read to the topic's end under read_committed;
 a record that does not decode fails loudly with its offset (the log is the translation's only evidence).
 """
 
@@ -11,7 +11,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable
 
-from kafka_ferry.core.mm2_wire import (
+from kafka_ferry.core.offsets.mm2_wire import (
     HEARTBEATS_TOPIC,
     Checkpoint,
     Heartbeat,
@@ -21,8 +21,8 @@ from kafka_ferry.core.mm2_wire import (
     offset_syncs_topic,
     remote_heartbeats_topic,
 )
-from kafka_ferry.core.offset_sync_policy import SyncPoint
-from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.offsets.offset_sync_policy import SyncPoint
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.kafka.reads import read_whole_partitions

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_ferry.copy.plan import work_dir
-from kafka_ferry.core.mm2_wire import Checkpoint, offset_syncs_topic
-from kafka_ferry.core.offset_decisions import OffsetDecision, PartitionCopy, partition_copy, translate_groups
-from kafka_ferry.core.offset_translation import TranslationMethod
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.rollback_plan import across_rollback
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.staged_cutover import groups_to_commit
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.cutover.rollback_plan import across_rollback
+from kafka_ferry.core.cutover.staged_cutover import groups_to_commit
+from kafka_ferry.core.offsets.mm2_wire import Checkpoint, offset_syncs_topic
+from kafka_ferry.core.offsets.offset_decisions import OffsetDecision, PartitionCopy, partition_copy, translate_groups
+from kafka_ferry.core.offsets.offset_translation import TranslationMethod
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.protocol import Cluster
 from kafka_ferry.state.progress import migrated_groups, read_progress
@@ -131,7 +131,7 @@ def translate_migration(spec: MigrationSpec, source: KafkaCluster, destination: 
     if groups is not None:
         wanted = {g: t for g, t in wanted.items() if g in set(groups)}
     # A promoted group's offsets were translated once, by its promotion; from then on its consumers own them
-    # (invariant A of core.staged_cutover), so no later run translates, checkpoints or commits them again.
+    # (invariant A of core.cutover.staged_cutover), so no later run translates, checkpoints or commits them again.
     # Read from the snapshot above: a group promoted after it is translated once more from its final source
     # commit (the same answer its promotion gave), and a caller that commits re-reads the promotions first.
     translating = set(groups_to_commit(wanted, promoted_groups(store, state)))

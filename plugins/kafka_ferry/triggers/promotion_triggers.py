@@ -16,7 +16,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from kafka_ferry.core.failures import retry_cannot_help
+from kafka_ferry.core.common.failures import retry_cannot_help
 from kafka_ferry.hooks.kafka_cluster import async_kafka_cluster
 from kafka_ferry.promotion import readiness
 from kafka_ferry.state.store import MigrationStateStore

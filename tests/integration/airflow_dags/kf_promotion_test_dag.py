@@ -5,7 +5,7 @@ from pathlib import Path
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import DAG
 
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.dag_promotion import add_mode_branch, add_promotion_tasks, add_translation_tasks, trigger_params
 
 SPEC = Path(os.environ["KF_SPEC"])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from scenarios import REPO, read_partition
 
-from kafka_ferry.core.provenance import read_provenance, user_headers
+from kafka_ferry.core.offsets.provenance import read_provenance, user_headers
 from kafka_ferry.kafka.configs import encode_cluster_configs
 
 
@@ -147,7 +147,7 @@ def check_caught_up_exactly(clusters, spec_path: str, topic: str, partitions: in
 
 
 def progress_of(clusters, spec_state_topic: str) -> dict:
-    from kafka_ferry.core.state_records import PROGRESS_KIND
+    from kafka_ferry.core.common.state_records import PROGRESS_KIND
     from kafka_ferry.state.store import MigrationStateStore
 
     return MigrationStateStore(clusters.cluster("destination"), spec_state_topic).read_kind(PROGRESS_KIND)

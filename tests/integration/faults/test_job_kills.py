@@ -27,7 +27,7 @@ from fault_support import (
 )
 from scenarios import provision, write_spec
 
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.operators.copy import CopyReportOperator, PlanCopyBatchOperator
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]

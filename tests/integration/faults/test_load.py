@@ -21,9 +21,9 @@ from fault_support import count_exact, seed_volume
 from scenarios import read_partition
 
 from airflow_stack import AirflowStack
-from kafka_ferry.core.mm2_wire import Checkpoint, OffsetSync, checkpoints_topic, offset_syncs_topic
-from kafka_ferry.core.spec import load_spec
-from kafka_ferry.core.state_records import BATCH_KIND, PROGRESS_KIND
+from kafka_ferry.core.common.state_records import BATCH_KIND, PROGRESS_KIND
+from kafka_ferry.core.offsets.mm2_wire import Checkpoint, OffsetSync, checkpoints_topic, offset_syncs_topic
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.dag_factory import write_stubs
 from kafka_ferry.state.store import MigrationStateStore
 

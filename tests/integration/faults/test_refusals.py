@@ -10,7 +10,7 @@ import pytest
 from fault_support import configs_env, count_exact, progress_of, seed_volume, start_copy_job
 from scenarios import provision, write_spec
 
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]

@@ -22,7 +22,7 @@ from schema_support import (
 from test_rollback import KILL_SCRIPT, assert_rolled_back_exactly, prepare, rollback
 from test_topic_rollback import KILL_TOPIC_SCRIPT, assert_topic_rolled_back_exactly, prepare_topics
 
-from kafka_ferry.core.provenance import read_provenance
+from kafka_ferry.core.offsets.provenance import read_provenance
 from kafka_ferry.promotion.rollback import STEPS
 from kafka_ferry.promotion.topic_rollback import TOPIC_STEPS, rollback_topics
 from kafka_ferry.state.rollback import copy_back_progress, rollback_records, topic_rollback

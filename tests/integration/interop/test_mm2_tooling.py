@@ -11,7 +11,7 @@ import pytest
 from scenarios import one_group_migration, run_batch
 
 import kafka_testbed as tb
-from kafka_ferry.core.mm2_wire import HEARTBEATS_TOPIC, Heartbeat, remote_heartbeats_topic
+from kafka_ferry.core.offsets.mm2_wire import HEARTBEATS_TOPIC, Heartbeat, remote_heartbeats_topic
 from kafka_ferry.operators.translation import TranslateOffsetsOperator
 from kafka_ferry.promotion.steps import PromotionRunner
 

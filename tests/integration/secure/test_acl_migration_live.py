@@ -7,7 +7,7 @@ import pytest
 import yaml
 from scenarios import commit_source_group, provision, provision_groups
 
-from kafka_ferry.core.acl_plan import AclEntry
+from kafka_ferry.core.acls.acl_plan import AclEntry
 from kafka_ferry.kafka.acls import create_acls, describe_acls
 from kafka_ferry.operators.acls import MigrateAclsOperator
 

@@ -16,10 +16,10 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from scenarios import assert_copied_exactly_once
 
-from kafka_ferry.core.acl_plan import minimum_acls
-from kafka_ferry.core.mm2_wire import checkpoints_topic, offset_syncs_topic
-from kafka_ferry.core.schema_wire import SchemaIdRewriter
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.acls.acl_plan import minimum_acls
+from kafka_ferry.core.offsets.mm2_wire import checkpoints_topic, offset_syncs_topic
+from kafka_ferry.core.schemas.schema_wire import SchemaIdRewriter
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.kafka.acls import describe_acls
 from kafka_ferry.state.schema_ids import stored_id_map
 from kafka_ferry.state.store import MigrationStateStore

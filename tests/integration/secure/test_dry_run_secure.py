@@ -10,7 +10,7 @@ import pytest
 from test_least_privilege import PARTITIONS, secure_migration
 from test_shared_destination import snapshot
 
-from kafka_ferry.core.acl_plan import AclEntry
+from kafka_ferry.core.acls.acl_plan import AclEntry
 from kafka_ferry.kafka.acls import create_acls
 from kafka_ferry.operators.copy import PlanCopyBatchOperator
 from kafka_ferry.operators.provision import (

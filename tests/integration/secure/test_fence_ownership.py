@@ -17,8 +17,8 @@ from staged_support import wait_until
 from test_fences import _consume_error
 from test_least_privilege import LP_DESTINATION, LP_SOURCE, secure_migration
 
-from kafka_ferry.core.acl_plan import AclEntry
-from kafka_ferry.core.state_records import FENCE_KIND
+from kafka_ferry.core.acls.acl_plan import AclEntry
+from kafka_ferry.core.common.state_records import FENCE_KIND
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.acls import create_acls, describe_acls
 from kafka_ferry.operators.provision import MigrationPreflightOperator

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from kafka_ferry.core.acl_plan import AclEntry, group_read_fence, topic_write_fence
+from kafka_ferry.core.acls.acl_plan import AclEntry, group_read_fence, topic_write_fence
 from kafka_ferry.kafka.acls import create_acls, delete_acls, describe_acls
 
 pytestmark = pytest.mark.integration

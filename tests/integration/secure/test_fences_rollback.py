@@ -5,7 +5,7 @@ another team put stays.
 
 The rollback writes to the source (the copy-back, the group commits), which the catch-up's minimum ACLs do not
 grant: both sides run here as the migration's least-privilege principals, the source's granted the rollback's own
-ACLs (``core.acl_plan.rollback_acls``) for the topics and groups that go back."""
+ACLs (``core.acls.acl_plan.rollback_acls``) for the topics and groups that go back."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from test_fences_staged import fenced_migration
 from test_least_privilege import LP_DESTINATION, LP_SOURCE
 
 from kafka_ferry.copy.catch_up import threads_engine
-from kafka_ferry.core.acl_plan import AclEntry, rollback_acls
-from kafka_ferry.core.state_records import FENCE_KIND
+from kafka_ferry.core.acls.acl_plan import AclEntry, rollback_acls
+from kafka_ferry.core.common.state_records import FENCE_KIND
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.acls import create_acls, describe_acls
 from kafka_ferry.promotion.group import promote_group

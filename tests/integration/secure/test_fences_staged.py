@@ -14,8 +14,8 @@ from test_fences import _consume_error, _produce
 from test_least_privilege import LP_DESTINATION, LP_SOURCE, PARTITIONS, secure_migration
 
 from kafka_ferry.copy.catch_up import threads_engine
-from kafka_ferry.core.acl_plan import AclEntry
-from kafka_ferry.core.state_records import FENCE_KIND
+from kafka_ferry.core.acls.acl_plan import AclEntry
+from kafka_ferry.core.common.state_records import FENCE_KIND
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.acls import create_acls, describe_acls
 from kafka_ferry.promotion.group import promote_group
@@ -99,8 +99,8 @@ def test_a_fence_put_while_its_unit_is_promoted_does_not_outlive_the_promotion(p
       topic 1  the promotion lifted before the run; its mark and second look come after the run
     """
     import kafka_ferry.provision.fences as fences
-    from kafka_ferry.core.staged_cutover import UnitPromotion
-    from kafka_ferry.core.state_records import TOPIC_PROMOTION_KIND
+    from kafka_ferry.core.common.state_records import TOPIC_PROMOTION_KIND
+    from kafka_ferry.core.cutover.staged_cutover import UnitPromotion
     from kafka_ferry.state.staged_cutover import save_promotion
 
     m, config = fenced_migration(private, tmp_path, "fenrace")

@@ -24,8 +24,8 @@ from scenarios import (
     write_spec,
 )
 
-from kafka_ferry.core.acl_plan import minimum_acls
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.acls.acl_plan import minimum_acls
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.kafka.acls import create_acls, describe_acls
 from kafka_ferry.operators.translation import TranslateOffsetsOperator
 from kafka_ferry.promotion.steps import PromotionRunner

@@ -1,5 +1,5 @@
 """A rollback on the SASL clusters as least-privilege principals: the source principal holds the catch-up's minimum
-plus exactly ``core.acl_plan.rollback_acls`` (granted for the rollback only), and every record produced on the
+plus exactly ``core.acls.acl_plan.rollback_acls`` (granted for the rollback only), and every record produced on the
 destination after the cutover goes back once. With one of those ACLs missing the rollback fails once (Permanent),
 before any change, naming the principal, the resource and the operation: nothing copied, no copy-back topic made.
 Once the rollback's ACLs are revoked, later runs still read the copy-back by the minimum; without its DESCRIBE they
@@ -14,8 +14,8 @@ import pytest
 from scenarios import provision, provision_groups, read_partition
 from test_least_privilege import LP_DESTINATION, LP_SOURCE, PARTITIONS, secure_migration
 
-from kafka_ferry.core.acl_plan import rollback_acls, rollback_internal_topics
-from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.acls.acl_plan import rollback_acls, rollback_internal_topics
+from kafka_ferry.core.common.failures import Permanent
 from kafka_ferry.hooks.kafka_cluster import kafka_cluster
 from kafka_ferry.kafka.acls import create_acls, delete_acls, describe_acls
 from kafka_ferry.promotion.rollback import RollbackRunner

@@ -12,7 +12,7 @@ from airflow.sdk.execution_time.context import OutletEventAccessors
 from kafka_ferry.airflow_native.announce import TopicLineage, announce_batch
 from kafka_ferry.airflow_native.assets import add_promotion_events, topic_asset
 from kafka_ferry.airflow_native.lineage import topic_lineage
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.dag_factory import build_migration_dag
 
 SPEC = Path(__file__).resolve().parents[3] / "dags" / "migrations" / "demo-tenant.yaml"

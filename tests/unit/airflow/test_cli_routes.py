@@ -11,8 +11,8 @@ import pytest
 from kafka_ferry.cli import CONFIRMED, MODES, parser, run_conf
 from kafka_ferry.cli.progress import RunWatcher, task_line, wait_lines
 from kafka_ferry.cli.summary import rollback_lines
-from kafka_ferry.core.trigger_form import MODES as FORM_MODES
-from kafka_ferry.core.trigger_form import check_trigger
+from kafka_ferry.core.specs.trigger_form import MODES as FORM_MODES
+from kafka_ferry.core.specs.trigger_form import check_trigger
 from kafka_ferry.dag_promotion import trigger_params
 
 FORM_FIELDS = set(trigger_params("shop"))

@@ -143,7 +143,8 @@ def test_the_job_reads_the_file_by_path_or_by_its_name_in_the_container_cwd(tmp_
         configs
 
 
-# --- the driver JVM's start (kafka_ferry/core/driver_jvm.py) ------------------------------------------------------
+# --- the driver JVM's start (kafka_ferry/core/batches/driver_jvm.py)
+# ------------------------------------------------------
 def test_a_local_driver_writes_its_class_archive_once_and_later_batches_read_it(submitted, tmp_path):
     first = _conf(submitted("local[2]")["command"])[DRIVER_OPTIONS]
     dump = re.search(r"-XX:ArchiveClassesAtExit=(\S+)", first).group(1)
@@ -273,7 +274,7 @@ def test_a_spark_connect_server_off_the_loopback_needs_tls_and_a_token(monkeypat
                                                                        refused):
     from airflow.sdk.exceptions import AirflowFailException
 
-    from kafka_ferry.core.spark_credentials import check_connect_url
+    from kafka_ferry.core.batches.spark_credentials import check_connect_url
     from kafka_ferry.operators.copy import CopyBatchSparkOperator
 
     monkeypatch.setenv("AIRFLOW_CONN_KF_U_CONNECT", json.dumps(
@@ -329,7 +330,11 @@ def test_spark_defaults_can_turn_rpc_security_on_and_loopback_needs_none(submitt
 
 
 def test_the_standalone_check_reads_every_host_of_the_master():
-    from kafka_ferry.core.spark_credentials import InsecureChannelRefused, check_standalone_master, standalone_hosts
+    from kafka_ferry.core.batches.spark_credentials import (
+        InsecureChannelRefused,
+        check_standalone_master,
+        standalone_hosts,
+    )
 
     assert standalone_hosts("spark://A.corp:7077, [::1]:7078,127.0.0.2") == ["a.corp", "::1", "127.0.0.2"]
     check_standalone_master("spark://127.0.0.1:7077,localhost:7078", {})

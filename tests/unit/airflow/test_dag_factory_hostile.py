@@ -99,7 +99,7 @@ def test_a_hostile_spec_directory_is_reported_whole_and_yields_no_executable_dag
     (migrations / "regex.yaml").write_text(good.replace("name: demo-tenant", 'name: "regex\\n"')
                                            .replace("include:", 'include: ["(a+)+b", "(x)\\\\1"]\n  old_include:', 1))
     specs = sorted(migrations.iterdir())
-    done = subprocess.run([sys.executable, "-m", "kafka_ferry.core.spec_check", "check", *map(str, specs)],
+    done = subprocess.run([sys.executable, "-m", "kafka_ferry.core.specs.spec_check", "check", *map(str, specs)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert f"{len(specs)} spec(s) checked: 0 valid, {len(specs)} with" in done.stdout

@@ -8,7 +8,7 @@ import pytest
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import DAG
 
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.dag_promotion import (
     PROMOTE_ENTRY,
     _choose,
@@ -75,7 +75,7 @@ def test_mode_param_is_an_enum_defaulting_to_catch_up():
 
 
 def test_the_groups_field_offers_the_groups_a_catch_up_run_saw_ready(tmp_path):
-    from kafka_ferry.core.staged_cutover import GroupReadiness
+    from kafka_ferry.core.cutover.staged_cutover import GroupReadiness
     from kafka_ferry.promotion.group_readiness import read_ready_file, write_ready_file
 
     assert read_ready_file(tmp_path) == ([], None)  # no run looked yet: a free list, no claim about readiness

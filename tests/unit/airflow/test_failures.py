@@ -6,10 +6,10 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 from confluent_kafka import KafkaError
 
-from kafka_ferry.core.acl_plan import FenceRefused
-from kafka_ferry.core.provisioning_plan import ProvisioningRefused
-from kafka_ferry.core.serialized_fields import FieldsUndecided
-from kafka_ferry.core.spec_source import SpecError, SpecProblem
+from kafka_ferry.core.acls.acl_plan import FenceRefused
+from kafka_ferry.core.provisioning.provisioning_plan import ProvisioningRefused
+from kafka_ferry.core.schemas.serialized_fields import FieldsUndecided
+from kafka_ferry.core.specs.spec_source import SpecError, SpecProblem
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.operators.failures import fail_fast

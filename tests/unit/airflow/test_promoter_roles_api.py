@@ -16,9 +16,9 @@ from urllib.parse import unquote
 
 import pytest
 
-from kafka_ferry.core.authority import NotAllowed, check_authority
-from kafka_ferry.core.tenants import Promoters
-from kafka_ferry.core.trigger_form import PROMOTE
+from kafka_ferry.core.cutover.authority import NotAllowed, check_authority
+from kafka_ferry.core.specs.tenants import Promoters
+from kafka_ferry.core.specs.trigger_form import PROMOTE
 from kafka_ferry.operators import authority
 from kafka_ferry.operators.authority import AUTH_API_CONN_ID, actor, api_user_roles
 

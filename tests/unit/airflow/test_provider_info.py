@@ -12,7 +12,7 @@ from pathlib import Path
 import airflow
 import jsonschema
 
-from kafka_ferry.core.connection_types import EVIDENCE_SIGNING, LEGACY_SCHEMA_REGISTRY, SCHEMA_REGISTRY
+from kafka_ferry.core.specs.connection_types import EVIDENCE_SIGNING, LEGACY_SCHEMA_REGISTRY, SCHEMA_REGISTRY
 from kafka_ferry.provider_info import get_provider_info
 
 AIRFLOW_DIR = Path(airflow.__file__).parent
@@ -43,6 +43,6 @@ def test_every_hook_named_imports_and_has_the_connection_type_it_is_registered_f
 
 def test_the_types_are_uri_schemes_and_the_registrys_first_name_is_only_an_alias():
     types = [entry["connection-type"] for entry in get_provider_info()["connection-types"]]
-    assert types == [SCHEMA_REGISTRY, EVIDENCE_SIGNING]  # the evidence bundle's signing key (core.evidence)
+    assert types == [SCHEMA_REGISTRY, EVIDENCE_SIGNING]  # the evidence bundle's signing key (core.cutover.evidence)
     assert all(re.fullmatch(r"[a-z][a-z0-9+.]*", t) for t in types)  # RFC 3986 scheme, without Airflow's '-'->'_'
     assert LEGACY_SCHEMA_REGISTRY not in types

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from kafka_ferry.core.spec import load_spec
-from kafka_ferry.core.step_names import GroupStep, PromotionStep, RollbackStep, TopicRollbackStep, TopicStep
-from kafka_ferry.core.step_table import Step, StepTable
+from kafka_ferry.core.cutover.step_names import GroupStep, PromotionStep, RollbackStep, TopicRollbackStep, TopicStep
+from kafka_ferry.core.cutover.step_table import Step, StepTable
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.dag_factory import build_migration_dag
 from kafka_ferry.dag_promotion import PROMOTE_TASKS, promotion_task_steps
 from kafka_ferry.promotion.group import GROUP_TABLE
@@ -72,7 +72,7 @@ def test_a_table_whose_tasks_the_dag_does_not_wire_fails_the_parse():
 
 
 def test_the_last_promotion_task_is_refused_while_the_middle_one_never_finished():
-    from kafka_ferry.core.step_table import StepsOutOfOrder
+    from kafka_ferry.core.cutover.step_table import StepsOutOfOrder
 
     finish = promotion_task_steps(PROMOTION_TABLE)["promote_reconcile_mark"]
     with pytest.raises(StepsOutOfOrder) as refused:  # the message docs/promotion.md quotes

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_ferry.core.spec_check import check_files
+from kafka_ferry.core.specs.spec_check import check_files
 from kafka_ferry.dag_factory import write_stubs
 
 REPO = Path(__file__).resolve().parents[3]
@@ -34,7 +34,7 @@ def dags(tmp_path):
 
 
 def test_one_function_names_every_dag_file():
-    from kafka_ferry.core.spec_check import dag_file_name
+    from kafka_ferry.core.specs.spec_check import dag_file_name
 
     assert dag_file_name("demo-tenant.yaml") == "migration_demo_tenant.py"
     assert dag_file_name("migrations/x.y-z.yaml") == "migration_x_y_z.py"

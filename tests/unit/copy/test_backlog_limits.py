@@ -8,9 +8,9 @@ from fakes.state import FakeStateStore
 from test_copy_plan import SPEC
 
 from kafka_ferry.copy.backlog import record_backlog, spec_limits
-from kafka_ferry.core.spec import parse_spec
-from kafka_ferry.core.spec_source import SpecError
-from kafka_ferry.core.state_records import BACKLOG_KIND
+from kafka_ferry.core.common.state_records import BACKLOG_KIND
+from kafka_ferry.core.specs.spec import parse_spec
+from kafka_ferry.core.specs.spec_source import SpecError
 
 
 def spec(schedule=None, **copy):

@@ -16,8 +16,8 @@ from kafka_ferry.copy.lease import process_started
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.report import PartitionResult
 from kafka_ferry.copy.runner import PlannedTopicMissing
-from kafka_ferry.core.copy_lease import Claim
-from kafka_ferry.core.failures import Permanent, retry_cannot_help
+from kafka_ferry.core.batches.copy_lease import Claim
+from kafka_ferry.core.common.failures import Permanent, retry_cannot_help
 from kafka_ferry.task_support import is_deterministic
 
 ROWS = [{"source_topic": "t", "partition": 0, "records_copied": 3}]
@@ -149,7 +149,7 @@ def test_a_claimed_and_checked_batch_copies_inside_the_lease(batch):
 
 
 def test_a_lease_held_elsewhere_copies_nothing_and_releases_nothing(batch):
-    from kafka_ferry.core.copy_lease import CopyLeaseHeld
+    from kafka_ferry.core.batches.copy_lease import CopyLeaseHeld
 
     events, checked, error = batch(held_by_other=True)
     assert isinstance(error, CopyLeaseHeld) and "batch b2" in str(error)

@@ -11,8 +11,8 @@ from kafka_ferry.copy.partition_copier import PartitionCopier
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.report import PartitionResult
 from kafka_ferry.copy.throttle import BatchPace
-from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
-from kafka_ferry.core.rate_limit import RateLimit
+from kafka_ferry.core.batches.rate_limit import RateLimit
+from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker
 
 TOPIC, RECORDS = "orders", 400
 

@@ -12,9 +12,9 @@ from fakes.cluster import FakeCluster
 
 from kafka_ferry.copy import partition_copier
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
-from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.provenance import provenance_headers
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker
+from kafka_ferry.core.offsets.provenance import provenance_headers
 
 COPIED = 10  # records at downstream 0..9
 

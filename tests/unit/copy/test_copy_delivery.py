@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_ferry.copy.delivery import Chunk, ChunkAcks, CopyError
-from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
-from kafka_ferry.core.provenance import provenance_headers
+from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker
+from kafka_ferry.core.offsets.provenance import provenance_headers
 
 
 class Msg:

@@ -9,8 +9,8 @@ import pytest
 
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask, work_dir
 from kafka_ferry.copy.planning import UNCAPPED, build_copy_back_plan, build_plan
-from kafka_ferry.core.batch_planning import PartitionPosition, RetentionGap, compute_batch_id
-from kafka_ferry.core.spec import parse_spec
+from kafka_ferry.core.batches.batch_planning import PartitionPosition, RetentionGap, compute_batch_id
+from kafka_ferry.core.specs.spec import parse_spec
 
 SPEC = {"name": "acme-orders", "tenant": "acme", "source": {"connection_id": "kafka_src", "alias": "src"},
         "destination": {"connection_id": "kafka_dst", "alias": "dst"}, "topics": {"include": ["orders"]}}

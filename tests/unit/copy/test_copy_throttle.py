@@ -14,9 +14,9 @@ from kafka_ferry.copy.range_copy import RangeCursor
 from kafka_ferry.copy.report import build_report, report_lines
 from kafka_ferry.copy.runner import group_pace
 from kafka_ferry.copy.throttle import BatchPace
-from kafka_ferry.core.batch_planning import PartitionPosition
-from kafka_ferry.core.rate_limit import RateLimit
-from kafka_ferry.core.spec import parse_spec
+from kafka_ferry.core.batches.batch_planning import PartitionPosition
+from kafka_ferry.core.batches.rate_limit import RateLimit
+from kafka_ferry.core.specs.spec import parse_spec
 
 
 class Clock:

@@ -22,7 +22,7 @@ from test_spark_home import _install
 from kafka_ferry.copy.jvm_archive import DriverArchive
 from kafka_ferry.copy.packaging import build_package_zip, write_launcher
 from kafka_ferry.copy.spark_home import _digest, compiled_spark_home
-from kafka_ferry.core.failures import Permanent
+from kafka_ferry.core.common.failures import Permanent
 from kafka_ferry.storage.private import UntrustedDirectory, private_directory
 
 WAY_OUT = "Set KFERRY_JVM_ARCHIVE_DIR to a directory of this user's"

@@ -1,12 +1,12 @@
-"""ACL migration planning: invariants A-D of core.acl_migration after every plan."""
+"""ACL migration planning: invariants A-D of core.acls.acl_migration after every plan."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_ferry.core.acl_migration import effectively_allowed, plan_acl_migration
-from kafka_ferry.core.acl_plan import AclEntry
+from kafka_ferry.core.acls.acl_migration import effectively_allowed, plan_acl_migration
+from kafka_ferry.core.acls.acl_plan import AclEntry
 
 TOPICS = ["orders", "ord-eu", "payments"]
 MIGRATED = ["orders", "ord-eu"]
@@ -84,7 +84,7 @@ def test_only_user_star_is_a_wildcard_principal():
 
 def reference_plan(source_acls, migrated_topics, groups, principal_map, destination_acls):
     """The plan as main computed it before the index: every question scans every ACL (the definition)."""
-    from kafka_ferry.core.acl_migration import AclMigrationPlan, Refusal
+    from kafka_ferry.core.acls.acl_migration import AclMigrationPlan, Refusal
 
     source_acls = sorted(set(source_acls))
     resources = [("TOPIC", t, rename(t)) for t in sorted(set(migrated_topics))] + [("GROUP", g, g) for g in groups]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.acl_plan import (
+from kafka_ferry.core.acls.acl_plan import (
     READER_GROUPS,
     AclEntry,
     FenceRefused,
@@ -21,7 +21,7 @@ from kafka_ferry.core.acl_plan import (
     principal_of,
     topic_write_fence,
 )
-from kafka_ferry.core.spec import parse_spec
+from kafka_ferry.core.specs.spec import parse_spec
 
 PACKAGE = Path(__file__).resolve().parents[3] / "plugins" / "kafka_ferry"
 

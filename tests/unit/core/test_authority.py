@@ -1,5 +1,5 @@
 """Who may cut over (a tenant's promoters, checked against the run's triggering user) and the record of who did
-(issue 42): decided in ``core.authority``, read from the tenants file by ``core.tenants``."""
+(issue 42): decided in ``core.cutover.authority``, read from the tenants file by ``core.specs.tenants``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.authority import (
+from kafka_ferry.core.common.failures import retry_cannot_help
+from kafka_ferry.core.common.state_records import ACT_KIND
+from kafka_ferry.core.cutover.authority import (
     ACT_VERSION,
     AUTHORITY_MODES,
     DONE,
@@ -25,11 +27,9 @@ from kafka_ferry.core.authority import (
     check_authority,
     finished,
 )
-from kafka_ferry.core.failures import retry_cannot_help
-from kafka_ferry.core.spec_source import SpecError
-from kafka_ferry.core.state_records import ACT_KIND
-from kafka_ferry.core.tenants import Promoters, load_tenants
-from kafka_ferry.core.trigger_form import CATCH_UP, DRY_RUN, PROMOTE, PROMOTE_GROUPS, ROLLBACK, ROLLBACK_PLAN
+from kafka_ferry.core.specs.spec_source import SpecError
+from kafka_ferry.core.specs.tenants import Promoters, load_tenants
+from kafka_ferry.core.specs.trigger_form import CATCH_UP, DRY_RUN, PROMOTE, PROMOTE_GROUPS, ROLLBACK, ROLLBACK_PLAN
 
 PROMOTERS = Promoters(users=("alice",), roles=("acme-cutover",))
 
@@ -135,7 +135,7 @@ def test_the_tenants_file_reads_promoters_and_refuses_a_bad_name(tmp_path):
 
 
 def test_a_failed_act_keeps_why_and_a_retry_starts_it_again_keeping_the_last_failure():
-    from kafka_ferry.core.authority import FAILED, MAX_ERROR, restarted
+    from kafka_ferry.core.cutover.authority import FAILED, MAX_ERROR, restarted
 
     record = act_record(ROLLBACK, "acme-orders", Actor("alice"), "acme-orders", "manual__1", 1_000)
     failed = finished(record, 2_000, FAILED, "RollbackRefused: " + "x" * 2 * MAX_ERROR)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.backlog_eta import (
+from kafka_ferry.core.batches.backlog_eta import (
     MAX_ETA_S,
     RunPoint,
     estimate,
@@ -17,7 +17,7 @@ from kafka_ferry.core.backlog_eta import (
     inflow_rate,
     limited_rate,
 )
-from kafka_ferry.core.copy_rate import measured_rate
+from kafka_ferry.core.batches.copy_rate import measured_rate
 
 
 def point(i: int, copied: int, before: int, after: int, seconds: float = 10.0, at_s: int | None = None,

@@ -1,4 +1,4 @@
-"""The ETA counted in batches (`core.backlog_eta.batch_eta`, `batch_cost`, `counted_eta`): per-partition caps,
+"""The ETA counted in batches (`core.batches.backlog_eta.batch_eta`, `batch_cost`, `counted_eta`): per-partition caps,
 the window, the fixed cost per batch and the producers, which a rate alone ignores ("lag 0 in 1 s" while each
 batch of 400 records per partition took 65-90 s)."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from kafka_ferry.core.backlog_eta import RunPoint, batch_cost, batch_eta, batch_gap_s, estimate, inflow_rate
+from kafka_ferry.core.batches.backlog_eta import RunPoint, batch_cost, batch_eta, batch_gap_s, estimate, inflow_rate
 
 
 def test_the_issue_case_counts_capped_batches_and_their_fixed_cost():
@@ -233,7 +233,7 @@ def test_a_window_leaves_each_batch_what_its_fixed_cost_does_not_take_and_a_wide
         assert counted.batches == 0
         return
     budget = beyond_fixed * rate
-    assume(sum(lags) / budget < 5_000)  # beyond core.backlog_eta.MAX_BATCHES the answer is "never"
+    assume(sum(lags) / budget < 5_000)  # beyond core.batches.backlog_eta.MAX_BATCHES the answer is "never"
     by_window = math.ceil(sum(lags) / budget - 1e-9)
     by_cap = max(math.ceil(lag / cap) for lag in lags) if cap else 1
     assert counted.batches is not None and max(by_window, by_cap) <= counted.batches

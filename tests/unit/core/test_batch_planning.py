@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.batch_planning import (
+from kafka_ferry.core.batches.batch_planning import (
     PartitionPosition,
     PartitionRange,
     RetentionGap,

@@ -1,5 +1,5 @@
-"""A batch's window (``core.batch_window``): parsing, the deadline (an end time that has passed, across midnight,
-in a zone with summer time), the measured rate, the fair split of a budget, and why a batch stopped."""
+"""A batch's window (``core.batches.batch_window``): parsing, the deadline (an end time that has passed, across
+midnight, in a zone with summer time), the measured rate, the fair split of a budget, and why a batch stopped."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.batch_planning import PartitionPosition, plan_ranges
-from kafka_ferry.core.batch_window import (
+from kafka_ferry.core.batches.batch_planning import PartitionPosition, plan_ranges
+from kafka_ferry.core.batches.batch_window import (
     STOP_CAUGHT_UP,
     STOP_DEADLINE,
     STOP_LIMIT,
@@ -24,9 +24,9 @@ from kafka_ferry.core.batch_window import (
     window_deadline,
     window_length_s,
 )
-from kafka_ferry.core.copy_rate import measured_rate, sizing_rate
-from kafka_ferry.core.failures import retry_cannot_help
-from kafka_ferry.core.rate_limit import RateLimit
+from kafka_ferry.core.batches.copy_rate import measured_rate, sizing_rate
+from kafka_ferry.core.batches.rate_limit import RateLimit
+from kafka_ferry.core.common.failures import retry_cannot_help
 
 
 def ms(text: str, tz: str = "UTC") -> int:
@@ -184,8 +184,8 @@ def test_a_batch_stops_at_the_deadline_if_any_partition_did():
 def test_the_nightly_window_example_of_the_spec_reference_is_a_valid_spec():
     import yaml
 
-    from kafka_ferry.core.spec import parse_spec
-    from kafka_ferry.core.spec_reference import FOOTER
+    from kafka_ferry.cli.spec_reference import FOOTER
+    from kafka_ferry.core.specs.spec import parse_spec
 
     example = yaml.safe_load(FOOTER.split("```yaml")[1].split("```")[0])
     spec = parse_spec({"name": "orders-eu", "tenant": "acme", "source": {"connection_id": "a", "alias": "a"},

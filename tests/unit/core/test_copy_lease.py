@@ -7,8 +7,8 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_ferry.core.copy_lease import Claim, claims_in_log, holder, refusal
-from kafka_ferry.core.state_records import LEASE_KIND
+from kafka_ferry.core.batches.copy_lease import Claim, claims_in_log, holder, refusal
+from kafka_ferry.core.common.state_records import LEASE_KIND
 
 
 def claim(token: str, expires_at_ms: int = 10_000, host: str = "h1", pid: int = 1, claim_offset=None) -> Claim:

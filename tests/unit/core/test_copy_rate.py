@@ -1,13 +1,14 @@
-"""One copy rate (``core.copy_rate``) for the window's sizing and the ETA: busy batches, per second of batch time."""
+"""One copy rate (``core.batches.copy_rate``) for the window's sizing and the ETA: busy batches, per second of batch
+time."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.backlog_eta import RunPoint, estimate
-from kafka_ferry.core.copy_rate import measured_rate, sizing_rate
-from kafka_ferry.core.rate_limit import RateLimit
+from kafka_ferry.core.batches.backlog_eta import RunPoint, estimate
+from kafka_ferry.core.batches.copy_rate import measured_rate, sizing_rate
+from kafka_ferry.core.batches.rate_limit import RateLimit
 
 
 def test_a_batch_that_caught_up_moves_neither_the_sizing_nor_the_eta():

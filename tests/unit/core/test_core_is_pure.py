@@ -34,5 +34,6 @@ def test_core_modules_import_no_airflow_kafka_client_or_spark():
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert {"kafka_ferry.core.mm2_wire", "kafka_ferry.core.offset_translation"} <= set(report["imported"])
+    assert {"kafka_ferry.core.offsets.mm2_wire",
+            "kafka_ferry.core.offsets.offset_translation"} <= set(report["imported"])
     assert report["leaks"] == {}, f"imported by kafka_ferry.core ({{package: first module}}): {report['leaks']}"

@@ -1,4 +1,4 @@
-"""Coupled units: invariants E and F of kafka_ferry.core.coupling, transaction units, the spec's `coupling:`."""
+"""Coupled units: invariants E and F of kafka_ferry.core.units.coupling, transaction units, the spec's `coupling:`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.coupling import (
+from kafka_ferry.core.common.failures import Permanent
+from kafka_ferry.core.specs.spec import parse_spec
+from kafka_ferry.core.specs.spec_source import SpecError
+from kafka_ferry.core.units.coupling import (
     TRANSACTIONS_PREFIX,
     CoupledUnit,
     UnitSplitRefused,
@@ -15,9 +18,6 @@ from kafka_ferry.core.coupling import (
     unit_splits,
     writers_beyond,
 )
-from kafka_ferry.core.failures import Permanent
-from kafka_ferry.core.spec import parse_spec
-from kafka_ferry.core.spec_source import SpecError
 
 topic_names = st.sampled_from([f"t{i}" for i in range(6)])
 group_names = st.sampled_from([f"g{i}" for i in range(4)])

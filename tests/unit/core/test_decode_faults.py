@@ -1,4 +1,4 @@
-"""Whose fault is a record that does not decode on the destination (core.decode_faults)."""
+"""Whose fault is a record that does not decode on the destination (core.schemas.decode_faults)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from types import SimpleNamespace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.decode_faults import (
+from kafka_ferry.core.common.failures import retry_cannot_help
+from kafka_ferry.core.schemas.decode_faults import (
     MIGRATION_FAULT_FIELD,
     DecodeCheckFailed,
     FaultClassifier,
@@ -17,8 +18,7 @@ from kafka_ferry.core.decode_faults import (
     skip_reason,
     verdict,
 )
-from kafka_ferry.core.failures import retry_cannot_help
-from kafka_ferry.core.schema_wire import schema_id_of, with_schema_id
+from kafka_ferry.core.schemas.schema_wire import schema_id_of, with_schema_id
 
 BODY = b"\x02ok"
 

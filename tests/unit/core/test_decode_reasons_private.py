@@ -10,7 +10,7 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_ferry.core.schema_decode import PayloadChecker, RegisteredSchema
+from kafka_ferry.core.schemas.schema_decode import PayloadChecker, RegisteredSchema
 
 SECRET = "123-45-6789 card 4111111111111111"
 PERSON = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",

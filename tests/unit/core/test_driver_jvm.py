@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.driver_jvm import archive_name, driver_runs_here, driver_start
+from kafka_ferry.core.batches.driver_jvm import archive_name, driver_runs_here, driver_start
 
 ARCHIVE, DUMP = "/w/jvm/spark-driver-1.jsa", "/w/jvm/spark-driver-1.77-ab.tmp"
 

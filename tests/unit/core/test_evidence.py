@@ -1,4 +1,4 @@
-"""The evidence manifest's layout in literal bytes, its signature, and every verdict (core.evidence)."""
+"""The evidence manifest's layout in literal bytes, its signature, and every verdict (core.cutover.evidence)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption,
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_ferry.core.evidence import (
+from kafka_ferry.core.cutover.evidence import (
     CHANGED,
     LATER,
     MATCHES,

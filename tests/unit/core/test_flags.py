@@ -2,7 +2,7 @@
 
 import pytest
 
-from kafka_ferry.core.flags import parse_bool
+from kafka_ferry.core.common.flags import parse_bool
 
 
 @pytest.mark.parametrize(("value", "expected"), [

@@ -1,11 +1,12 @@
-"""A group the client cannot describe (a KIP-1071 streams group) is never taken for empty (core.cluster_model)."""
+"""A group the client cannot describe (a KIP-1071 streams group) is never taken for empty
+(core.common.cluster_model)."""
 
 from __future__ import annotations
 
-from kafka_ferry.core.cluster_model import UNDESCRIBED_STATE, GroupInfo
-from kafka_ferry.core.provisioning_plan import plan_groups
-from kafka_ferry.core.spec import parse_spec
-from kafka_ferry.core.staged_cutover import group_readiness
+from kafka_ferry.core.common.cluster_model import UNDESCRIBED_STATE, GroupInfo
+from kafka_ferry.core.cutover.staged_cutover import group_readiness
+from kafka_ferry.core.provisioning.provisioning_plan import plan_groups
+from kafka_ferry.core.specs.spec import parse_spec
 
 
 def test_an_undescribed_group_counts_as_live_everywhere():

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.failures import retry_cannot_help
-from kafka_ferry.core.groups_ahead import (
+from kafka_ferry.core.common.failures import retry_cannot_help
+from kafka_ferry.core.offsets.groups_ahead import (
     SETTLED_METHODS,
     DestinationGroupsAhead,
     GroupAhead,
@@ -15,9 +15,9 @@ from kafka_ferry.core.groups_ahead import (
     refuse_groups_ahead,
     settled_translation,
 )
-from kafka_ferry.core.offset_decisions import PartitionCopy, decide
-from kafka_ferry.core.offset_sync_policy import SyncPoint
-from kafka_ferry.core.offset_translation import TranslationMethod
+from kafka_ferry.core.offsets.offset_decisions import PartitionCopy, decide
+from kafka_ferry.core.offsets.offset_sync_policy import SyncPoint
+from kafka_ferry.core.offsets.offset_translation import TranslationMethod
 
 
 def test_only_a_partition_committed_past_the_translation_is_ahead():

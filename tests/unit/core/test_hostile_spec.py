@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.spec import SpecError, parse_spec
-from kafka_ferry.core.spec_check import check_files
-from kafka_ferry.core.spec_source import read_yaml
+from kafka_ferry.core.specs.spec import SpecError, parse_spec
+from kafka_ferry.core.specs.spec_check import check_files
+from kafka_ferry.core.specs.spec_source import read_yaml
 
-MAX_SPEC_BYTES = 256 * 1024  # core.spec_source.MAX_SPEC_BYTES
+MAX_SPEC_BYTES = 256 * 1024  # core.specs.spec_source.MAX_SPEC_BYTES
 
 VALID = {
     "name": "acme-orders",
@@ -108,7 +108,7 @@ def test_a_regex_re2_cannot_take_is_refused_naming_field_and_value(pattern, reas
 def test_re2_full_match_agrees_with_python_fullmatch(text, pattern):
     import re
 
-    from kafka_ferry.core.patterns import full_match
+    from kafka_ferry.core.specs.patterns import full_match
 
     assert full_match(pattern, text) == (re.fullmatch(pattern, text) is not None)
 
@@ -178,7 +178,7 @@ def test_check_files_reports_every_problem_of_a_hostile_directory(tmp_path):
 
 def test_the_spec_check_cli_reports_a_hostile_directory_and_exits_1(tmp_path):
     paths = hostile_directory(tmp_path / "specs")
-    done = subprocess.run([sys.executable, "-m", "kafka_ferry.core.spec_check", "check", *map(str, paths)],
+    done = subprocess.run([sys.executable, "-m", "kafka_ferry.core.specs.spec_check", "check", *map(str, paths)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done.stderr
     assert f"{len(paths)} spec(s) checked: 0 valid, {len(paths)} with" in done.stdout

@@ -12,9 +12,9 @@ import json
 import pytest
 import yaml
 
-from kafka_ferry.core.spec import SpecError, load_spec
-from kafka_ferry.core.staged_cutover import StagedCutoverError, validate_selection
-from kafka_ferry.core.trigger_form import MAX_NAMES, TriggerRefused, check_trigger
+from kafka_ferry.core.cutover.staged_cutover import StagedCutoverError, validate_selection
+from kafka_ferry.core.specs.spec import SpecError, load_spec
+from kafka_ferry.core.specs.trigger_form import MAX_NAMES, TriggerRefused, check_trigger
 
 SPEC = {"name": "orders", "tenant": "acme", "source": {"connection_id": "src", "alias": "a"},
         "destination": {"connection_id": "dst", "alias": "b"}, "topics": {"include": ["x"]}}

@@ -1,5 +1,5 @@
-"""core.java_client_config: a connection's librdkafka settings as Kafka's Java client properties (the one Java call,
-kafka.streams_groups). Every security setting is carried or refused by name, never dropped; values never appear in
+"""core.common.java_client_config: a connection's librdkafka settings as Kafka's Java client properties (the one Java
+call, kafka.streams_groups). Every security setting is carried or refused by name, never dropped; values never appear in
 an error; the properties file syntax cannot be broken by a value."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_ferry.core.java_client_config import UntranslatableConfig, java_properties, properties_text
+from kafka_ferry.core.common.java_client_config import UntranslatableConfig, java_properties, properties_text
 
 PEM = {"/tls/client.pem": "-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n",
        "/tls/client.key": "-----BEGIN PRIVATE KEY-----\nBBB\n-----END PRIVATE KEY-----\n"}

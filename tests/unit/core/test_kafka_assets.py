@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.kafka_assets import (
+from kafka_ferry.core.observability.kafka_assets import (
     MAX_PARTITIONS_IN_EXTRA,
     AssetNameError,
     copied_alias,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_ferry.core.metrics_plan import (
+from kafka_ferry.core.observability.metrics_plan import (
     Metric,
     MetricNameError,
     batch_metrics,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.mm2_wire import (
+from kafka_ferry.core.offsets.mm2_wire import (
     CHECKPOINT_VALUE_V0,
     OFFSET_SYNC_KEY,
     STRING_MAX_BYTES,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker, SyncPoint, is_contiguous
+from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker, SyncPoint, is_contiguous
 
 
 def feed(tracker: PartitionSyncTracker, records) -> list[list[tuple[int, int]]]:

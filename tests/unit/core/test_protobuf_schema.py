@@ -8,7 +8,7 @@ import re
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from kafka_ferry.core.protobuf_schema import (
+from kafka_ferry.core.schemas.protobuf_schema import (
     UnrenderableDescriptor,
     proto_text,
     render,

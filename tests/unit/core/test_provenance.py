@@ -1,11 +1,11 @@
-"""The loop guard and provenance stamping of one record (``core.provenance.copy_headers``)."""
+"""The loop guard and provenance stamping of one record (``core.offsets.provenance.copy_headers``)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.provenance import (
+from kafka_ferry.core.offsets.provenance import (
     PROVENANCE_HEADERS,
     SOURCE_CLUSTER_HEADER,
     SOURCE_OFFSET_HEADER,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_ferry.core.cluster_model import GroupInfo, TopicInfo
-from kafka_ferry.core.provisioning_plan import ProvisioningRefused, plan_groups, plan_topics, select_topics
-from kafka_ferry.core.spec import parse_spec
-from kafka_ferry.core.time_fidelity import AFTER_MAX_MS, BEFORE_MAX_MS, TIMESTAMP_TYPE, UNLIMITED
+from kafka_ferry.core.common.cluster_model import GroupInfo, TopicInfo
+from kafka_ferry.core.provisioning.provisioning_plan import ProvisioningRefused, plan_groups, plan_topics, select_topics
+from kafka_ferry.core.provisioning.time_fidelity import AFTER_MAX_MS, BEFORE_MAX_MS, TIMESTAMP_TYPE, UNLIMITED
+from kafka_ferry.core.specs.spec import parse_spec
 
 SPEC = parse_spec({
     "name": "t", "tenant": "t",

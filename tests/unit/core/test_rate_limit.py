@@ -1,5 +1,5 @@
-"""The copy rate limit's pure part (``core.rate_limit``): the debt-based bucket holds the limit to within one chunk,
-and the tasks' shares never add up to more than the migration's limit."""
+"""The copy rate limit's pure part (``core.batches.rate_limit``): the debt-based bucket holds the limit to within one
+chunk, and the tasks' shares never add up to more than the migration's limit."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.rate_limit import RateLimit, Throttle, TokenBucket, share_of
+from kafka_ferry.core.batches.rate_limit import RateLimit, Throttle, TokenBucket, share_of
 
 chunks = st.lists(st.tuples(st.integers(0, 5000), st.floats(0, 2, allow_nan=False)), min_size=1, max_size=60)
 

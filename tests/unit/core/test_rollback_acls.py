@@ -7,7 +7,7 @@ from pathlib import Path
 
 from test_acl_plan import spec
 
-from kafka_ferry.core.acl_plan import AclEntry, minimum_acls, rollback_acls, rollback_internal_topics
+from kafka_ferry.core.acls.acl_plan import AclEntry, minimum_acls, rollback_acls, rollback_internal_topics
 
 PACKAGE = Path(__file__).resolve().parents[3] / "plugins" / "kafka_ferry"
 INTERNAL_OPS = ("CREATE", "DESCRIBE_CONFIGS", "WRITE")  # DESCRIBE and READ on them: in the minimum

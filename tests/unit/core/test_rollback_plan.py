@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_ferry.core.rollback_plan import (
+from kafka_ferry.core.cutover.rollback_plan import (
     AFTER_EVERYTHING,
     COPIED_BACK_RECORD,
     FORWARD_RECORD,
@@ -124,7 +124,7 @@ def test_copy_back_range_starts_after_the_forward_copy_then_at_its_own_progress(
 
 
 def test_a_forward_decision_is_corrected_only_among_copied_back_records():
-    from kafka_ferry.core.offset_decisions import OffsetDecision, PartitionCopy
+    from kafka_ferry.core.offsets.offset_decisions import OffsetDecision, PartitionCopy
 
     # source: 0..9 own records, 10..12 copied back (destination 10, 12, 14: markers between), 13..15 new ones
     # forward-copied to destination 15..17

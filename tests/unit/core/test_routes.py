@@ -1,4 +1,5 @@
-"""The designed outcome of every mode in every state (core.routes): complete, walkable, and the manual's table is it."""
+"""The designed outcome of every mode in every state (core.cutover.routes): complete, walkable, and the manual's table
+is it."""
 
 from __future__ import annotations
 
@@ -6,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from kafka_ferry.core import routes
-from kafka_ferry.core.trigger_form import CONFIRM_FIELD, MODES, check_trigger
+from kafka_ferry.core.cutover import routes
+from kafka_ferry.core.specs.trigger_form import CONFIRM_FIELD, MODES, check_trigger
 
 OPERATIONS = Path(__file__).resolve().parents[3] / "docs" / "operations.md"
 
 
 def test_the_committed_table_is_not_stale(capsys):
-    """Fails when core/routes.py changed and the table was not regenerated:
-    python -m kafka_ferry.core.routes write docs/operations.md (make routes-table)."""
+    """Fails when core/cutover/routes.py changed and the table was not regenerated:
+    python -m kafka_ferry.core.cutover.routes write docs/operations.md (make routes-table)."""
     assert routes.main(["check", str(OPERATIONS)]) == 0, capsys.readouterr().out
 
 

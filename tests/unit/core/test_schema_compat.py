@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.schema_compat import effective_level, global_line, mismatches, own_level
+from kafka_ferry.core.schemas.schema_compat import effective_level, global_line, mismatches, own_level
 
 LEVELS = st.sampled_from(["NONE", "BACKWARD", "FORWARD", "FULL", "BACKWARD_TRANSITIVE"])
 

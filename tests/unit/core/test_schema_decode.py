@@ -1,4 +1,4 @@
-"""The decode check's verdicts on single payloads (core.schema_decode): every outcome, every schema type."""
+"""The decode check's verdicts on single payloads (core.schemas.schema_decode): every outcome, every schema type."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.schema_decode import (
+from kafka_ferry.core.schemas.schema_decode import (
     PayloadChecker,
     RegisteredSchema,
     message_indexes,

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.schema_id_reversal import UnmappedRecord, find_unmapped, reverse_id_map
-from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownSchemaId
-from kafka_ferry.core.serialized_fields import FieldDecision, FieldsUndecided
+from kafka_ferry.core.schemas.schema_id_reversal import UnmappedRecord, find_unmapped, reverse_id_map
+from kafka_ferry.core.schemas.schema_wire import SchemaIdRewriter, UnknownSchemaId
+from kafka_ferry.core.schemas.serialized_fields import FieldDecision, FieldsUndecided
 
 ids = st.integers(min_value=0, max_value=2**31 - 1)
 forward_maps = st.dictionaries(ids, ids, max_size=40)

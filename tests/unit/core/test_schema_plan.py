@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_ferry.core.schema_forms import canonical
-from kafka_ferry.core.schema_plan import (
+from kafka_ferry.core.schemas.schema_forms import canonical
+from kafka_ferry.core.schemas.schema_plan import (
     Reference,
     Register,
     RegistrySnapshot,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownSchemaId, schema_id_of, with_schema_id
+from kafka_ferry.core.schemas.schema_wire import SchemaIdRewriter, UnknownSchemaId, schema_id_of, with_schema_id
 
 AVRO_ID_258 = bytes.fromhex("00 00000102 02 61")  # magic, id 258, Avro string "a"
 # Protobuf: id 7, message indexes [1, 0] as zig-zag varints (count 2 -> 04, 1 -> 02, 0 -> 00), payload 08 96 01

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.selection_check import EmptySelection, check_selections, closest, empty_selection_problem
-from kafka_ferry.core.spec import SpecError, parse_spec
+from kafka_ferry.core.specs.selection_check import EmptySelection, check_selections, closest, empty_selection_problem
+from kafka_ferry.core.specs.spec import SpecError, parse_spec
 
 BASE = {
     "name": "nu", "tenant": "nu",

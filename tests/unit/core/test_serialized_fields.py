@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.schema_wire import SchemaIdRewriter, UnknownSchemaId, schema_id_of, with_schema_id
-from kafka_ferry.core.serialized_fields import (
+from kafka_ferry.core.schemas.schema_wire import SchemaIdRewriter, UnknownSchemaId, schema_id_of, with_schema_id
+from kafka_ferry.core.schemas.serialized_fields import (
     FieldDecision,
     FieldsUndecided,
     RecordRewriter,
     choice_of,
     decide_fields,
 )
-from kafka_ferry.core.spec import SpecError, parse_spec
+from kafka_ferry.core.specs.spec import SpecError, parse_spec
 
 
 def long_key(n: int) -> bytes:

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.offset_decisions import decide, partition_copy
-from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
-from kafka_ferry.core.offset_translation import TranslationMethod
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.spark_checkpoint import (
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.offsets.offset_decisions import decide, partition_copy
+from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker
+from kafka_ferry.core.offsets.offset_translation import TranslationMethod
+from kafka_ferry.core.offsets.spark_checkpoint import (
     BEFORE_COPY,
     IN_RUN,
     NOT_IN_MAP,

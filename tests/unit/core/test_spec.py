@@ -7,8 +7,8 @@ import copy
 import pytest
 import yaml
 
-from kafka_ferry.core.spec import SpecError, load_spec, parse_spec
-from kafka_ferry.core.spec_check import check_connections
+from kafka_ferry.core.specs.spec import SpecError, load_spec, parse_spec
+from kafka_ferry.core.specs.spec_check import check_connections
 
 VALID = {
     "name": "acme-orders",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from kafka_ferry.core.spec import CopySettings, MigrationSpec
-from kafka_ferry.core.spec_reference import main, render
+from kafka_ferry.cli.spec_reference import main, render
+from kafka_ferry.core.specs.spec import CopySettings, MigrationSpec
 
 REFERENCE = Path(__file__).resolve().parents[3] / "docs" / "spec-reference.md"
 
@@ -27,7 +27,7 @@ def model_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
 
 def test_the_committed_reference_is_not_stale(capsys):
     """Fails when the spec model changed and the page was not regenerated:
-    python -m kafka_ferry.core.spec_reference write docs/spec-reference.md (make spec-reference)."""
+    python -m kafka_ferry.cli.spec_reference write docs/spec-reference.md (make spec-reference)."""
     assert main(["check", str(REFERENCE)]) == 0, capsys.readouterr().out
 
 
@@ -58,7 +58,7 @@ def test_a_key_added_to_the_model_appears_with_its_description_when_regenerated(
     assert ("| `copy.turbo` | boolean | `false` | `true` | Copies faster when true (a key another change adds, with "
             "its description). |") in render(SpecWithANewKey)
     assert ("| `copy.bare_key` | integer | `3` | `3` | (not described yet: give this key a Field(description=...) in "
-            "kafka_ferry/core/spec.py) |") in render(SpecWithANewKey)
+            "kafka_ferry/core/specs/spec.py) |") in render(SpecWithANewKey)
     assert "copy.turbo" not in render()
 
 
@@ -80,7 +80,7 @@ def undescribed(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 
 def test_every_key_of_the_spec_has_a_description():
-    """A key added to core/spec.py without `Field(description=...)` fails here (its page row would say so)."""
+    """A key added to core/specs/spec.py without `Field(description=...)` fails here (its page row would say so)."""
     assert undescribed(MigrationSpec) == []
     assert undescribed(SpecWithANewKey) == ["copy.bare_key"]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_ferry.core.spec import load_spec
-from kafka_ferry.core.spec_source import SpecError
+from kafka_ferry.core.specs.spec import load_spec
+from kafka_ferry.core.specs.spec_source import SpecError
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -117,7 +117,7 @@ def test_yaml_syntax_errors_name_line_and_column_and_quote_the_line(tmp_path, la
 
 def run_check(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO / "plugins")}
-    return subprocess.run([sys.executable, "-m", "kafka_ferry.core.spec_check", "check", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "kafka_ferry.core.specs.spec_check", "check", *args], env=env,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -154,8 +154,8 @@ def test_check_command_passes_the_repository_specs_and_refuses_bad_usage():
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1] == f"{len(specs)} spec(s) checked: {len(specs)} valid, 0 with 0 problem(s)"
 
-    usage = subprocess.run([sys.executable, "-m", "kafka_ferry.core.spec_check"], capture_output=True, text=True,
+    usage = subprocess.run([sys.executable, "-m", "kafka_ferry.core.specs.spec_check"], capture_output=True, text=True,
                            env={**os.environ, "PYTHONPATH": str(REPO / "plugins")}, timeout=60)
     assert usage.returncode == 2
-    assert usage.stderr == ("usage: python -m kafka_ferry.core.spec_check check [--tenants TENANTS.yaml] SPEC.yaml "
-                            "[SPEC.yaml ...]\n")
+    assert usage.stderr == ("usage: python -m kafka_ferry.core.specs.spec_check check [--tenants TENANTS.yaml] "
+                            "SPEC.yaml [SPEC.yaml ...]\n")

@@ -1,4 +1,4 @@
-"""Staged cutover rules: invariants A-D of kafka_ferry.core.staged_cutover."""
+"""Staged cutover rules: invariants A-D of kafka_ferry.core.cutover.staged_cutover."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.staged_cutover import (
+from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.cutover.staged_cutover import (
     GROUP_STEPS,
     TOPIC_STEPS,
     StagedCutoverError,
@@ -22,7 +23,6 @@ from kafka_ferry.core.staged_cutover import (
     topics_to_copy,
     validate_selection,
 )
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
 
 names = st.sampled_from([f"n{i}" for i in range(8)])
 name_sets = st.frozensets(names)

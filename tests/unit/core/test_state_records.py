@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from fakes.cluster import FakeCluster
 
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.staged_cutover import UnitPromotion
-from kafka_ferry.core.state_records import (
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.common.state_records import (
     GAP_KIND,
     KINDS,
     PROGRESS_KIND,
@@ -24,6 +23,7 @@ from kafka_ferry.core.state_records import (
     partition_key,
     under,
 )
+from kafka_ferry.core.cutover.staged_cutover import UnitPromotion
 from kafka_ferry.state.store import MigrationStateStore
 
 PACKAGE = Path(__file__).resolve().parents[3] / "plugins" / "kafka_ferry"
@@ -79,7 +79,7 @@ def test_no_module_but_the_declarations_names_a_kind():
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id.endswith("_KIND")
                                                     for t in node.targets):
                 elsewhere.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
-    assert not elsewhere, f"state kinds declared outside core/state_records.py: {elsewhere}"
+    assert not elsewhere, f"state kinds declared outside core/common/state_records.py: {elsewhere}"
 
 
 def test_the_store_refuses_an_undeclared_kind_before_writing():
@@ -94,7 +94,7 @@ def test_the_store_refuses_an_undeclared_kind_before_writing():
 
 
 def test_every_state_write_goes_to_partition_zero():
-    from kafka_ferry.core.state_records import GROUP_KIND
+    from kafka_ferry.core.common.state_records import GROUP_KIND
 
     cluster = FakeCluster("destination")  # in memory (tests/fakes): a topic of 3 partitions shows where writes go
     cluster.create_topic("t", 3, 1, {"cleanup.policy": "compact"})
@@ -105,7 +105,7 @@ def test_every_state_write_goes_to_partition_zero():
 @pytest.mark.parametrize(("partitions", "policy", "refused"), [(1, "compact", False), (4, "compact", True),
                                                                (1, "delete", True), (1, "compact,delete", True)])
 def test_an_existing_state_topic_of_another_shape_is_refused(partitions, policy, refused):
-    from kafka_ferry.core.provisioning_plan import ProvisioningRefused
+    from kafka_ferry.core.provisioning.provisioning_plan import ProvisioningRefused
 
     cluster = FakeCluster("destination")
     cluster.create_topic("t", partitions, 1, {"cleanup.policy": policy})

@@ -1,4 +1,5 @@
-"""The walk every step runner shares (``core.step_table``): resume point, refusals, unknown names, declarations."""
+"""The walk every step runner shares (``core.cutover.step_table``): resume point, refusals, unknown names,
+declarations."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.failures import retry_cannot_help
-from kafka_ferry.core.step_table import (
+from kafka_ferry.core.common.failures import retry_cannot_help
+from kafka_ferry.core.cutover.step_table import (
     RESUMED,
     RUN,
     Step,

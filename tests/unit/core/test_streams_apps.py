@@ -1,4 +1,4 @@
-"""Kafka Streams applications as one unit (core.streams_apps) and their spec section (`applications`)."""
+"""Kafka Streams applications as one unit (core.units.streams_apps) and their spec section (`applications`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core import streams_apps
-from kafka_ferry.core.coupling import UnitSplitRefused, check_unit_splits
-from kafka_ferry.core.provisioning_plan import select_topics
-from kafka_ferry.core.spec import SpecError, parse_spec
+from kafka_ferry.core.provisioning.provisioning_plan import select_topics
+from kafka_ferry.core.specs.spec import SpecError, parse_spec
+from kafka_ferry.core.units import streams_apps
+from kafka_ferry.core.units.coupling import UnitSplitRefused, check_unit_splits
 
 SPEC = {
     "name": "wc",

@@ -9,10 +9,10 @@ import sys
 import pytest
 import yaml
 
-from kafka_ferry.core.spec import load_spec
-from kafka_ferry.core.spec_check import check_files, check_tenant
-from kafka_ferry.core.spec_source import SpecError
-from kafka_ferry.core.tenants import load_tenants, tenants_file_path
+from kafka_ferry.core.specs.spec import load_spec
+from kafka_ferry.core.specs.spec_check import check_files, check_tenant
+from kafka_ferry.core.specs.spec_source import SpecError
+from kafka_ferry.core.specs.tenants import load_tenants, tenants_file_path
 
 TENANTS = {"tenants": {
     "acme": {"spec_paths": ["*.yaml"], "name_prefixes": ["acme-"],
@@ -88,13 +88,13 @@ def test_the_spec_check_cli_takes_the_tenants_file(files):
     tenants, write = files
     good = write("good")
     bad = write("bad", name="acme-bad", destination={"connection_id": "kafka_globex_dst", "alias": "dst"})
-    done = subprocess.run([sys.executable, "-m", "kafka_ferry.core.spec_check", "check", "--tenants", str(tenants),
-                           str(good), str(bad)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "kafka_ferry.core.specs.spec_check", "check", "--tenants",
+                           str(tenants), str(good), str(bad)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     assert f"ok: {good}" in done.stdout
     assert "field 'destination.connection_id' = 'kafka_globex_dst': tenant 'acme' may not use this connection" \
         in done.stdout
-    without = subprocess.run([sys.executable, "-m", "kafka_ferry.core.spec_check", "check", str(good), str(bad)],
+    without = subprocess.run([sys.executable, "-m", "kafka_ferry.core.specs.spec_check", "check", str(good), str(bad)],
                              capture_output=True, text=True, timeout=120)
     assert without.returncode == 0, without.stdout  # no tenants file: behaviour as before
 
@@ -220,7 +220,7 @@ def test_another_tenants_twin_does_not_take_the_name_away(tmp_path):
 
 
 def test_the_state_topics_owner_is_the_first_spec_file():
-    from kafka_ferry.core.tenants import owner_problem, owner_record
+    from kafka_ferry.core.specs.tenants import owner_problem, owner_record
 
     spec = load_spec_doc(spec_doc())
     recorded = owner_record(spec, "migrations/acme-orders.yaml")
@@ -235,6 +235,6 @@ def test_the_state_topics_owner_is_the_first_spec_file():
 
 
 def load_spec_doc(doc):
-    from kafka_ferry.core.spec import parse_spec
+    from kafka_ferry.core.specs.spec import parse_spec
 
     return parse_spec(doc, "spec.yaml", {})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafka_ferry.core.time_fidelity import (
+from kafka_ferry.core.provisioning.time_fidelity import (
     AFTER_MAX_MS,
     BEFORE_MAX_MS,
     DIFFERENCE_MAX_MS,

@@ -6,11 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.cluster_model import TopicInfo
-from kafka_ferry.core.provisioning_plan import plan_topics
-from kafka_ferry.core.spec import SpecError, parse_spec
-from kafka_ferry.core.state_records import state_topic_problem
-from kafka_ferry.core.topic_ownership import (
+from kafka_ferry.core.common.cluster_model import TopicInfo
+from kafka_ferry.core.common.state_records import state_topic_problem
+from kafka_ferry.core.provisioning.provisioning_plan import plan_topics
+from kafka_ferry.core.provisioning.topic_ownership import (
     ADOPT,
     CREATE,
     OWNED,
@@ -20,6 +19,7 @@ from kafka_ferry.core.topic_ownership import (
     destructive_changes,
     shortens,
 )
+from kafka_ferry.core.specs.spec import SpecError, parse_spec
 
 DOC = {"name": "m", "tenant": "t", "source": {"connection_id": "s", "alias": "src"},
        "destination": {"connection_id": "d", "alias": "dst"}, "topics": {"include": ["x\\..*"]}}

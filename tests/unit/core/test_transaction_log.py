@@ -1,4 +1,4 @@
-"""__transaction_state wire formats (core.transaction_log): literal bytes, round trips, strictness, the fold."""
+"""__transaction_state wire formats (core.units.transaction_log): literal bytes, round trips, strictness, the fold."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.mm2_wire import WireFormatError
-from kafka_ferry.core.transaction_log import (
+from kafka_ferry.core.offsets.mm2_wire import WireFormatError
+from kafka_ferry.core.units.transaction_log import (
     UVARINT,
     TransactionState,
     decode_key,

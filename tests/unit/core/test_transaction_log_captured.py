@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_ferry.core.transaction_log import decode_record, read_transaction_log
+from kafka_ferry.core.units.transaction_log import decode_record, read_transaction_log
 
 KEY_39 = "0000 000e 6b662d74787665632d7372633339"  # "kf-txvec-src39"
 KEY_43 = "0000 000e 6b662d74787665632d6473743433"  # "kf-txvec-dst43"

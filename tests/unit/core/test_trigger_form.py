@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.trigger_form import (
+from kafka_ferry.core.specs.trigger_form import (
     DRY_RUN_TEMPLATE,
     MODES,
     TriggerRefused,

@@ -1,5 +1,5 @@
-"""Fair in time over windows (``core.batch_window.lane_order`` / ``share_deadline``): a lane copies its partitions
-one after another, and no partition with lag goes without progress in a window, the first window (no measured
+"""Fair in time over windows (``core.batches.batch_window.lane_order`` / ``share_deadline``): a lane copies its
+partitions one after another, and no partition with lag goes without progress in a window, the first window (no measured
 rate, no budget: the deadline alone bounds it) included.
 
 The simulation is the copier's loop (``copy.partition_copier._copy_range``): before each chunk it checks its
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.batch_window import lane_order, share_deadline
+from kafka_ferry.core.batches.batch_window import lane_order, share_deadline
 
 
 def harmonic(n: int) -> Fraction:

@@ -17,11 +17,11 @@ from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 from test_group_rollback_checks import SPEC, SPEC_PATH, destination_cluster, snapshot, source_cluster, staged_store
 
-from kafka_ferry.core.authority import DONE, act_line
-from kafka_ferry.core.staged_cutover import StagedCutoverError
-from kafka_ferry.core.state_records import ACT_KIND, GROUP_PROMOTION_KIND
-from kafka_ferry.core.step_table import Step, StepTable
-from kafka_ferry.core.trigger_form import CONFIRM_FIELD
+from kafka_ferry.core.common.state_records import ACT_KIND, GROUP_PROMOTION_KIND
+from kafka_ferry.core.cutover.authority import DONE, act_line
+from kafka_ferry.core.cutover.staged_cutover import StagedCutoverError
+from kafka_ferry.core.cutover.step_table import Step, StepTable
+from kafka_ferry.core.specs.trigger_form import CONFIRM_FIELD
 from kafka_ferry.operators.rollback import RollbackMigrationOperator
 from kafka_ferry.operators.staged_promotion import PromoteGroupsOperator, PromoteTopicsOperator
 from kafka_ferry.promotion.rollback import DestinationNotQuiet, RollbackRefused

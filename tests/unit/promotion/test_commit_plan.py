@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kafka_ferry.core.cluster_model import GroupInfo
-from kafka_ferry.core.offset_decisions import OffsetDecision
+from kafka_ferry.core.common.cluster_model import GroupInfo
+from kafka_ferry.core.offsets.offset_decisions import OffsetDecision
 from kafka_ferry.promotion.commit import _plan_group
 
 

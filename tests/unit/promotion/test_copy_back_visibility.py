@@ -10,11 +10,11 @@ import pytest
 from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 
-from kafka_ferry.core.acl_plan import AclEntry
-from kafka_ferry.core.failures import retry_cannot_help
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.spec import parse_spec
-from kafka_ferry.core.state_records import ROLLBACK_KIND
+from kafka_ferry.core.acls.acl_plan import AclEntry
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.common.failures import retry_cannot_help
+from kafka_ferry.core.common.state_records import ROLLBACK_KIND
+from kafka_ferry.core.specs.spec import parse_spec
 from kafka_ferry.state import rollback as rb
 from kafka_ferry.state.progress import save_progress
 from kafka_ferry.translation import translate

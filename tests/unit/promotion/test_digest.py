@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafka_ferry.core.provenance import provenance_headers
+from kafka_ferry.core.offsets.provenance import provenance_headers
 from kafka_ferry.promotion.digest import PartitionDigest, encode_record
 
 

@@ -13,8 +13,8 @@ from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 from test_reconcile_copies import RECORDS, TS, clusters, copy_of
 
-from kafka_ferry.core.evidence import LATER, MANIFEST, MATCHES, MISMATCH, SIGNATURE, EvidenceError, fingerprint
-from kafka_ferry.core.spec import load_spec
+from kafka_ferry.core.cutover.evidence import LATER, MANIFEST, MATCHES, MISMATCH, SIGNATURE, EvidenceError, fingerprint
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.promotion.evidence import bundle_dir, promotion_files, run_bundles, verify, write_bundle
 from kafka_ferry.promotion.reconcile import reconcile_copies
 from kafka_ferry.state.evidence_key import recorded_key
@@ -99,7 +99,7 @@ def test_a_required_signature_without_a_key_writes_nothing(tmp_path):
 
 
 def test_a_staged_group_steps_bundle_holds_its_groups_translation_from_the_state_topic(tmp_path):
-    from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
+    from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND
     from kafka_ferry.promotion.evidence import staged_files
 
     source, destination = clusters()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from fakes.cluster import FakeCluster
 
-from kafka_ferry.core.offset_decisions import OffsetDecision
+from kafka_ferry.core.offsets.offset_decisions import OffsetDecision
 from kafka_ferry.promotion.commit import GroupCommitRefused, commit_translated_offsets
 
 

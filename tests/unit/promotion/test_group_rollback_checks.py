@@ -12,12 +12,12 @@ import pytest
 from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 
-from kafka_ferry.core.acl_plan import AclEntry
-from kafka_ferry.core.failures import retry_cannot_help
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.spec import load_spec
-from kafka_ferry.core.staged_cutover import PROMOTED, UnitPromotion
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.acls.acl_plan import AclEntry
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.common.failures import retry_cannot_help
+from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND, TOPIC_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.cutover.staged_cutover import PROMOTED, UnitPromotion
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.operators.rollback import RollbackMigrationOperator
 from kafka_ferry.promotion import group_rollback, topic_rollback
 from kafka_ferry.promotion.rollback import RollbackRefused

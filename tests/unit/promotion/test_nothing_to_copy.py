@@ -8,7 +8,7 @@ import pytest
 from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 
-from kafka_ferry.core.progress import PartitionProgress
+from kafka_ferry.core.batches.progress import PartitionProgress
 from kafka_ferry.promotion.readiness import nothing_to_copy, replication_lag
 from kafka_ferry.state.progress import save_progress
 

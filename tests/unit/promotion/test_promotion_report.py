@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kafka_ferry.core.spec import parse_spec
-from kafka_ferry.core.state_records import STEP_PREFIX
+from kafka_ferry.core.common.state_records import STEP_PREFIX
+from kafka_ferry.core.specs.spec import parse_spec
 from kafka_ferry.promotion.promotion_report import build_report
 from kafka_ferry.reports.render import promotion_page
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from fakes.cluster import FakeCluster
 
-from kafka_ferry.core.offset_decisions import partition_copy
-from kafka_ferry.core.progress import PartitionProgress
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.offsets.offset_decisions import partition_copy
 from kafka_ferry.promotion.reconcile import ReconciliationMismatch, reconcile_copies
 
 TS = 1_700_000_000_000

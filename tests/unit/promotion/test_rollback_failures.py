@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_ferry.core.failures import retry_cannot_help
-from kafka_ferry.core.rollback_plan import RollbackPlanError, resume_on_source
-from kafka_ferry.core.staged_cutover import StagedCutoverError, validate_selection
+from kafka_ferry.core.common.failures import retry_cannot_help
+from kafka_ferry.core.cutover.rollback_plan import RollbackPlanError, resume_on_source
+from kafka_ferry.core.cutover.staged_cutover import StagedCutoverError, validate_selection
 from kafka_ferry.promotion.rollback import DestinationNotQuiet, RollbackMismatch, RollbackRefused, SourceGroupBusy
 from kafka_ferry.promotion.rollback_rights import RollbackAclsMissing
 

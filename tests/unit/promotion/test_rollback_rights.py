@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from fakes.cluster import FakeCluster
 
-from kafka_ferry.core.acl_plan import AclEntry
-from kafka_ferry.core.spec import parse_spec
+from kafka_ferry.core.acls.acl_plan import AclEntry
+from kafka_ferry.core.specs.spec import parse_spec
 from kafka_ferry.promotion import rollback_rights
 from kafka_ferry.promotion.rollback_rights import RollbackAclsMissing, check_rollback_rights
 

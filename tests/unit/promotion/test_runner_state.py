@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kafka_ferry.core.offset_decisions import OffsetDecision
+from kafka_ferry.core.offsets.offset_decisions import OffsetDecision
 from kafka_ferry.promotion.steps import expected_group_offsets, stored_decisions
 
 

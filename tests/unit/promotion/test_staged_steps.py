@@ -14,15 +14,15 @@ import pytest
 from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 
-from kafka_ferry.core.acl_plan import AclEntry
-from kafka_ferry.core.failures import retry_cannot_help
-from kafka_ferry.core.groups_ahead import DestinationGroupsAhead
-from kafka_ferry.core.mm2_wire import OffsetSync, offset_syncs_topic
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.spec import parse_spec
-from kafka_ferry.core.staged_cutover import StagedCutoverError, UnitPromotion
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
-from kafka_ferry.core.step_names import GroupStep, TopicStep
+from kafka_ferry.core.acls.acl_plan import AclEntry
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.common.failures import retry_cannot_help
+from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.cutover.staged_cutover import StagedCutoverError, UnitPromotion
+from kafka_ferry.core.cutover.step_names import GroupStep, TopicStep
+from kafka_ferry.core.offsets.groups_ahead import DestinationGroupsAhead
+from kafka_ferry.core.offsets.mm2_wire import OffsetSync, offset_syncs_topic
+from kafka_ferry.core.specs.spec import parse_spec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.group import GroupPromotionRefused, promote_group
 from kafka_ferry.promotion.readiness import check_replication_lag, replication_lag

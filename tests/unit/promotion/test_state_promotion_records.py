@@ -1,16 +1,16 @@
 """The promotion's, the batches' and the gap ledger's records as ``state/`` writes and reads them, through the
-declared kinds' own encoding (``core.state_records``): keys, tombstones, and what a reader gets back. The store is
-the real ``MigrationStateStore`` on the in-memory cluster of ``tests/fakes`` (``log``: the state topic's records)."""
+declared kinds' own encoding (``core.common.state_records``): keys, tombstones, and what a reader gets back. The store
+is the real ``MigrationStateStore`` on the in-memory cluster of ``tests/fakes`` (``log``: the state topic's records)."""
 
 from __future__ import annotations
 
 import pytest
 from fakes.state import FakeStateStore
 
-from kafka_ferry.core.batch_planning import RetentionGap
-from kafka_ferry.core.failures import retry_cannot_help
-from kafka_ferry.core.offset_decisions import OffsetDecision
-from kafka_ferry.core.state_records import GAP_KIND, PROMOTION_KIND, ROLLBACK_KIND
+from kafka_ferry.core.batches.batch_planning import RetentionGap
+from kafka_ferry.core.common.failures import retry_cannot_help
+from kafka_ferry.core.common.state_records import GAP_KIND, PROMOTION_KIND, ROLLBACK_KIND
+from kafka_ferry.core.offsets.offset_decisions import OffsetDecision
 from kafka_ferry.state.batches import STATE_FIELDS, batch_history, save_batch
 from kafka_ferry.state.gaps import save_gaps
 from kafka_ferry.state.offset_decisions import stored_decisions

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.step_table import Step, StepOutcome, StepsOutOfOrder, StepTable, UnknownStep
+from kafka_ferry.core.cutover.step_table import Step, StepOutcome, StepsOutOfOrder, StepTable, UnknownStep
 from kafka_ferry.promotion.step_runner import run_table
 
 

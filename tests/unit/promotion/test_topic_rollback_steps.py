@@ -15,12 +15,12 @@ import pytest
 from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 
-from kafka_ferry.core.mm2_wire import OffsetSync, offset_syncs_topic
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.provenance import provenance_headers
-from kafka_ferry.core.spec import parse_spec
-from kafka_ferry.core.staged_cutover import PROMOTED, UnitPromotion
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND, TOPIC_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.cutover.staged_cutover import PROMOTED, UnitPromotion
+from kafka_ferry.core.offsets.mm2_wire import OffsetSync, offset_syncs_topic
+from kafka_ferry.core.offsets.provenance import provenance_headers
+from kafka_ferry.core.specs.spec import parse_spec
 from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.promotion.rollback import RollbackMismatch, RollbackRunner
 from kafka_ferry.promotion.topic_rollback import rollback_topics

@@ -8,8 +8,8 @@ import logging
 import pytest
 
 from kafka_ferry.cli.summary import coupling_lines
-from kafka_ferry.core.coupling import UnitSplitRefused
-from kafka_ferry.core.spec import parse_spec
+from kafka_ferry.core.specs.spec import parse_spec
+from kafka_ferry.core.units.coupling import UnitSplitRefused
 from kafka_ferry.promotion.units import check_staged_units, migration_units
 
 

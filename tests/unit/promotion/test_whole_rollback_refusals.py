@@ -11,8 +11,8 @@ from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 from test_group_rollback_checks import SPEC, operator, promote, published, snapshot
 
-from kafka_ferry.core.failures import retry_cannot_help
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND, TOPIC_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.common.failures import retry_cannot_help
+from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND, TOPIC_KIND, TOPIC_PROMOTION_KIND
 from kafka_ferry.promotion.rollback import RollbackRefused, RollbackRunner
 from kafka_ferry.state.progress import save_migrated_groups
 

@@ -10,13 +10,13 @@ import pytest
 from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 
-from kafka_ferry.core.progress import PartitionProgress
-from kafka_ferry.core.provisioning_plan import ProvisioningRefused
-from kafka_ferry.core.selection_check import EmptySelection
-from kafka_ferry.core.spec import parse_spec
-from kafka_ferry.core.staged_cutover import PROMOTED, StagedCutoverError, UnitPromotion
-from kafka_ferry.core.state_records import GROUP_PROMOTION_KIND
-from kafka_ferry.core.trigger_form import CATCH_UP, PROMOTE, PROMOTE_GROUPS, ROLLBACK
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND
+from kafka_ferry.core.cutover.staged_cutover import PROMOTED, StagedCutoverError, UnitPromotion
+from kafka_ferry.core.provisioning.provisioning_plan import ProvisioningRefused
+from kafka_ferry.core.specs.selection_check import EmptySelection
+from kafka_ferry.core.specs.spec import parse_spec
+from kafka_ferry.core.specs.trigger_form import CATCH_UP, PROMOTE, PROMOTE_GROUPS, ROLLBACK
 from kafka_ferry.kafka.errors import ClusterUnreachableError
 from kafka_ferry.promotion.guard import MigrationPromotedError
 from kafka_ferry.promotion.mode_checks import NothingCopiedYet, check_staged, check_state

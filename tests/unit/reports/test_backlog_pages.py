@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from kafka_ferry.core.backlog_eta import RunPoint, estimate
-from kafka_ferry.core.live_progress import live_view
+from kafka_ferry.core.batches.backlog_eta import RunPoint, estimate
+from kafka_ferry.core.batches.live_progress import live_view
 from kafka_ferry.reports.publish import overview_backlog
 from kafka_ferry.reports.render import batch_page, live_batch_page, overview_backlog_chart, overview_page
 

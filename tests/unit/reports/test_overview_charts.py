@@ -11,7 +11,7 @@ import pytest
 from matplotlib import pyplot
 from test_backlog_pages import REPORT, backlog_section
 
-from kafka_ferry.core.spec import parse_spec
+from kafka_ferry.core.specs.spec import parse_spec
 from kafka_ferry.reports.publish import (
     OVERVIEW_CHART_FILE,
     overview_backlog,

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 from fastapi.routing import APIRoute
 
-from kafka_ferry.core.spec import MigrationSpec
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.reports.publish import (
     detail_page_path,
     publish_batch_run,

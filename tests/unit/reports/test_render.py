@@ -124,7 +124,7 @@ def test_timestamp_switches_read_as_settings_not_as_a_mapping():
 
 
 def test_a_staged_cutover_page_shows_each_group_and_topic_and_the_offsets_committed_this_run():
-    from kafka_ferry.core.staged_cutover import GROUP_STEPS, TOPIC_STEPS
+    from kafka_ferry.core.cutover.staged_cutover import GROUP_STEPS, TOPIC_STEPS
     from kafka_ferry.reports.render import staged_page
 
     decisions = [{**GROUPS[0], "group": "billing", "downstream_offset": 3999}]
@@ -162,7 +162,7 @@ def test_a_promotion_page_sums_the_decode_check_over_the_whole_migration():
 
 def test_a_cutover_page_and_the_overview_say_who_did_it_escaped():
     """Who did it (state kind act, issue 42): a user name is input, shown escaped."""
-    from kafka_ferry.core.authority import Actor, act_line, act_record, finished
+    from kafka_ferry.core.cutover.authority import Actor, act_line, act_record, finished
     from kafka_ferry.reports.render import rollback_page
 
     act = finished(act_record("promote", "orders", Actor("<b>eve</b>", "manual"), "orders", "manual__1",

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kafka_ferry.core.spec import MigrationSpec
-from kafka_ferry.core.state_records import (
+from kafka_ferry.core.common.state_records import (
     GROUP_KIND,
     GROUP_PROMOTION_KIND,
     PROMOTION_KIND,
@@ -13,6 +12,7 @@ from kafka_ferry.core.state_records import (
     TOPIC_KIND,
     TOPIC_PROMOTION_KIND,
 )
+from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.reports.publish import publish_rollback_run
 from kafka_ferry.reports.unit_status import counts, unit_statuses, units_section
 

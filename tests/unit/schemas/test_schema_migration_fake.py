@@ -9,7 +9,7 @@ import json
 import pytest
 from fakes.registry import FakeRegistry
 
-from kafka_ferry.core.spec import SchemaRegistryRef
+from kafka_ferry.core.specs.spec import SchemaRegistryRef
 
 ADDRESS = {"type": "record", "name": "Address", "namespace": "acme", "fields": [{"name": "city", "type": "string"}]}
 ADDRESS_2 = {**ADDRESS, "fields": [*ADDRESS["fields"], {"name": "zip", "type": "string", "default": ""}]}

@@ -7,9 +7,9 @@ from __future__ import annotations
 from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 
-from kafka_ferry.core.serialized_fields import FieldDecision
-from kafka_ferry.core.spec import parse_spec
-from kafka_ferry.core.state_records import TOPIC_KIND, WRITTEN_AT
+from kafka_ferry.core.common.state_records import TOPIC_KIND, WRITTEN_AT
+from kafka_ferry.core.schemas.serialized_fields import FieldDecision
+from kafka_ferry.core.specs.spec import parse_spec
 from kafka_ferry.state.backlog import read_backlog, run_points, save_backlog
 from kafka_ferry.state.decode_marks import decode_marks, save_decode_marks
 from kafka_ferry.state.fences import forget_fence, group_fence_key, recorded_fences, save_fences, topic_fence_key

@@ -9,8 +9,8 @@ import pytest
 from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 
-from kafka_ferry.core.provisioning_plan import ProvisioningRefused
-from kafka_ferry.core.state_records import FENCE_KIND, GROUP_KIND, PROGRESS_KIND, WRITTEN_AT, StateRecordError
+from kafka_ferry.core.common.state_records import FENCE_KIND, GROUP_KIND, PROGRESS_KIND, WRITTEN_AT, StateRecordError
+from kafka_ferry.core.provisioning.provisioning_plan import ProvisioningRefused
 from kafka_ferry.state.store import MigrationStateStore
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.offset_decisions import (
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.offsets.offset_decisions import (
     BELOW_LOG_START,
     FIRST_COPIED_RECORD,
     NOT_COPIED,
@@ -14,9 +15,8 @@ from kafka_ferry.core.offset_decisions import (
     partition_copy,
     translate_groups,
 )
-from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
-from kafka_ferry.core.offset_translation import TranslationMethod
-from kafka_ferry.core.progress import PartitionProgress
+from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker
+from kafka_ferry.core.offsets.offset_translation import TranslationMethod
 
 # Upstream 100..109 -> 0..9, hole 110..119, 120..124 -> 10..14, copied end 127 (tracker interval 4).
 SYNCS = [(100, 0), (104, 4), (108, 8), (109, 9), (120, 10), (124, 14)]

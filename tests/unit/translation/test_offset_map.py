@@ -8,9 +8,9 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.offset_decisions import decide, partition_copy
-from kafka_ferry.core.offset_sync_policy import PartitionSyncTracker
-from kafka_ferry.core.progress import PartitionProgress
+from kafka_ferry.core.batches.progress import PartitionProgress
+from kafka_ferry.core.offsets.offset_decisions import decide, partition_copy
+from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker
 from kafka_ferry.translation.offset_map import Run, runs_from_syncs, translate_with_runs, write_offset_map
 
 SYNCS = [(100, 0), (104, 4), (108, 8), (109, 9), (120, 10), (124, 14)]

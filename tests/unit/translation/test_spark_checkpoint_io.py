@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_ferry.core.spark_checkpoint import HandOverRefused, MappedPartition, parse_offsets, sink_entries
+from kafka_ferry.core.offsets.spark_checkpoint import HandOverRefused, MappedPartition, parse_offsets, sink_entries
 from kafka_ferry.translation.spark_checkpoint import hand_over, marker_name, rewrite_checkpoint
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1795730563264,"conf":{"spark.sql.shuffle.partitions":"2"}}'

@@ -39,7 +39,7 @@ class _Ahead(GroupOffsetsSyncedTrigger):
         pass
 
     def check(self):
-        from kafka_ferry.core.groups_ahead import refuse_groups_ahead
+        from kafka_ferry.core.offsets.groups_ahead import refuse_groups_ahead
 
         refuse_groups_ahead("m", {"g": {("t", 0): 5}}, {"g": {("t", 0): 9}})
 

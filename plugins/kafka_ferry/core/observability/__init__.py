@@ -1,0 +1,1 @@
+"""What Airflow is told about a migration: asset and lineage names, metric names."""
