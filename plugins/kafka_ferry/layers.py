@@ -5,6 +5,9 @@ other, directly or round a loop (``tests/unit/test_import_graph.py``). The READM
 ``picture()``, pasted between its ``layers`` markers; the same test fails when the two differ. Print it with
 ``python -m kafka_ferry.layers``.
 
+``MODULES`` names every module of the package, so a new module is placed (and seen) on purpose: the same test fails
+when one is missing here.
+
 Imports nothing: it is data about the package, read by tests and docs.
 """
 
@@ -41,7 +44,8 @@ FLOORS: tuple[Floor, ...] = (
         ("triggers/", "the async side of the sensors; primitives only"),
         ("airflow_native/", "what Airflow shows of a migration: topics as Assets (events through per-migration "
                             "aliases), OpenLineage of the copy and promotion tasks, metrics through Stats"),
-        ("cli/", "the kafka-ferry command: runs a spec's own DAG (dag.test), status, reset-promotion"),
+        ("cli/", "the kafka-ferry command: runs a spec's own DAG (dag.test), status, reset-promotion; "
+                 "spec_reference.py (docs/spec-reference.md from the spec model)"),
     )),
     Floor("promotion", (
         ("promotion/", "readiness gates, steps.py (the whole migration's step table), commit.py (commits group "
@@ -83,13 +87,69 @@ FLOORS: tuple[Floor, ...] = (
                      "ObjectStoragePath URL through an Airflow connection; what must stay local"),
     )),
     Floor("core", (
-        ("core/", "no Airflow, Kafka or Spark: spec (+ spec_check, connection_types), state_records.py (every "
-                  "state record kind declared once), MM2 wire codecs, sync policy, offset translation and "
-                  "decisions, batch ranges, provisioning, ACL, schema and time-fidelity plans, copy lease, "
-                  "staged-cutover rules, schema forms"),
+        ("core/", "no Airflow, Kafka or Spark, one subpackage per concern: common/ (the error base, state record "
+                  "kinds, cluster descriptions), specs/ (the spec, its checks, the tenants file, the trigger form), "
+                  "offsets/ (MM2 wire codecs, sync policy, translation and decisions, provenance), schemas/, "
+                  "batches/ (ranges, windows, rates, the copy lease), acls/, provisioning/ (plans, topic ownership, "
+                  "time fidelity), cutover/ (routes, step tables, staged cutover, rollback plans, who may cut "
+                  "over), units/ (coupling, Streams applications), observability/ (asset and metric names)"),
         ("layers.py", "this table"),
     )),
 )
+
+# Every module of the package (``__init__.py`` aside), by its path: a module added without its line here fails
+# ``tests/unit/test_import_graph.py`` (so does a line naming a module that is gone). Where a module sits says what it
+# may import: its folder's floor above.
+MODULES: tuple[str, ...] = tuple("""
+dag_factory.py dag_promotion.py layers.py plugin.py provider_info.py task_support.py
+airflow_native/announce.py airflow_native/assets.py airflow_native/lineage.py airflow_native/metrics.py
+cli/__main__.py cli/as_json.py cli/checkpoint.py cli/checks.py cli/commands.py cli/interrupt.py cli/progress.py
+cli/spec_reference.py cli/summary.py
+copy/backlog.py copy/batch.py copy/batch_runner.py copy/catch_up.py copy/connect_engine.py copy/copier_settings.py
+copy/copy_failures.py copy/credentials.py copy/delivery.py copy/destination_tail.py copy/faults.py
+copy/jvm_archive.py copy/lease.py copy/live_progress.py copy/packaging.py copy/partition_copier.py copy/plan.py
+copy/planning.py copy/range_copy.py copy/report.py copy/runner.py copy/spark_home.py copy/spark_job.py
+copy/sync_writer.py copy/throttle.py
+core/acls/acl_migration.py core/acls/acl_plan.py core/batches/backlog_eta.py core/batches/batch_planning.py
+core/batches/batch_window.py core/batches/copy_lease.py core/batches/copy_rate.py core/batches/driver_jvm.py
+core/batches/live_progress.py core/batches/progress.py core/batches/rate_limit.py core/batches/spark_credentials.py
+core/common/cluster_model.py core/common/dates.py core/common/failures.py core/common/flags.py
+core/common/state_records.py core/cutover/authority.py core/cutover/rollback_plan.py core/cutover/routes.py
+core/cutover/staged_cutover.py core/cutover/step_names.py core/cutover/step_table.py
+core/observability/kafka_assets.py core/observability/metrics_plan.py core/offsets/groups_ahead.py
+core/offsets/mm2_wire.py core/offsets/offset_decisions.py core/offsets/offset_sync_policy.py
+core/offsets/offset_translation.py core/offsets/provenance.py core/offsets/spark_checkpoint.py
+core/provisioning/provisioning_plan.py core/provisioning/time_fidelity.py core/provisioning/topic_ownership.py
+core/schemas/decode_faults.py core/schemas/protobuf_schema.py core/schemas/schema_compat.py
+core/schemas/schema_decode.py core/schemas/schema_forms.py core/schemas/schema_id_reversal.py
+core/schemas/schema_plan.py core/schemas/schema_wire.py core/schemas/serialized_fields.py
+core/specs/connection_types.py core/specs/patterns.py core/specs/selection_check.py core/specs/spec.py
+core/specs/spec_check.py core/specs/spec_source.py core/specs/tenants.py core/specs/trigger_form.py
+core/units/coupling.py core/units/streams_apps.py core/units/transaction_log.py
+hooks/kafka_cluster.py hooks/schema_registry.py
+kafka/acls.py kafka/bootstrap.py kafka/call_count.py kafka/client_log.py kafka/cluster.py kafka/configs.py
+kafka/errors.py kafka/protocol.py kafka/reads.py kafka/transaction_log.py kafka/waiting.py
+operators/acls.py operators/authority.py operators/base.py operators/copy.py operators/copy_failures.py
+operators/failures.py operators/promotion.py operators/provision.py operators/rollback.py operators/schemas.py
+operators/spark_checkpoints.py operators/staged_promotion.py operators/translation.py
+promotion/commit.py promotion/digest.py promotion/group.py promotion/group_readiness.py promotion/group_rollback.py
+promotion/guard.py promotion/mode_checks.py promotion/promotion_report.py promotion/readiness.py
+promotion/reconcile.py promotion/rollback.py promotion/rollback_rights.py promotion/rollback_schema_ids.py
+promotion/step_runner.py promotion/steps.py promotion/topic.py promotion/topic_rollback.py promotion/units.py
+provision/acls.py provision/fences.py provision/preflight.py provision/provision.py provision/streams_apps.py
+provision/topic_ownership.py
+registry/client.py registry/protocol.py
+reports/chart.py reports/publish.py reports/render.py reports/unit_status.py
+schemas/decode_check.py schemas/schemas.py schemas/serialized_fields.py
+sensors/promotion_sensors.py
+state/backlog.py state/batches.py state/decode_marks.py state/fences.py state/gaps.py state/group_activity.py
+state/offset_decisions.py state/progress.py state/promotion.py state/protocol.py state/rollback.py
+state/schema_ids.py state/serialized_fields.py state/staged_cutover.py state/store.py state/time_plans.py
+state/topic_ownership.py
+storage/private.py storage/workdir.py
+translation/offset_map.py translation/spark_checkpoint.py translation/sync_log.py translation/translate.py
+triggers/promotion_triggers.py
+""".split())
 
 # floor number per package: the bottom floor is 1, so "above" is "greater"
 FLOOR: dict[str, int] = {package: len(FLOORS) - i for i, floor in enumerate(FLOORS) for package in floor.packages}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from kafka_ferry.layers import FLOOR, FLOOR_NAME, FLOORS, picture
+from kafka_ferry.layers import FLOOR, FLOOR_NAME, FLOORS, MODULES, picture
 
 PACKAGE = Path(__file__).resolve().parents[2] / "plugins" / "kafka_ferry"
 ROOT = "kafka_ferry"
@@ -213,3 +213,39 @@ def test_the_readme_picture_is_the_table():
     shown = text[text.index(begin) + len(begin): text.index(end)]
     assert shown == picture(), "docs/architecture.md's picture differs from kafka_ferry.layers: paste the output " \
                                "of `python -m kafka_ferry.layers` between its layers markers"
+
+
+def module_paths() -> set[str]:
+    """Every module of the package by its path under kafka_ferry/ (``__init__.py`` aside), read from the disk."""
+    return {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
+
+
+def naming_problems(on_disk: set[str], named: tuple[str, ...]) -> list[str]:
+    """What ``kafka_ferry.layers.MODULES`` gets wrong against the disk: a module it does not name, a name of a
+    module that is gone, a name twice, a module outside every floor's folders."""
+    parts = {part for floor in FLOORS for part, _ in floor.parts}
+    problems = [f"{m}: not named in kafka_ferry.layers.MODULES (add it on its folder's line)"
+                for m in sorted(on_disk - set(named))]
+    problems += [f"{m}: named in kafka_ferry.layers.MODULES but no such module" for m in sorted(set(named) - on_disk)]
+    problems += [f"{m}: named twice" for m in sorted({m for m in named if named.count(m) > 1})]
+    problems += [f"{m}: in no folder or module of a floor" for m in sorted(set(named))
+                 if (m.split("/")[0] + "/" if "/" in m else m) not in parts]
+    return problems
+
+
+def test_the_table_names_every_module():
+    problems = naming_problems(module_paths(), MODULES)
+    assert not problems, "kafka_ferry.layers.MODULES and the package differ:\n" + "\n".join(problems)
+
+
+def test_a_module_left_out_of_the_table_is_caught():
+    on_disk = module_paths() | {"copy/new_stage.py"}
+    named = tuple(m for m in MODULES if m != "core/specs/spec.py") + ("state/gone.py", "copy/plan.py", "extra.py")
+    assert naming_problems(on_disk, named) == [
+        "copy/new_stage.py: not named in kafka_ferry.layers.MODULES (add it on its folder's line)",
+        "core/specs/spec.py: not named in kafka_ferry.layers.MODULES (add it on its folder's line)",
+        "extra.py: named in kafka_ferry.layers.MODULES but no such module",
+        "state/gone.py: named in kafka_ferry.layers.MODULES but no such module",
+        "copy/plan.py: named twice",
+        "extra.py: in no folder or module of a floor",
+    ]
