@@ -103,49 +103,50 @@ FLOORS: tuple[Floor, ...] = (
 MODULES: tuple[str, ...] = tuple("""
 dag_factory.py dag_promotion.py layers.py plugin.py provider_info.py task_support.py
 airflow_native/announce.py airflow_native/assets.py airflow_native/lineage.py airflow_native/metrics.py
-cli/__main__.py cli/as_json.py cli/checkpoint.py cli/checks.py cli/commands.py cli/interrupt.py cli/progress.py
-cli/spec_reference.py cli/summary.py
+cli/__main__.py cli/as_json.py cli/checkpoint.py cli/checks.py cli/commands.py cli/evidence.py cli/interrupt.py
+cli/progress.py cli/spec_reference.py cli/summary.py
 copy/backlog.py copy/batch.py copy/batch_runner.py copy/catch_up.py copy/connect_engine.py copy/copier_settings.py
-copy/copy_failures.py copy/credentials.py copy/delivery.py copy/destination_tail.py copy/faults.py
-copy/jvm_archive.py copy/lease.py copy/live_progress.py copy/packaging.py copy/partition_copier.py copy/plan.py
-copy/planning.py copy/range_copy.py copy/report.py copy/runner.py copy/spark_home.py copy/spark_job.py
-copy/sync_writer.py copy/throttle.py
+copy/copy_failures.py copy/credentials.py copy/delivery.py copy/destination_tail.py copy/faults.py copy/jvm_archive.py
+copy/lease.py copy/live_progress.py copy/packaging.py copy/partition_copier.py copy/plan.py copy/planning.py
+copy/range_copy.py copy/report.py copy/runner.py copy/spark_home.py copy/spark_job.py copy/sync_writer.py
+copy/throttle.py
 core/acls/acl_migration.py core/acls/acl_plan.py core/batches/backlog_eta.py core/batches/batch_planning.py
 core/batches/batch_window.py core/batches/copy_lease.py core/batches/copy_rate.py core/batches/driver_jvm.py
 core/batches/live_progress.py core/batches/progress.py core/batches/rate_limit.py core/batches/spark_credentials.py
 core/common/cluster_model.py core/common/dates.py core/common/failures.py core/common/flags.py
-core/common/state_records.py core/cutover/authority.py core/cutover/rollback_plan.py core/cutover/routes.py
-core/cutover/staged_cutover.py core/cutover/step_names.py core/cutover/step_table.py
-core/observability/kafka_assets.py core/observability/metrics_plan.py core/offsets/groups_ahead.py
-core/offsets/mm2_wire.py core/offsets/offset_decisions.py core/offsets/offset_sync_policy.py
-core/offsets/offset_translation.py core/offsets/provenance.py core/offsets/spark_checkpoint.py
-core/provisioning/provisioning_plan.py core/provisioning/time_fidelity.py core/provisioning/topic_ownership.py
-core/schemas/decode_faults.py core/schemas/protobuf_schema.py core/schemas/schema_compat.py
-core/schemas/schema_decode.py core/schemas/schema_forms.py core/schemas/schema_id_reversal.py
-core/schemas/schema_plan.py core/schemas/schema_wire.py core/schemas/serialized_fields.py
-core/specs/connection_types.py core/specs/patterns.py core/specs/selection_check.py core/specs/spec.py
-core/specs/spec_check.py core/specs/spec_source.py core/specs/tenants.py core/specs/trigger_form.py
+core/common/java_client_config.py core/common/state_records.py core/cutover/authority.py core/cutover/evidence.py
+core/cutover/rollback_plan.py core/cutover/routes.py core/cutover/staged_cutover.py core/cutover/step_names.py
+core/cutover/step_table.py core/observability/kafka_assets.py core/observability/metrics_plan.py
+core/offsets/groups_ahead.py core/offsets/mm2_wire.py core/offsets/offset_decisions.py
+core/offsets/offset_sync_policy.py core/offsets/offset_translation.py core/offsets/provenance.py
+core/offsets/spark_checkpoint.py core/provisioning/provisioning_plan.py core/provisioning/time_fidelity.py
+core/provisioning/topic_ownership.py core/schemas/decode_faults.py core/schemas/protobuf_schema.py
+core/schemas/schema_compat.py core/schemas/schema_decode.py core/schemas/schema_forms.py
+core/schemas/schema_id_reversal.py core/schemas/schema_plan.py core/schemas/schema_wire.py
+core/schemas/serialized_fields.py core/specs/connection_types.py core/specs/patterns.py core/specs/selection_check.py
+core/specs/spec.py core/specs/spec_check.py core/specs/spec_source.py core/specs/tenants.py core/specs/trigger_form.py
 core/units/coupling.py core/units/streams_apps.py core/units/transaction_log.py
-hooks/kafka_cluster.py hooks/schema_registry.py
+hooks/evidence_signing.py hooks/kafka_cluster.py hooks/schema_registry.py
 kafka/acls.py kafka/bootstrap.py kafka/call_count.py kafka/client_log.py kafka/cluster.py kafka/configs.py
-kafka/errors.py kafka/protocol.py kafka/reads.py kafka/transaction_log.py kafka/waiting.py
+kafka/errors.py kafka/protocol.py kafka/reads.py kafka/streams_groups.py kafka/transaction_log.py kafka/waiting.py
 operators/acls.py operators/authority.py operators/base.py operators/copy.py operators/copy_failures.py
-operators/failures.py operators/promotion.py operators/provision.py operators/rollback.py operators/schemas.py
-operators/spark_checkpoints.py operators/staged_promotion.py operators/translation.py
-promotion/commit.py promotion/digest.py promotion/group.py promotion/group_readiness.py promotion/group_rollback.py
-promotion/guard.py promotion/mode_checks.py promotion/promotion_report.py promotion/readiness.py
-promotion/reconcile.py promotion/rollback.py promotion/rollback_rights.py promotion/rollback_schema_ids.py
-promotion/step_runner.py promotion/steps.py promotion/topic.py promotion/topic_rollback.py promotion/units.py
+operators/evidence.py operators/failures.py operators/promotion.py operators/provision.py operators/rollback.py
+operators/schemas.py operators/spark_checkpoints.py operators/staged_promotion.py operators/translation.py
+promotion/commit.py promotion/digest.py promotion/evidence.py promotion/group.py promotion/group_readiness.py
+promotion/group_rollback.py promotion/guard.py promotion/mode_checks.py promotion/promotion_report.py
+promotion/readiness.py promotion/reconcile.py promotion/rollback.py promotion/rollback_rights.py
+promotion/rollback_schema_ids.py promotion/step_runner.py promotion/steps.py promotion/topic.py
+promotion/topic_rollback.py promotion/units.py
 provision/acls.py provision/fences.py provision/preflight.py provision/provision.py provision/streams_apps.py
 provision/topic_ownership.py
 registry/client.py registry/protocol.py
 reports/chart.py reports/publish.py reports/render.py reports/unit_status.py
 schemas/decode_check.py schemas/schemas.py schemas/serialized_fields.py
 sensors/promotion_sensors.py
-state/backlog.py state/batches.py state/decode_marks.py state/fences.py state/gaps.py state/group_activity.py
-state/offset_decisions.py state/progress.py state/promotion.py state/protocol.py state/rollback.py
-state/schema_ids.py state/serialized_fields.py state/staged_cutover.py state/store.py state/time_plans.py
-state/topic_ownership.py
+state/backlog.py state/batches.py state/decode_marks.py state/evidence_key.py state/fences.py state/gaps.py
+state/group_activity.py state/offset_decisions.py state/progress.py state/promotion.py state/protocol.py
+state/rollback.py state/schema_ids.py state/serialized_fields.py state/staged_cutover.py state/store.py
+state/time_plans.py state/topic_ownership.py
 storage/private.py storage/workdir.py
 translation/offset_map.py translation/spark_checkpoint.py translation/sync_log.py translation/translate.py
 triggers/promotion_triggers.py
