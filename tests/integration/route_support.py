@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -95,3 +96,14 @@ class Workspace:
 
 def states(result: dict) -> dict[str, str]:
     return {task: state for task, (state, _) in result["tasks"].items()}
+
+
+def stop_by_pid(proc: subprocess.Popen) -> None:
+    """Stop a command this test started (its own session) by its pid, SIGKILL after 60 s."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(60)

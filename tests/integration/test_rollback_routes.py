@@ -10,16 +10,14 @@ pre-flight, changing nothing, naming ``allow_rewind`` instead of waiting out the
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
 import sys
 import threading
 import time
 
 import pytest
-from route_support import Workspace, form_conf, states
+from route_support import Workspace, form_conf, states, stop_by_pid
 from scenarios import (
     commit_source_group,
     consume_some,
@@ -353,14 +351,3 @@ def test_status_shows_a_promotion_waiting_in_its_sensor(clusters, tmp_path):
     assert "promoted: no" in status.stdout, status.stdout
     assert "promote_final_copy" not in status.stdout  # never reached: the sensor held the run
     assert not clusters.cluster("source").describe_groups([group])[group].is_active  # the member left
-
-
-def stop_by_pid(proc: subprocess.Popen) -> None:
-    """Stop a command this test started (its own session) by its pid, SIGKILL after 60 s."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(60)

@@ -20,10 +20,8 @@ One expensive state per protocol (three application runs, a copy, a promotion), 
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import signal
 import struct
 import subprocess
 import sys
@@ -31,7 +29,7 @@ import time
 from collections import Counter
 
 import pytest
-from route_support import Workspace, form_conf, states
+from route_support import Workspace, form_conf, states, stop_by_pid
 from scenarios import plan_and_copy_in_process, provision, provision_groups, read_partition, snapshot, write_spec
 
 import streams_app
@@ -78,17 +76,6 @@ def output(clusters, side: str, topic: str) -> list[tuple[str, int]]:
 def mine(snap: dict) -> dict:
     """A snapshot's topics, records and groups of this test (the shared clusters' ACLs are other tests' too)."""
     return {side: {k: v for k, v in snap[side].items() if k != "acls"} for side in ("source", "destination")}
-
-
-def stop_by_pid(proc: subprocess.Popen) -> None:
-    """Stop a command this test started (its own session) by its pid, SIGKILL after 60 s."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(60)
 
 
 def wait_for_output(clusters, side: str, topic: str, expected: int, run, timeout_s: float = 240) -> None:

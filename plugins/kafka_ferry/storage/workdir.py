@@ -201,25 +201,19 @@ def fresh(path: StoragePath) -> StoragePath:
 
 
 def write_text(path: StoragePath, text: str) -> StoragePath:
-    """Write a whole file; a reader sees the old content or the new, never a part."""
-    if is_local(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
-    else:  # one PUT: an object is replaced whole (and "directories" need no creating)
-        path.write_text(text)
-    return path
+    """Write a whole file (UTF-8); a reader sees the old content or the new, never a part."""
+    return write_bytes(path, text.encode("utf-8"))
 
 
 def write_bytes(path: StoragePath, data: bytes) -> StoragePath:
-    """``write_text`` for bytes (an evidence bundle's files, whose digests are of their exact bytes)."""
+    """Write a whole file of exactly ``data`` (an evidence bundle's files: their digests are of their bytes); a
+    reader sees the old content or the new, never a part."""
     if is_local(path):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_bytes(data)
         tmp.replace(path)
-    else:
+    else:  # one PUT: an object is replaced whole (and "directories" need no creating)
         path.write_bytes(data)
     return path
 
