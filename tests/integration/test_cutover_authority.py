@@ -91,7 +91,7 @@ def run_as(session: DagSession, dag_id: str, conf: dict, user: str | None, run_t
     lines = session._until("@@RESULT ", 1800)
     result = json.loads(lines[-1][len("@@RESULT "):])
     return AuthoredRun(conf, result["state"], {t: tuple(v) for t, v in result["tasks"].items()}, "".join(lines),
-                       result.get("run_id"), result.get("user"), result.get("run_type"))
+                       run_id=result.get("run_id"), user=result.get("user"), run_type=result.get("run_type"))
 
 
 @pytest.fixture(scope="module")
