@@ -79,22 +79,32 @@ def mark_failed(dag_id: str, run_id: str) -> bool:
 
 
 def stop_children(timeout_s: float = 10.0) -> None:
-    """TERM, then KILL, every process this one started (a spark-submit and its JVM, a local Spark gateway)."""
+    """TERM, then KILL, every process this one started (a spark-submit and its JVM, a local Spark gateway).
+
+    What did not end on TERM, and anything started meanwhile (a JVM's Python workers forked after the first look),
+    is killed; the wait for those is longer: a killed JVM of a gigabyte can take seconds to be gone on a loaded
+    machine, and the command must not exit before its processes do."""
     import psutil
 
-    children = psutil.Process().children(recursive=True)
+    me = psutil.Process()
+    children = me.children(recursive=True)
     for child in children:
         try:
             child.terminate()
         except psutil.NoSuchProcess:
             continue
     _gone, alive = psutil.wait_procs(children, timeout=timeout_s)
+    try:
+        late = me.children(recursive=True)
+    except psutil.NoSuchProcess:
+        late = []
+    alive = list({child.pid: child for child in [*alive, *late]}.values())
     for child in alive:
         try:
             child.kill()
         except psutil.NoSuchProcess:
             continue
-    psutil.wait_procs(alive, timeout=timeout_s)
+    psutil.wait_procs(alive, timeout=3 * timeout_s)
 
 
 class RunInterrupts:
