@@ -8,10 +8,11 @@ its topics and groups: a few records per partition (3), a few hot partitions wit
 committed somewhere in the data of two topics. Then, timed one after another: pre-flight, provisioning (topics,
 groups), the plan of a batch, one catch-up batch of a few new records (one per topic) on Spark Connect and on
 spark-submit (plus the same catch-up with nothing new on Connect), translation (with its commit), one poke of
-each promotion sensor, and a full promotion (final copy on Connect, translation, commit, reconcile, mark, its
-report), then the rollback plan the DAG's task adds to the report after the mark (``rollback_plan_after_mark``: the
-consumers need not wait for it). The initial copy of the seeded data is not timed. ``--profile DIR`` also writes a
-cProfile of each promotion.
+each promotion sensor (the median of 5 pokes), and a full promotion (final copy on Connect, translation, commit,
+reconcile, mark, its report), then the rollback plan the DAG's task adds to the report after the mark
+(``rollback_plan_after_mark``: the consumers need not wait for it). The initial copy of the seeded data is not
+timed. Before each phase the garbage of the ones before is collected, untimed (``Phases``). ``--profile DIR`` also
+writes a cProfile of each promotion.
 
 For each phase: seconds, cost per partition and per group, the ratio of the per-partition cost at the large size
 to the small one (~1 = linear; > 1.5 grows faster than linearly), and the cluster calls the phase made in this
@@ -28,10 +29,12 @@ KFERRY_SPARK_CONNECT_PORT, likewise. A bench, not a test: on a busy machine ever
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -48,6 +51,7 @@ SOURCE_CONN, DESTINATION_CONN = "kf_fleet_source", "kf_fleet_destination"
 SIZES = {"full": [(20, 10, 20), (200, 10, 200)], "small": [(5, 4, 5), (20, 4, 20)]}  # topics, partitions, groups
 RECORDS, HOT_RECORDS, HOT_PARTITIONS = 3, 200, 5
 QUIESCE_WINDOW_S = 1
+POKES = 5  # each sensor phase: the median of this many pokes
 
 
 def clusters(shared: bool):
@@ -180,7 +184,11 @@ def committed(bootstrap: str, groups: list[str]) -> dict[str, dict[tuple[str, in
 
 
 class Phases:
-    """Times each phase and counts its cluster calls."""
+    """Times each phase and counts its cluster calls.
+
+    Before each timed phase the garbage left by the ones before is collected (not timed): this one process holds
+    both tenants and every phase, and a full collection of its heap (~0.25 s at 2,000 partitions) would otherwise
+    land in whichever phase happens to cross the threshold (a task runs in a process of its own)."""
 
     def __init__(self) -> None:
         self.rows: dict[str, dict] = {}
@@ -188,6 +196,7 @@ class Phases:
     def run(self, phase: str, fn):
         from kafka_ferry.kafka import call_count
 
+        gc.collect()
         before = call_count.snapshot()
         started = time.monotonic()
         result = fn()
@@ -196,6 +205,15 @@ class Phases:
         self.rows[phase] = {"seconds": round(seconds, 3), "calls": sum(calls.values()), "by_call": calls}
         print(f"  {phase}: {seconds:.2f} s, {sum(calls.values())} calls", file=sys.stderr, flush=True)
         return result
+
+    def pokes(self, phase: str, fn, times: int = POKES):
+        """A sensor's poke, ``times`` over as a sensor pokes: the median is the phase's time (one poke of a few
+        hundredths of a second is within the machine's noise), with the fastest and slowest, and one poke's calls."""
+        took = []
+        for _ in range(times):
+            self.run(phase, fn)
+            took.append(self.rows[phase]["seconds"])
+        self.rows[phase].update(seconds=statistics.median(took), min_s=min(took), max_s=max(took), pokes=times)
 
 
 def measure(tenant: Tenant, destination: str, args) -> dict:
@@ -270,7 +288,7 @@ def measure(tenant: Tenant, destination: str, args) -> dict:
         if not all(ready for ready, _ in results):
             raise RuntimeError(f"a sensor is not ready: {[d for _, d in results]}")
 
-    phases.run("sensors_one_poke", sensors)
+    phases.pokes("sensors_one_poke", sensors)
     final_copy = None
     if args.connect:
         import spark_connect
@@ -316,7 +334,7 @@ def measure(tenant: Tenant, destination: str, args) -> dict:
     report = phases.run("rollback_plan_after_mark", lambda: runner.add_rollback_plan(report))
     if "error" in report["rollback_plan"]:
         raise RuntimeError(report["rollback_plan"]["error"])
-    phases.run("sensor_offsets_synced", lambda: readiness.check_group_offsets_synced(dest, store))
+    phases.pokes("sensor_offsets_synced", lambda: readiness.check_group_offsets_synced(dest, store))
 
     after = committed(destination, tenant.groups)
     wrong = {g: {f"{t}-{p}": (o, after[g].get((t, p))) for (t, p), o in want.items() if after[g].get((t, p)) != o}

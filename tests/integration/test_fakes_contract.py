@@ -23,7 +23,7 @@ from fakes.registry import FakeRegistry
 from fakes.state import FakeStateStore
 
 from kafka_ferry.core.acls.acl_plan import AclEntry
-from kafka_ferry.core.common.state_records import FENCE_KIND, GROUP_KIND, WRITTEN_AT, StateRecordError
+from kafka_ferry.core.common.state_records import FENCE_KIND, GROUP_KIND, WRITTEN_AT, StateRecordError, decode
 from kafka_ferry.kafka.acls import authorized_operations, create_acls, delete_acls, describe_acls, may_create_topic
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.kafka.reads import read_ranges
@@ -177,11 +177,18 @@ def store_seen(request) -> dict[str, Any]:
         store = MigrationStateStore(request.getfixturevalue("clusters").cluster("destination"), topic)
     seen: dict[str, Any] = {"unwritten": store.read_all(), "exists": topic in store.cluster.list_topic_names()}
     seen["created"] = [store.ensure_topic(), store.ensure_topic()]
+    # read after every write: the real store then reads only what was appended since its last read
+    seen["reads"] = []
     store.put_many(FENCE_KIND, {"a": {"entries": [1]}, "b": {"entries": [1]}})
+    seen["reads"].append(_unstamped(store.read_all()))
     store.put(FENCE_KIND, "a", {"entries": [2]})
+    seen["reads"].append(_unstamped({FENCE_KIND: store.read_kind(FENCE_KIND)}))
     store.put(FENCE_KIND, "b", None)
+    seen["reads"].append(_unstamped(store.read_all()))
     store.put(GROUP_KIND, "g", {"source_topics": ["t"]})
     seen["all"], seen["fences"] = _unstamped(store.read_all()), _unstamped({FENCE_KIND: store.read_kind(FENCE_KIND)})
+    fresh = type(store)(store.cluster, topic) if request.param == "real" else store
+    seen["fresh"] = _unstamped(fresh.read_all())
     with pytest.raises(TypeError):
         store.put("fence", "x", {"entries": []})  # type: ignore[arg-type]
     with pytest.raises(StateRecordError, match="field entries is missing"):
@@ -199,10 +206,39 @@ def _unstamped(state: dict) -> dict:
 def test_the_state_store_keeps_the_newest_value_per_key_and_a_tombstone_deletes(store_seen):
     assert store_seen["unwritten"] == {} and store_seen["exists"] is False  # reading created nothing
     assert store_seen["created"] == [True, False]
+    assert store_seen["reads"] == [{FENCE_KIND: {"a": {"entries": [1]}, "b": {"entries": [1]}}},
+                                   {FENCE_KIND: {"a": {"entries": [2]}, "b": {"entries": [1]}}},
+                                   {FENCE_KIND: {"a": {"entries": [2]}}}]
+    assert store_seen["fresh"] == store_seen["all"]  # a read from the log start agrees with the reads forward
     assert store_seen["fences"] == {FENCE_KIND: {"a": {"entries": [2]}}}
     assert store_seen["all"] == {FENCE_KIND: {"a": {"entries": [2]}}, GROUP_KIND: {"g": {"source_topics": ["t"]}}}
     # an undeclared kind, or one record of many without its fields, is refused before any record is written
     assert store_seen["after_refusal"] == store_seen["all"]
+
+
+def test_a_read_after_a_write_reads_only_the_records_appended_since_the_last_read(clusters, monkeypatch):
+    import kafka_ferry.state.store as store_module
+
+    topic = f"contract-state-{uuid.uuid4().hex[:8]}"
+    store = MigrationStateStore(clusters.cluster("destination"), topic)
+    store.ensure_topic()
+    store.put_many(GROUP_KIND, {f"g{i}": {"source_topics": [f"t{i}"]} for i in range(50)})
+    store.put(FENCE_KIND, "a", {"entries": [1]})
+    assert len(store.read_kind(GROUP_KIND)) == 50
+    decoded: list[bytes] = []
+
+    def counting(key: bytes, value: bytes | None) -> tuple[str, str, dict[str, Any] | None]:
+        decoded.append(key)
+        return decode(key, value)
+
+    monkeypatch.setattr(store_module, "decode", counting)
+    store.put_many(GROUP_KIND, {"g0": None, "g50": {"source_topics": ["t50"]}})
+    forward = _unstamped(store.read_all())
+    assert sorted(decoded) == [b"group/g0", b"group/g50"]
+    assert set(forward[GROUP_KIND]) == {f"g{i}" for i in range(1, 51)}
+    assert forward[FENCE_KIND] == {"a": {"entries": [1]}}
+    decoded.clear()
+    assert _unstamped(MigrationStateStore(store.cluster, topic).read_all()) == forward and len(decoded) == 53
 
 
 # --- the schema registry ----------------------------------------------------------------------------------------

@@ -114,15 +114,18 @@ def read_whole_partitions(cluster: Cluster, partitions: list[tuple[str, int]],
 READ_FETCH_WAIT_MS = 20
 
 
-def start_reader(cluster: Cluster, topic: str, group_id: str, enable_eof: bool) -> Consumer:
-    """A consumer assigned to partition 0 of ``topic`` at its earliest offset, named as a number.
+def start_reader(cluster: Cluster, topic: str, group_id: str, enable_eof: bool, start: int | None = None
+                 ) -> Consumer:
+    """A consumer assigned to partition 0 of ``topic`` at its earliest offset (or at ``start``, which the caller
+    has checked is in the log), named as a number.
 
     Why not OFFSET_BEGINNING: librdkafka then looks the offset up itself and the first record arrives half a
     second later (figures: docs/benchmarks.md), and the state is read several times per task. Should the
     log start move between the lookup and the fetch, ``auto.offset.reset: earliest`` still starts at the
     first record there is. A short fetch wait: an empty fetch at the end answers at once.
     """
-    start = cluster.list_offsets([(topic, 0)], "earliest").get((topic, 0), 0)
+    if start is None:
+        start = cluster.list_offsets([(topic, 0)], "earliest").get((topic, 0), 0)
     consumer = cluster.consumer(**{"group.id": group_id, "enable.partition.eof": enable_eof,
                                    "auto.offset.reset": "earliest", "fetch.wait.max.ms": READ_FETCH_WAIT_MS})
     consumer.assign([TopicPartition(topic, 0, start)])

@@ -25,6 +25,10 @@ from kafka_ferry.kafka.reads import start_reader
 log = logging.getLogger(__name__)
 
 STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0", "segment.ms": "3600000"}
+# How old a kept read may be and still be brought forward by reading only what was appended after it. Compaction
+# removes a record only when a newer one with its key follows it (which the read from there sees too), and a
+# tombstone only after the broker's delete.retention.ms (24 h by default): far longer than this.
+FORWARD_READ_MAX_AGE_S = 600.0
 
 
 class MigrationStateStore:
@@ -37,8 +41,10 @@ class MigrationStateStore:
         self.clock = clock
         # The last read, by the end offset it was read to: the topic has one partition and only grows, so the
         # same end offset is the same records (a promotion's plan reads the state a dozen times between writes;
-        # at 2,000 partitions each read was a consumer and a tenth of a second). Any write moves the end.
-        self._last_read: tuple[int, dict[StateKind, str]] | None = None  # (end offset, each kind's records as JSON)
+        # at 2,000 partitions each read was a consumer and a tenth of a second). Any write moves the end; the
+        # next read then reads only the records after the kept end and applies them to it (``_read``).
+        # (end offset, each kind's records as JSON, when it was read: time.monotonic())
+        self._last_read: tuple[int, dict[StateKind, str], float] | None = None
 
     def ensure_topic(self) -> bool:
         """Create the state topic if missing (idempotent); returns True when it was created.
@@ -91,24 +97,43 @@ class MigrationStateStore:
     def _read(self, only: StateKind | None = None) -> dict[StateKind, dict[str, dict[str, Any]]]:
         """``read_all``; ``only``: a kind that is all the caller needs (from the last read, only it is parsed)."""
         end = self._end_offset()
-        if self._last_read is not None and end is not None and self._last_read[0] == end:
-            return {kind: json.loads(text) for kind, text in self._last_read[1].items() if only in (None, kind)}
+        kept = self._last_read
+        if kept is not None and end is not None and kept[0] == end:
+            return {kind: json.loads(text) for kind, text in kept[1].items() if only in (None, kind)}
+        forward = self._forward_from(kept, end)
+        texts: dict[StateKind, str] = dict(kept[1]) if forward is not None and kept is not None else {}
+        # only the kinds a record of this read touches are parsed from the kept text, changed and written back
         state: dict[StateKind, dict[str, dict[str, Any]]] = {}
         unknown: set[str] = set()
-        for raw_key, raw_value in self._records(end):
+        for raw_key, raw_value in self._records(end, forward):
             name, key, value = decode(raw_key, raw_value)
             kind = KINDS.get(name)
             if kind is None:
                 unknown.add(name)
-            elif value is None:
-                state.get(kind, {}).pop(key, None)
+                continue
+            records = state.get(kind)
+            if records is None:
+                records = state[kind] = json.loads(texts[kind]) if kind in texts else {}
+            if value is None:
+                records.pop(key, None)
             else:
-                state.setdefault(kind, {})[key] = value
+                records[key] = value
         if unknown:
             log.warning("state topic %s holds records of undeclared kinds %s: left out", self.topic, sorted(unknown))
+        texts.update((kind, json.dumps(records)) for kind, records in state.items())
         if end is not None:
-            self._last_read = (end, {kind: json.dumps(records) for kind, records in state.items()})
-        return state
+            self._last_read = (end, texts, time.monotonic())
+        return {kind: state[kind] if kind in state else json.loads(text) for kind, text in texts.items()
+                if only in (None, kind)}
+
+    def _forward_from(self, kept: tuple[int, dict[StateKind, str], float] | None, end: int | None) -> int | None:
+        """The kept read's end offset when the new read may start there, else None (read from the log start):
+        the topic grew since (not recreated: its end did not go back), the kept end is still in the log, and
+        the kept read is recent (``FORWARD_READ_MAX_AGE_S``)."""
+        if kept is None or end is None or end < kept[0] or time.monotonic() - kept[2] > FORWARD_READ_MAX_AGE_S:
+            return None
+        start = self.cluster.list_offsets([(self.topic, 0)], "earliest", read_committed=False).get((self.topic, 0), 0)
+        return kept[0] if start <= kept[0] else None
 
     def read_kind(self, kind: StateKind) -> dict[str, dict[str, Any]]:
         return _declared(kind).records(self._read(kind))
@@ -123,10 +148,11 @@ class MigrationStateStore:
                 raise
             return None
 
-    def _records(self, end: int | None) -> Iterable[tuple[bytes, bytes | None]]:
-        if end is None or end <= 0:
+    def _records(self, end: int | None, start: int | None = None) -> Iterable[tuple[bytes, bytes | None]]:
+        """The records up to ``end``, from ``start`` (else the log start)."""
+        if end is None or end <= 0 or (start is not None and start >= end):
             return
-        consumer = start_reader(self.cluster, self.topic, "kafka-ferry-state-reader", enable_eof=True)
+        consumer = start_reader(self.cluster, self.topic, "kafka-ferry-state-reader", enable_eof=True, start=start)
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
