@@ -12,12 +12,17 @@ read does not take falls back to the client's path with the same answer. Groups 
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaError
+from confluent_kafka.admin import ScramMechanism, UserScramCredentialDeletion
 
+from kafka_ferry.core.acls.acl_plan import AclEntry
 from kafka_ferry.kafka import call_count
+from kafka_ferry.kafka.acls import create_acls, delete_acls, upsert_scram_user
 from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.kafka.errors import KafkaClusterError
 
 pytestmark = [pytest.mark.integration]
 
@@ -64,7 +69,7 @@ def tenant(request, clusters):
         consumer.close()
     expected[empty] = {}
     expected[f"{prefix}-never-existed"] = {}
-    yield side, spec, cluster, expected
+    yield side, spec, cluster, expected, wide
     admin = clusters.admin(side)
     for future in admin.delete_consumer_groups([g for g in expected if not g.endswith("never-existed")],
                                                request_timeout=30).values():
@@ -74,7 +79,7 @@ def tenant(request, clusters):
 
 
 def test_the_batched_read_answers_what_the_client_answers_in_one_request(tenant):
-    side, _spec, cluster, expected = tenant
+    side, _spec, cluster, expected, _wide = tenant
     ids = list(expected)
     before = call_count.snapshot()
     batched = cluster.groups_offsets_with_metadata(ids)
@@ -91,7 +96,7 @@ def test_the_batched_read_answers_what_the_client_answers_in_one_request(tenant)
 
 
 def test_over_sasl_ssl_with_scram_the_same(tenant, clusters):
-    side, spec, _cluster, expected = tenant
+    side, spec, _cluster, expected, _wide = tenant
     tb = clusters.tb
     secure = KafkaCluster(f"{side}-secure", tb.sasl_client_config(spec, tb.ADMIN_USER, tb.admin_password(spec)))
     before = call_count.snapshot()
@@ -105,7 +110,7 @@ def test_over_sasl_ssl_with_scram_the_same(tenant, clusters):
 
 
 def test_a_config_the_batched_read_does_not_take_keeps_the_clients_path(tenant, caplog):
-    side, spec, _cluster, expected = tenant
+    side, spec, _cluster, expected, _wide = tenant
     odd = KafkaCluster(f"{side}-odd", {"bootstrap.servers": spec.bootstrap, "socket.keepalive.enable": True})
     before = call_count.snapshot()
     with caplog.at_level("INFO", logger="kafka_ferry.kafka.cluster"):
@@ -116,3 +121,49 @@ def test_a_config_the_batched_read_does_not_take_keeps_the_clients_path(tenant, 
     assert calls["admin.list_consumer_group_offsets"] == len(expected) + 2
     said = [r.message for r in caplog.records if "one group per request" in r.message]
     assert len(said) == 1 and "socket.keepalive.enable" in said[0], said  # once per cluster object
+
+
+def test_what_a_principal_may_not_read_is_answered_as_the_client_answers(tenant, clusters):
+    """A SCRAM user with DESCRIBE on one group and one of its two topics: both paths answer that topic's offsets
+    only; a group it may not DESCRIBE (its coordinator lookup refused) is read again through the client, which
+    raises the authorization error it always raised."""
+    side, spec, admin, expected, wide = tenant
+    tb = clusters.tb
+    user, password = clusters.unique("obf-user"), uuid.uuid4().hex
+    allowed, stranger = sorted(expected)[0], sorted(expected)[2]
+    upsert_scram_user(admin, user, password)
+    entries = [AclEntry(f"User:{user}", "GROUP", allowed, "DESCRIBE"), AclEntry(f"User:{user}", "TOPIC", wide,
+                                                                              "DESCRIBE")]
+    create_acls(admin, entries)
+    try:
+        config = tb.sasl_client_config(spec, user, password)
+        deadline = time.monotonic() + 30
+        while True:  # a new SCRAM credential reaches the listener a moment after it is written
+            try:
+                KafkaCluster("probe", config).describe_cluster()
+                break
+            except KafkaClusterError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        reader = KafkaCluster(f"{side}-limited", config)
+        before = call_count.snapshot()
+        seen = reader.groups_offsets_with_metadata([allowed])
+        calls = call_count.since(before)
+        assert calls["wire.OffsetFetch"] == 1 and "admin.list_consumer_group_offsets" not in calls, calls
+        assert seen == {allowed: {tp: v for tp, v in expected[allowed].items() if tp[0] == wide}}
+        assert seen == reader._groups_offsets_one_per_request([allowed])
+        before = call_count.snapshot()
+        with pytest.raises(KafkaClusterError) as batched:
+            reader.groups_offsets_with_metadata([allowed, stranger])
+        calls = call_count.since(before)
+        assert calls["wire.FindCoordinator"] == 1 and calls["admin.list_consumer_group_offsets"] == 1, calls
+        with pytest.raises(KafkaClusterError) as client:
+            reader._groups_offsets_one_per_request([allowed, stranger])
+        assert batched.value.code == client.value.code == KafkaError.GROUP_AUTHORIZATION_FAILED
+        assert str(batched.value) == str(client.value)
+    finally:
+        delete_acls(admin, entries)
+        for future in admin.admin.alter_user_scram_credentials(
+                [UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_512)]).values():
+            future.result(30)
