@@ -11,6 +11,8 @@ read does not take falls back to the client's path with the same answer. Groups 
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 import uuid
 
@@ -167,3 +169,42 @@ def test_what_a_principal_may_not_read_is_answered_as_the_client_answers(tenant,
         for future in admin.admin.alter_user_scram_credentials(
                 [UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_512)]).values():
             future.result(30)
+
+
+def test_a_batched_read_that_fails_leaves_the_whole_call_to_the_client(tenant, caplog):
+    """The first bootstrap address accepts a connection and closes it unanswered (not a Kafka broker): the batched
+    read fails as a whole, said once at info without the config, and the client, which moves on to the next
+    bootstrap address, answers every group; the next call does not try the batched read again (held off)."""
+    side, spec, _cluster, expected, _wide = tenant
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def hang_up() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            conn.recv(4096)
+            conn.close()
+
+    server = threading.Thread(target=hang_up, daemon=True)
+    server.start()
+    try:
+        cluster = KafkaCluster(f"{side}-hung-up", {"bootstrap.servers": f"127.0.0.1:{port},{spec.bootstrap}",
+                                                    "client.id": "secret-free"})
+        before = call_count.snapshot()
+        with caplog.at_level("INFO", logger="kafka_ferry.kafka.cluster"):
+            assert cluster.groups_offsets_with_metadata(expected) == expected
+            assert cluster.groups_offsets_with_metadata(expected) == expected
+        calls = call_count.since(before)
+        assert calls["wire.ApiVersions"] == 1 and "wire.OffsetFetch" not in calls, calls
+        assert calls["admin.list_consumer_group_offsets"] == 2 * len(expected)
+        said = [r.message for r in caplog.records if "batched group offset read failed" in r.message]
+        assert len(said) == 1 and f"127.0.0.1:{port} closed the connection" in said[0], said
+    finally:
+        stop.set()
+        server.join(10)
+        listener.close()

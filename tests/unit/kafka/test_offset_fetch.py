@@ -4,12 +4,21 @@ metadata text it answers, character for character what the client's path answers
 from __future__ import annotations
 
 import logging
+import socket
+import threading
+from contextlib import contextmanager
 
 import pytest
 
 from kafka_ferry.core.offsets.offset_fetch_wire import CommittedOffset
 from kafka_ferry.kafka.cluster import _wire_metadata
-from kafka_ferry.kafka.offset_fetch import Settings, unsupported
+from kafka_ferry.kafka.offset_fetch import (
+    BatchedFailed,
+    BatchedUnavailable,
+    Settings,
+    read_groups_offsets,
+    unsupported,
+)
 
 SCRAM = {"bootstrap.servers": "b:9094", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
          "sasl.username": "u", "sasl.password": "s3cret-value", "ssl.ca.location": "/tmp/ca.pem"}
@@ -74,3 +83,43 @@ def test_metadata_text_is_the_clients(caplog):
     with caplog.at_level(logging.INFO, logger="kafka_ferry.kafka.cluster"):
         assert text(b"\xff\x01binary") == ""
     assert "group g t-3: committed metadata is not UTF-8" in caplog.text
+
+
+@contextmanager
+def answering(reply: bytes):
+    """A local listener that reads one request and answers ``reply`` (bytes written out by hand), then hangs up."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(4096)
+            conn.sendall(reply)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        yield f"127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        server.join(10)
+        listener.close()
+
+
+def test_a_broker_before_kafka_3_is_unavailable_for_batching():
+    # ApiVersions v0 answer, correlation 1: OffsetFetch (9) up to v7, FindCoordinator (10) up to v3 (Kafka 2.8)
+    body = bytes.fromhex("00000001 0000 00000002 0009 0000 0007 000a 0000 0003".replace(" ", ""))
+    with answering(len(body).to_bytes(4, "big") + body) as address:
+        with pytest.raises(BatchedUnavailable, match="OffsetFetch up to v7 and FindCoordinator up to v3"):
+            read_groups_offsets({"bootstrap.servers": address}, ["g"], 10.0)
+
+
+@pytest.mark.parametrize(("reply", "why"), [
+    (bytes.fromhex("0000000a 00000001 0000"), "closed the connection"),  # 10 bytes promised, 6 sent
+    (bytes.fromhex("00000006 00000002 0000"), "correlation id 2, the request had 1"),
+    (bytes.fromhex("00000006 00000001 0000"), "'api_keys' truncated"),
+    (bytes.fromhex("80000000"), "response size -2147483648"),
+])
+def test_a_malformed_answer_fails_the_batched_read_clearly(reply, why):
+    with answering(reply) as address:
+        with pytest.raises(BatchedFailed, match=why):
+            read_groups_offsets({"bootstrap.servers": address}, ["g"], 10.0)
