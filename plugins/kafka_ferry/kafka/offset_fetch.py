@@ -40,7 +40,7 @@ HANDLED = frozenset({
     "ssl.endpoint.identification.algorithm",
 })
 # Any other setting starting so changes how a connection is made or authenticated (GSSAPI, OAUTHBEARER, inline PEMs,
-# keystores, engines and providers, certificate checks, socket and address options, interceptors): not tried.
+# keystores, engines and providers, certificate checks turned off, socket and address options, interceptors): not tried.
 CONNECTION_PREFIXES = ("ssl.", "ssl_", "sasl.", "enable.ssl", "enable.sasl", "security.", "socket.", "broker.",
                        "client.dns", "oauthbearer", "https.", "metadata.broker.list", "plugin.", "interceptor",
                        "resolve", "connect")
@@ -75,7 +75,8 @@ def unsupported(config: Mapping[str, Any]) -> str | None:
         return "ssl.ca.location 'probe' (librdkafka's own search for a CA store)"
     if not parse_addresses(config.get("bootstrap.servers")):
         return "bootstrap.servers is not set"
-    other = sorted(k for k in config if k not in HANDLED and k.lower().startswith(CONNECTION_PREFIXES))
+    other = sorted(k for k in config if k not in HANDLED and k.lower().startswith(CONNECTION_PREFIXES)
+                   and not (k == "enable.ssl.certificate.verification" and str(config[k]).lower() == "true"))
     if other:
         return f"connection setting(s) {', '.join(other)} are not handled by the batched read"
     return None

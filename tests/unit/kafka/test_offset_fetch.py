@@ -30,6 +30,7 @@ SCRAM = {"bootstrap.servers": "b:9094", "security.protocol": "SASL_SSL", "sasl.m
     {"bootstrap.servers": "b:9093", "security.protocol": "ssl", "ssl.ca.location": "/ca.pem",
      "ssl.certificate.location": "/c.pem", "ssl.key.location": "/k.pem", "ssl.key.password": "kp",
      "ssl.endpoint.identification.algorithm": "none"},
+    {"bootstrap.servers": "b:9093", "security.protocol": "SSL", "enable.ssl.certificate.verification": "true"},
     {"bootstrap.servers": "b:9094", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
      "sasl.username": "u", "sasl.password": ""},
     SCRAM,
