@@ -118,7 +118,8 @@ core/common/java_client_config.py core/common/state_records.py core/cutover/auth
 core/cutover/rollback_plan.py core/cutover/routes.py core/cutover/staged_cutover.py core/cutover/step_names.py
 core/cutover/step_table.py core/observability/kafka_assets.py core/observability/metrics_plan.py
 core/offsets/groups_ahead.py core/offsets/mm2_wire.py core/offsets/offset_decisions.py
-core/offsets/offset_sync_policy.py core/offsets/offset_translation.py core/offsets/provenance.py
+core/offsets/offset_fetch_wire.py core/offsets/offset_sync_policy.py core/offsets/offset_translation.py
+core/offsets/provenance.py
 core/offsets/spark_checkpoint.py core/provisioning/provisioning_plan.py core/provisioning/time_fidelity.py
 core/provisioning/topic_ownership.py core/schemas/decode_faults.py core/schemas/protobuf_schema.py
 core/schemas/schema_compat.py core/schemas/schema_decode.py core/schemas/schema_forms.py
@@ -128,7 +129,8 @@ core/specs/spec.py core/specs/spec_check.py core/specs/spec_source.py core/specs
 core/units/coupling.py core/units/streams_apps.py core/units/transaction_log.py
 hooks/evidence_signing.py hooks/kafka_cluster.py hooks/schema_registry.py
 kafka/acls.py kafka/bootstrap.py kafka/call_count.py kafka/client_log.py kafka/cluster.py kafka/configs.py
-kafka/errors.py kafka/protocol.py kafka/reads.py kafka/streams_groups.py kafka/transaction_log.py kafka/waiting.py
+kafka/errors.py kafka/offset_fetch.py kafka/protocol.py kafka/reads.py kafka/streams_groups.py
+kafka/transaction_log.py kafka/waiting.py
 operators/acls.py operators/authority.py operators/base.py operators/copy.py operators/copy_failures.py
 operators/evidence.py operators/failures.py operators/promotion.py operators/provision.py operators/rollback.py
 operators/schemas.py operators/spark_checkpoints.py operators/staged_promotion.py operators/translation.py

@@ -40,8 +40,9 @@ def test_offsets_and_group_offsets_round_trip(clusters):
 
 
 def test_many_groups_are_read_together_as_each_alone(clusters):
-    """``groups_offsets``: one request per group, all sent before any is awaited, answering as the one-group read
-    does (a group that never committed has none; metadata kept); a missing topic has no partitions."""
+    """``groups_offsets``: one OffsetFetch for all groups (``kafka.offset_fetch``; the client's path, one request per
+    group, is held to the same answer in test_batched_offset_fetch.py), answering as the one-group read does (a
+    group that never committed has none; metadata kept); a missing topic has no partitions."""
     from kafka_ferry.kafka import call_count
 
     topic = clusters.create_topic("source", clusters.unique("hook-many"), 3)
@@ -53,8 +54,9 @@ def test_many_groups_are_read_together_as_each_alone(clusters):
                                  metadata={(topic, 0): f"m{i}"})
     before = call_count.snapshot()
     together = hook.groups_offsets_with_metadata(groups)
-    assert call_count.since(before) == {"admin.list_consumer_group_offsets": len(groups)}
+    assert call_count.since(before) == {"wire.ApiVersions": 1, "wire.FindCoordinator": 1, "wire.OffsetFetch": 1}
     assert together == {g: hook.group_offsets_with_metadata(g) for g in groups}
+    assert together == hook._groups_offsets_one_per_request(sorted(groups))
     assert together[groups[2]] == {(topic, 0): (2, "m2"), (topic, 1): (3, ""), (topic, 2): (4, "")}
     assert together[groups[4]] == {}
     assert hook.groups_offsets(groups[:2]) == {groups[0]: {(topic, 0): 0}, groups[1]: {(topic, 0): 1, (topic, 1): 2}}

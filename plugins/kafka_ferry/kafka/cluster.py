@@ -38,7 +38,8 @@ from confluent_kafka.admin import (
 
 from kafka_ferry.core.acls.acl_plan import principal_of
 from kafka_ferry.core.common.cluster_model import UNDESCRIBED_STATE, ClusterInfo, GroupInfo, TopicInfo
-from kafka_ferry.kafka import call_count, streams_groups
+from kafka_ferry.core.offsets.offset_fetch_wire import CommittedOffset
+from kafka_ferry.kafka import call_count, offset_fetch, streams_groups
 from kafka_ferry.kafka.bootstrap import PROBE_TIMEOUT_S, listener_speaks, parse_addresses, unreachable
 from kafka_ferry.kafka.client_log import librdkafka_logger
 from kafka_ferry.kafka.errors import ClusterUnreachableError, KafkaClusterError, ListenerProtocolError
@@ -53,6 +54,8 @@ DURABLE_PRODUCER = {"acks": "all", "enable.idempotence": True, "linger.ms": 5}
 # Group offset reads in flight at once: the client takes one group per OffsetFetch request, so many groups are
 # many requests; sent together they cost about one round trip per coordinator, not one per group.
 GROUPS_IN_FLIGHT = 200
+# After the batched offset read failed (connection, TLS, authentication, protocol), the client's path serves this long.
+BATCHED_HOLD_OFF_S = 300.0
 # How long the Java helper's listing of streams groups is reused (kafka.streams_groups: one JVM per call).
 STREAMS_LISTING_KEPT_S = 30.0
 
@@ -69,6 +72,20 @@ def _commit_metadata(group: str, tp: TopicPartition) -> str:
         log.info("group %s %s-%d: committed metadata is not UTF-8 (binary, as Kafka Streams writes it): not carried",
                  group, tp.topic, tp.partition)
         return ""
+
+
+def _wire_metadata(group: str, committed: CommittedOffset) -> str:
+    """``_commit_metadata`` for the batched read's raw bytes, to the character: the text up to the first NUL byte,
+    "" (and the same info line) for metadata that is not UTF-8, "" for none. Why up to a NUL: confluent-kafka reads
+    the field as a C string, and librdkafka's own commits carry a trailing NUL (the broker holds "keep-me\\0" for
+    "keep-me"), so the client's path answers the text before it; so must this one."""
+    try:
+        return (committed.metadata or b"").split(b"\0", 1)[0].decode("utf-8")
+    except UnicodeDecodeError:
+        log.info("group %s %s-%d: committed metadata is not UTF-8 (binary, as Kafka Streams writes it): not carried",
+                 group, committed.topic, committed.partition)
+        return ""
+
 
 class KafkaCluster(AdminWaits):
     """One cluster: ``name`` is what errors call it (the Airflow connection id, or the role in the Spark job).
@@ -88,6 +105,8 @@ class KafkaCluster(AdminWaits):
         self._producers: dict[tuple, Producer] | None = {} if reuse_producers else None
         self._client_error: KafkaError | None = None
         self._streams_listing: tuple[float, tuple[str, ...]] | None = None  # (when, groups): _streams_listed
+        # The batched offset read: None = usable; else why not (said once), and until when (None: for good).
+        self._batched_off: tuple[str, float | None] | None = None
 
     def __repr__(self) -> str:
         return f"KafkaCluster({self.name!r}, bootstrap.servers={self.bootstrap_servers!r})"
@@ -405,12 +424,55 @@ class KafkaCluster(AdminWaits):
 
     def groups_offsets_with_metadata(self, group_ids: Iterable[str]
                                      ) -> dict[str, dict[tuple[str, int], tuple[int, str]]]:
-        """Committed (offset, metadata) of each group, every group's request in flight at once.
+        """Committed (offset, metadata) of each group: one OffsetFetch per coordinator for all of them where the
+        cluster allows (``kafka.offset_fetch``), else through the client, every group's request in flight at once.
 
-        Why: a promotion, a translation and a sensor's poke read every migrated group; one request after another
-        costs a round trip per group (200 groups, 200 round trips). The client takes one group per request, so the
-        requests go out together (``GROUPS_IN_FLIGHT`` at a time) and are then awaited."""
+        Why: a promotion, a translation and a sensor's poke read every migrated group; the client takes one group per
+        request (200 groups, 200 requests). The batched answer is used only where it is clean: a group whose
+        coordinator was not found, or whose answer carries a group or partition error, is read again through the
+        client, which raises or retries exactly as it always did; a batched call that fails as a whole (connection,
+        TLS, authentication, protocol) leaves every group to the client."""
         group_ids = sorted(set(group_ids))
+        out: dict[str, dict[tuple[str, int], tuple[int, str]]] = {}
+        rest = group_ids
+        if group_ids and self._batched_offsets_usable():
+            try:
+                answer = offset_fetch.read_groups_offsets(self._config, group_ids, self.request_timeout_s)
+            except offset_fetch.BatchedUnavailable as exc:
+                self._batched_off = (str(exc), None)
+                log.info("%s: group offsets are read one group per request (%s)", self.name, exc)
+            except offset_fetch.BatchedFailed as exc:
+                self._batched_off = (str(exc), time.monotonic() + BATCHED_HOLD_OFF_S)
+                log.info("%s: the batched group offset read failed, reading one group per request for %.0f s (%s)",
+                         self.name, BATCHED_HOLD_OFF_S, exc)
+            else:
+                for group, committed in answer.offsets.items():
+                    out[group] = {(c.topic, c.partition): (c.offset, _wire_metadata(group, c))
+                                  for c in committed if c.offset >= 0}
+                rest = sorted(answer.unresolved)
+        if rest:
+            out.update(self._groups_offsets_one_per_request(rest))
+        return {g: out[g] for g in group_ids}
+
+    def _batched_offsets_usable(self) -> bool:
+        """Whether to try the batched read now; the first time it is not, why (at info, no secret) once."""
+        if self._batched_off is None:
+            reason = offset_fetch.unsupported(self._config)
+            if reason is None:
+                return True
+            self._batched_off = (reason, None)
+            log.info("%s: group offsets are read one group per request (%s)", self.name, reason)
+            return False
+        _, until = self._batched_off
+        if until is not None and time.monotonic() >= until:
+            self._batched_off = None
+            return self._batched_offsets_usable()
+        return False
+
+    def _groups_offsets_one_per_request(self, group_ids: list[str]
+                                        ) -> dict[str, dict[tuple[str, int], tuple[int, str]]]:
+        """Through the client: one OffsetFetch per group, every group's request in flight at once
+        (``GROUPS_IN_FLIGHT`` at a time), then awaited."""
         out: dict[str, dict[tuple[str, int], tuple[int, str]]] = {}
         for i in range(0, len(group_ids), GROUPS_IN_FLIGHT):
             chunk = group_ids[i:i + GROUPS_IN_FLIGHT]
