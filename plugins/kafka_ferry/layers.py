@@ -76,7 +76,7 @@ FLOORS: tuple[Floor, ...] = (
                    "promotions), offset_decisions.py (the final translation's decisions), batches.py, gaps.py, "
                    "fences.py, "
                    "schema_ids.py, serialized_fields.py, topic_ownership.py, time_plans.py, decode_marks.py, "
-                   "group_activity.py, backlog.py"),
+                   "group_activity.py, backlog.py, acl_migration.py"),
     )),
     Floor("clients", (
         ("kafka/", "cluster.py (KafkaCluster: the one Kafka client), waiting.py, reads.py (bounded reads), "
