@@ -86,3 +86,20 @@ def test_acls_of_migrated_topics_and_groups_are_migrated_without_widening(privat
     assert (again["create"], again["present"], again["refused"]) == (0, len(expected), 1)
     assert on_destination() == expected  # idempotent; nothing PREFIXED, nothing for the unselected topic
     print("ACL migration diff:\n  " + "\n  ".join(dry["diff"]))
+
+
+def test_a_create_the_broker_refuses_in_part_reports_what_it_created(private):
+    """Kafka answers each binding of a CreateAcls on its own: one created, one refused (a principal it cannot parse);
+    ``create_acls`` raises naming the refused one and carries the created one, which ``migrate_acls`` records."""
+    from kafka_ferry.kafka.acls import AclsPartlyCreated, delete_acls
+
+    p = private.unique("aclpart")
+    destination = private.cluster("destination")
+    good, bad = AclEntry("User:app", "TOPIC", p, "READ"), AclEntry("no-colon", "TOPIC", p, "READ")
+    try:
+        with pytest.raises(AclsPartlyCreated, match="create ACL ALLOW READ on TOPIC .* for no-colon failed") as raised:
+            create_acls(destination, [good, bad])
+        assert raised.value.created == (good,)
+        assert describe_acls(destination, "TOPIC", p) == [good]
+    finally:
+        delete_acls(destination, [good])
