@@ -154,7 +154,11 @@ def test_the_acl_migrations_record_is_in_the_bundle_and_a_bundle_without_it_stil
     assert acls["present"] == 2
     assert acls["refused"] == [{"entry": entry_row(refused.entry), "reason": "User:b may not write t"}]
     assert [r["run_id"] for r in acls["runs"]] == ["manual__0"]
-    assert verify(Path(write_bundle(SPEC, store, tmp_path / "new", "promote", "r1", files, KEY)["path"])).ok
+    from kafka_ferry.cli import main
 
     old = {**files, "acls-and-fences.json": b'{"fences_lifted":0,"fences_recorded":{}}'}  # as version 1 began
-    assert verify(Path(write_bundle(SPEC, store, tmp_path / "old", "promote", "r1", old, KEY)["path"])).ok
+    for where, bundle in (("new", files), ("old", old)):  # `kafka-ferry verify-evidence` on each
+        folder = write_bundle(SPEC, store, tmp_path / where, "promote", "r1", bundle, KEY)["path"]
+        assert main(["verify-evidence", folder, "--require-signature"]) == 0
+        (Path(folder) / "acls-and-fences.json").write_bytes(b'{"acl_migration":{}}')  # and a changed byte fails
+        assert main(["verify-evidence", folder]) == 1
