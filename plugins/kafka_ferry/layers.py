@@ -76,7 +76,7 @@ FLOORS: tuple[Floor, ...] = (
                    "promotions), offset_decisions.py (the final translation's decisions), batches.py, gaps.py, "
                    "fences.py, "
                    "schema_ids.py, serialized_fields.py, topic_ownership.py, time_plans.py, decode_marks.py, "
-                   "group_activity.py, backlog.py"),
+                   "group_activity.py, backlog.py, acl_migration.py"),
     )),
     Floor("clients", (
         ("kafka/", "cluster.py (KafkaCluster: the one Kafka client), waiting.py, reads.py (bounded reads), "
@@ -110,7 +110,8 @@ copy/copy_failures.py copy/credentials.py copy/delivery.py copy/destination_tail
 copy/lease.py copy/live_progress.py copy/packaging.py copy/partition_copier.py copy/plan.py copy/planning.py
 copy/range_copy.py copy/report.py copy/runner.py copy/spark_home.py copy/spark_job.py copy/sync_writer.py
 copy/throttle.py
-core/acls/acl_migration.py core/acls/acl_plan.py core/batches/backlog_eta.py core/batches/batch_planning.py
+core/acls/acl_migration.py core/acls/acl_plan.py core/acls/acl_record.py core/batches/backlog_eta.py
+core/batches/batch_planning.py
 core/batches/batch_window.py core/batches/copy_lease.py core/batches/copy_rate.py core/batches/driver_jvm.py
 core/batches/live_progress.py core/batches/progress.py core/batches/rate_limit.py core/batches/spark_credentials.py
 core/common/cluster_model.py core/common/dates.py core/common/failures.py core/common/flags.py
@@ -145,8 +146,8 @@ registry/client.py registry/protocol.py
 reports/chart.py reports/publish.py reports/render.py reports/unit_status.py
 schemas/decode_check.py schemas/schemas.py schemas/serialized_fields.py
 sensors/promotion_sensors.py
-state/backlog.py state/batches.py state/decode_marks.py state/evidence_key.py state/fences.py state/gaps.py
-state/group_activity.py state/offset_decisions.py state/progress.py state/promotion.py state/protocol.py
+state/acl_migration.py state/backlog.py state/batches.py state/decode_marks.py state/evidence_key.py state/fences.py
+state/gaps.py state/group_activity.py state/offset_decisions.py state/progress.py state/promotion.py state/protocol.py
 state/rollback.py state/schema_ids.py state/serialized_fields.py state/staged_cutover.py state/store.py
 state/time_plans.py state/topic_ownership.py
 storage/private.py storage/workdir.py

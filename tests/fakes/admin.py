@@ -135,11 +135,17 @@ class FakeAdmin:
         return _done([to_binding(e) for e in self.cluster.acls if _matches(acl_filter, e)])
 
     def create_acls(self, bindings: list[AclBinding], request_timeout: float = 30) -> dict[AclBinding, Future]:
+        out = {}
         for binding in bindings:
             entry = from_binding(binding)
+            error = self.cluster.acl_create_errors.get(entry)
+            if error is not None:
+                out[binding] = _done(error=error)
+                continue
             if entry not in self.cluster.acls:
                 self.cluster.acls.append(entry)
-        return {b: _done(None) for b in bindings}
+            out[binding] = _done(None)
+        return out
 
     def delete_acls(self, filters: list[AclBindingFilter], request_timeout: float = 30
                     ) -> dict[AclBindingFilter, Future]:

@@ -271,6 +271,9 @@ class FakeCluster:
         self.authorizer = True
         self.super_users = set(super_users)
         self.acls: list[AclEntry] = []
+        # entries a CreateAcls answers with this error code for (a test's fault: a create that fails part way;
+        # Kafka answers each binding of a CreateAcls request on its own)
+        self.acl_create_errors: dict[AclEntry, int] = {}
         self.topics: dict[str, FakeTopic] = {}
         self.groups: dict[str, FakeGroup] = {}
         self.calls: Counter[str] = Counter()  # what was asked, for tests counting requests
@@ -295,6 +298,7 @@ class FakeCluster:
         view = FakeCluster(self.name, self.brokers, principal)
         view.topics, view.groups, view.acls, view.super_users, view.calls, view.requests = (
             self.topics, self.groups, self.acls, self.super_users, self.calls, self.requests)
+        view.acl_create_errors = self.acl_create_errors
         return view
 
     def grant(self, *entries: AclEntry) -> None:

@@ -65,13 +65,35 @@ def describe_acls(cluster, resource_type: str = "ANY", name: str | None = None,
     return sorted(from_binding(b) for b in _result(cluster, future, "describe ACLs"))
 
 
-def create_acls(cluster, entries: Iterable[AclEntry]) -> None:
-    """Create the entries (creating an existing ACL is a no-op for Kafka: idempotent)."""
+class AclsPartlyCreated(KafkaClusterError):
+    """``create_acls`` failed for an entry; ``created`` holds the entries the cluster did accept, so a caller that
+    records what it owns records exactly those (and nothing that was not created)."""
+
+    created: tuple[AclEntry, ...] = ()
+
+
+def create_acls(cluster, entries: Iterable[AclEntry]) -> list[AclEntry]:
+    """Create the entries (creating an existing ACL is a no-op for Kafka: idempotent); returns those the cluster
+    accepted. Every entry's answer is awaited; when one failed, ``AclsPartlyCreated`` names the first failure and
+    carries the entries that were created."""
     bindings = [to_binding(e) for e in sorted(set(entries))]
     if not bindings:
-        return
+        return []
+    created: list[AclEntry] = []
+    failed: tuple[AclEntry, KafkaError] | None = None
     for binding, future in cluster.admin.create_acls(bindings, request_timeout=TIMEOUT_S).items():
-        _result(cluster, future, f"create ACL {from_binding(binding).describe()}")
+        entry = from_binding(binding)
+        try:
+            future.result(timeout=TIMEOUT_S)
+        except KafkaException as exc:
+            failed = failed or (entry, exc.args[0])
+            continue
+        created.append(entry)
+    if failed is not None:
+        error = AclsPartlyCreated.on(cluster, f"create ACL {failed[0].describe()}", failed[1])
+        error.created = tuple(sorted(created))
+        raise error
+    return sorted(created)
 
 
 def delete_acls(cluster, entries: Iterable[AclEntry]) -> None:

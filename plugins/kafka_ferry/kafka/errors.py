@@ -9,7 +9,7 @@ which may hold credentials.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 from confluent_kafka import KafkaError
 
@@ -78,7 +78,7 @@ class KafkaClusterError(KafkaFerryError, RuntimeError):
 
     @classmethod
     def on(cls, cluster: Any, operation: str, error: KafkaError | Exception,
-           acl: Mapping[str, tuple[str, str]] | None = None) -> KafkaClusterError:
+           acl: Mapping[str, tuple[str, str]] | None = None) -> Self:
         """The error of a call on a ``KafkaCluster``: named by its connection id (or role) and bootstrap addresses, and
         for an authorization error by the grant its principal needs (``acl``)."""
         return cls(cluster.name, operation, error, getattr(cluster, "bootstrap_servers", None),

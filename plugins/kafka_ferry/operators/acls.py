@@ -12,7 +12,9 @@ class MigrateAclsOperator(DryRunOperator):
     """Creates on the destination the ACLs the source holds on migrated topics and groups.
 
     Idempotent (present entries are left alone); entries that would grant more than the source are refused and
-    listed in the result (`refused`), never created. ``dry_run`` returns the diff without changing anything.
+    listed in the result (`refused`), never created. What it created, found present and refused is recorded in the
+    state topic (kind ``acl-migration``, keyed by the run id; not by a dry run, nor by a run that changed nothing).
+    ``dry_run`` returns the diff without changing anything.
 
     :param dry_run: see ``DryRunOperator``: plan and report only, change nothing.
     :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
@@ -20,5 +22,6 @@ class MigrateAclsOperator(DryRunOperator):
 
     def execute(self, context: Any) -> dict:
         dry_run = self.is_dry_run
-        plan = migrate_acls(self.spec, self.source_cluster, self.destination_cluster, self.state_store, dry_run=dry_run)
+        plan = migrate_acls(self.spec, self.source_cluster, self.destination_cluster, self.state_store,
+                            dry_run=dry_run, run_id=str(context.get("run_id") or self.task_id))
         return {**plan.summary(), "dry_run": dry_run, "diff": plan.diff_lines()}

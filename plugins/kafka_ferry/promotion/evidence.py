@@ -9,7 +9,9 @@ What a bundle holds (each a canonical JSON file, listed with its SHA-256 in ``ma
 - ``groups.json``: every group's committed offset the cutover set, per partition, with the translation's method;
 - ``offset-map.json``: the offset map the final translation wrote (a promotion);
 - ``schema-ids.json``: the schema id map (remap mode) and the decode check's totals;
-- ``acls-and-fences.json``: the fences recorded and lifted;
+- ``acls-and-fences.json``: the fences recorded and lifted, and what the ACL migration did (``acl_migration``: the
+  entries it created on the destination, with their run; the count it found present and its refusals, as its newest
+  record says; every record; ``core.acls.acl_record.bundle_view``);
 - ``preflight.json``: the run's pre-flight (its plan diff and checks);
 - ``tasks.json``: the run's steps as recorded (finished when, how long, their summaries);
 - ``act.json``: who triggered it, why they may, the typed confirmation, the run;
@@ -28,7 +30,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_ferry import __version__
-from kafka_ferry.core.common.state_records import FENCE_KIND, GROUP_PROMOTION_KIND, SCHEMA_ID_KIND, TOPIC_PROMOTION_KIND
+from kafka_ferry.core.acls.acl_record import bundle_view
+from kafka_ferry.core.common.state_records import (
+    ACL_MIGRATION_KIND,
+    FENCE_KIND,
+    GROUP_PROMOTION_KIND,
+    SCHEMA_ID_KIND,
+    TOPIC_PROMOTION_KIND,
+)
 from kafka_ferry.core.cutover.evidence import (
     LATER,
     MANIFEST,
@@ -103,7 +112,8 @@ def _common(store: StateStore, act: Mapping[str, Any] | None, preflight: Mapping
     state = store.read_all()
     return {"act.json": dict(act or {}), "preflight.json": dict(preflight or {}), "tasks.json": tasks,
             "schema-ids.json": {"schema_ids": SCHEMA_ID_KIND.records(state)},
-            "acls-and-fences.json": {"fences_recorded": FENCE_KIND.records(state)},
+            "acls-and-fences.json": {"fences_recorded": FENCE_KIND.records(state),
+                                     "acl_migration": bundle_view(ACL_MIGRATION_KIND.records(state))},
             "versions.json": versions(source, destination)}
 
 

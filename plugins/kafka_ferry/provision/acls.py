@@ -11,8 +11,9 @@ import logging
 from kafka_ferry.core.acls.acl_migration import AclMigrationPlan, plan_acl_migration
 from kafka_ferry.core.provisioning.provisioning_plan import select_topics
 from kafka_ferry.core.specs.spec import MigrationSpec
-from kafka_ferry.kafka.acls import create_acls, describe_acls
+from kafka_ferry.kafka.acls import AclsPartlyCreated, create_acls, describe_acls
 from kafka_ferry.provision.fences import release_from_fences
+from kafka_ferry.state.acl_migration import record_acl_migration
 from kafka_ferry.state.progress import migrated_groups
 from kafka_ferry.state.store import MigrationStateStore
 
@@ -27,14 +28,25 @@ def plan_migration_acls(spec: MigrationSpec, source, destination, store: Migrati
 
 
 def migrate_acls(spec: MigrationSpec, source, destination, store: MigrationStateStore,
-                 dry_run: bool = False) -> AclMigrationPlan:
-    """Plan, log the diff, and (unless dry_run) create the missing entries; refusals are logged, never applied."""
+                 dry_run: bool = False, run_id: str = "manual") -> AclMigrationPlan:
+    """Plan, log the diff, and (unless dry_run) create the missing entries; refusals are logged, never applied.
+
+    Not in a dry run, what the run created, found present and refused is recorded (kind ``acl-migration``, under
+    ``run_id``; ``state.acl_migration``) after the create, listing only what the destination accepted: when the
+    create fails part way, the entries it did create are recorded before the error is raised, and none it did not.
+    A run that creates nothing and refuses the same as the newest record writes nothing."""
     plan = plan_migration_acls(spec, source, destination, store)
     for line in plan.diff_lines():
         (log.warning if line.startswith("!") else log.info)("ACL %s", line)
-    if not dry_run:
-        # A DENY the source holds may be the very binding a fence put: from now on it is the tenant's, not
-        # the fence's, so the promotion's lift leaves it.
-        release_from_fences(store, [*plan.present, *plan.create])
-        create_acls(destination, plan.create)
+    if dry_run:
+        return plan
+    # A DENY the source holds may be the very binding a fence put: from now on it is the tenant's, not
+    # the fence's, so the promotion's lift leaves it.
+    release_from_fences(store, [*plan.present, *plan.create])
+    try:
+        created = create_acls(destination, plan.create)
+    except AclsPartlyCreated as exc:
+        record_acl_migration(store, run_id, exc.created, plan)
+        raise
+    record_acl_migration(store, run_id, created, plan)
     return plan

@@ -1,5 +1,6 @@
 """ACL migration against real authorizers: renamed, literal, denials carried, merged principals refused,
-dry run changes nothing, a second run creates nothing."""
+dry run changes nothing, a second run creates nothing; what the migration created, found and refused is recorded in
+the state topic (kind ``acl-migration``) by the run that did it, not by the dry run nor by the second run."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ import yaml
 from scenarios import commit_source_group, provision, provision_groups
 
 from kafka_ferry.core.acls.acl_plan import AclEntry
+from kafka_ferry.core.acls.acl_record import entry_of
+from kafka_ferry.core.common.state_records import ACL_MIGRATION_KIND
+from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.kafka.acls import create_acls, describe_acls
 from kafka_ferry.operators.acls import MigrateAclsOperator
+from kafka_ferry.state.store import MigrationStateStore
 
 pytestmark = pytest.mark.integration
 
@@ -57,17 +62,44 @@ def test_acls_of_migrated_topics_and_groups_are_migrated_without_widening(privat
             found += describe_acls(private.cluster("destination"), resource_type, name)
         return sorted(found)
 
-    dry = MigrateAclsOperator(task_id="acls", spec_path=str(spec_path), dry_run=True).execute({})
+    store = MigrationStateStore(private.cluster("destination"), load_spec(spec_path).state_topic_name)
+    dry = MigrateAclsOperator(task_id="acls", spec_path=str(spec_path), dry_run=True).execute({"run_id": "dry"})
     assert on_destination() == []  # a dry run changes nothing
+    assert store.read_kind(ACL_MIGRATION_KIND) == {}  # nor records anything
     assert dry["create"] == len(expected) and dry["refused"] == 1
     assert any(line.startswith("! refused ALLOW READ on TOPIC") and "User:merged" in line and "User:b" in line
                for line in dry["diff"]), dry["diff"]
 
-    first = MigrateAclsOperator(task_id="acls", spec_path=str(spec_path)).execute({})
+    first = MigrateAclsOperator(task_id="acls", spec_path=str(spec_path)).execute({"run_id": "first"})
     assert on_destination() == expected
-    again = MigrateAclsOperator(task_id="acls", spec_path=str(spec_path)).execute({})
+    records = store.read_kind(ACL_MIGRATION_KIND)
+    assert list(records) == ["first"]
+    assert [entry_of(row) for row in records["first"]["created"]] == expected  # read back from the broker's answer
+    assert records["first"]["present"] == 0
+    [refusal] = records["first"]["refused"]
+    assert entry_of(refusal["entry"]) == AclEntry("User:merged", "TOPIC", d1, "READ")
+    assert "User:b" in refusal["reason"], refusal
+    again = MigrateAclsOperator(task_id="acls", spec_path=str(spec_path)).execute({"run_id": "again"})
+    assert store.read_kind(ACL_MIGRATION_KIND) == records  # nothing created, the same refusal: no record
 
     assert (first["create"], first["refused"]) == (len(expected), 1)
     assert (again["create"], again["present"], again["refused"]) == (0, len(expected), 1)
     assert on_destination() == expected  # idempotent; nothing PREFIXED, nothing for the unselected topic
     print("ACL migration diff:\n  " + "\n  ".join(dry["diff"]))
+
+
+def test_a_create_the_broker_refuses_in_part_reports_what_it_created(private):
+    """Kafka answers each binding of a CreateAcls on its own: one created, one refused (a principal it cannot parse);
+    ``create_acls`` raises naming the refused one and carries the created one, which ``migrate_acls`` records."""
+    from kafka_ferry.kafka.acls import AclsPartlyCreated, delete_acls
+
+    p = private.unique("aclpart")
+    destination = private.cluster("destination")
+    good, bad = AclEntry("User:app", "TOPIC", p, "READ"), AclEntry("no-colon", "TOPIC", p, "READ")
+    try:
+        with pytest.raises(AclsPartlyCreated, match="create ACL ALLOW READ on TOPIC .* for no-colon failed") as raised:
+            create_acls(destination, [good, bad])
+        assert raised.value.created == (good,)
+        assert describe_acls(destination, "TOPIC", p) == [good]
+    finally:
+        delete_acls(destination, [good])

@@ -65,7 +65,7 @@ def test_keys_round_trip_and_prefixes_select():
 
 
 def test_every_kind_is_declared_once_and_named_without_a_slash():
-    assert len(KINDS) == len({k.name for k in KINDS.values()}) == 21
+    assert len(KINDS) == len({k.name for k in KINDS.values()}) == 22
     assert all("/" not in name and kind.name == name for name, kind in KINDS.items())
 
 

@@ -133,3 +133,32 @@ def test_the_command_verifies_a_local_bundle_and_names_a_changed_file(tmp_path, 
     assert "  FAILED groups.json: changed" in [line.split(" (")[0] for line in lines] and lines[-1] == "  NOT verified"
     assert main(["verify-evidence", str(tmp_path / "nowhere")]) == 1
     assert "no evidence bundle folder there" in capsys.readouterr().err
+
+
+def test_the_acl_migrations_record_is_in_the_bundle_and_a_bundle_without_it_still_verifies(tmp_path):
+    """``acls-and-fences.json`` carries ``acl_migration`` (created / present / refused, from the state topic); the
+    field is content, not manifest layout (version 1 unchanged), so a bundle written before it verifies as before."""
+    from kafka_ferry.core.acls.acl_migration import Refusal
+    from kafka_ferry.core.acls.acl_plan import AclEntry
+    from kafka_ferry.core.acls.acl_record import entry_row, run_record
+    from kafka_ferry.core.common.state_records import ACL_MIGRATION_KIND
+
+    source, destination = clusters()
+    store = FakeStateStore(destination).created()
+    created = AclEntry("User:app", "TOPIC", "t.dst", "READ")
+    refused = Refusal(AclEntry("User:merged", "TOPIC", "t.dst", "WRITE"), "User:b may not write t")
+    store.put(ACL_MIGRATION_KIND, "manual__0", run_record("manual__0", [created], 2, [refused], 5, {}) or {})
+    files = promotion_files({"steps": {}}, store, None, None, source, destination)
+    acls = json.loads(files["acls-and-fences.json"])["acl_migration"]
+    assert acls["created"] == [{**entry_row(created), "run_id": "manual__0"}]
+    assert acls["present"] == 2
+    assert acls["refused"] == [{"entry": entry_row(refused.entry), "reason": "User:b may not write t"}]
+    assert [r["run_id"] for r in acls["runs"]] == ["manual__0"]
+    from kafka_ferry.cli import main
+
+    old = {**files, "acls-and-fences.json": b'{"fences_lifted":0,"fences_recorded":{}}'}  # as version 1 began
+    for where, bundle in (("new", files), ("old", old)):  # `kafka-ferry verify-evidence` on each
+        folder = write_bundle(SPEC, store, tmp_path / where, "promote", "r1", bundle, KEY)["path"]
+        assert main(["verify-evidence", folder, "--require-signature"]) == 0
+        (Path(folder) / "acls-and-fences.json").write_bytes(b'{"acl_migration":{}}')  # and a changed byte fails
+        assert main(["verify-evidence", folder]) == 1

@@ -169,6 +169,12 @@ SERIALIZED_FIELDS_KIND = StateKind(
 FENCE_KIND = StateKind(
     "fence", "GROUP:<group id> | TOPIC:<mirror topic>", ("entries",),
     "fencing (acls.fence): the DENY ACLs put on the destination for a unit, so its promotion lifts exactly those")
+ACL_MIGRATION_KIND = StateKind(
+    "acl-migration", "<run id>", ("run_id", "recorded_at_ms", "created", "present", "refused"),
+    "the ACL migration (provision.acls.migrate_acls), not in a dry run, when a run created an ACL on the destination "
+    "or refused another set than the newest record: the entries it created (only those the destination accepted), "
+    "the count found present, the refusals with their reasons (core.acls.acl_record). Own only what you create: "
+    "the created entries are the only ACLs a later removal may touch")
 DECODE_CHECK_KIND = StateKind(
     "decode-check", "<destination topic>:<partition>",
     ("destination_topic", "partition", "checked_through", "records", "decoded", "plain", "failed", "batch_id"),
@@ -211,5 +217,6 @@ EVIDENCE_KEY_KIND = StateKind(
 KINDS: dict[str, StateKind] = {k.name: k for k in (
     OWNER_KIND, ACT_KIND, EVIDENCE_KEY_KIND,
     PROGRESS_KIND, GAP_KIND, BATCH_KIND, TOPIC_KIND, OWNED_TOPIC_KIND, GROUP_KIND, TIMESTAMPS_KIND, PROMOTION_KIND,
-    GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, FENCE_KIND, DECODE_CHECK_KIND,
+    GROUP_PROMOTION_KIND, TOPIC_PROMOTION_KIND, GROUP_ACTIVITY_KIND, SCHEMA_ID_KIND, FENCE_KIND, ACL_MIGRATION_KIND,
+    DECODE_CHECK_KIND,
     LEASE_KIND, SERIALIZED_FIELDS_KIND, BACKLOG_KIND, ROLLBACK_KIND)}

@@ -1,0 +1,70 @@
+"""``provision.acls.migrate_acls`` on the in-memory clusters of ``tests/fakes``: what a run created, found present and
+refused is recorded in the state topic (kind ``acl-migration``) only after the create, only entries the destination
+accepted, never by a dry run, and not again by a run that changes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaError
+from fakes.cluster import FakeCluster
+from fakes.state import FakeStateStore
+
+from kafka_ferry.core.acls.acl_plan import AclEntry
+from kafka_ferry.core.acls.acl_record import entry_of
+from kafka_ferry.core.common.state_records import ACL_MIGRATION_KIND
+from kafka_ferry.core.specs.spec import load_spec
+from kafka_ferry.kafka.acls import AclsPartlyCreated
+from kafka_ferry.provision.acls import migrate_acls
+
+SPEC = load_spec(Path(__file__).resolve().parents[3] / "dags" / "migrations" / "demo-tenant.yaml").model_copy(
+    update={"schema_registry": None})  # identity rename, no principal map
+READ = AclEntry("User:app", "TOPIC", "demo.orders", "READ")
+WRITE = AclEntry("User:app", "TOPIC", "demo.orders", "WRITE")
+DENY = AclEntry("User:app", "TOPIC", "demo.pay", "READ", permission="DENY")
+
+
+def clusters():
+    source, destination = FakeCluster("source"), FakeCluster("destination")
+    for name in ("demo.orders", "demo.pay"):
+        source.create_topic(name, 1, 1, {})
+    source.grant(READ, WRITE, DENY, AclEntry("User:app", "TOPIC", "other", "READ"))
+    destination.grant(WRITE)  # an administrator's: present, never the migration's
+    return source, destination, FakeStateStore(destination).created()
+
+
+def test_a_dry_run_records_nothing_and_creates_nothing():
+    source, destination, store = clusters()
+    before = list(store.log)
+    plan = migrate_acls(SPEC, source, destination, store, dry_run=True, run_id="r0")
+    assert sorted(plan.create) == [READ, DENY] and destination.acls == [WRITE]
+    assert store.log == before
+
+
+def test_a_run_records_what_it_created_and_a_second_run_that_creates_nothing_records_nothing():
+    source, destination, store = clusters()
+    migrate_acls(SPEC, source, destination, store, run_id="r1")
+    records = store.read_kind(ACL_MIGRATION_KIND)
+    assert list(records) == ["r1"]
+    assert [entry_of(row) for row in records["r1"]["created"]] == [READ, DENY]
+    assert (records["r1"]["present"], records["r1"]["refused"]) == (1, [])
+
+    writes = len(store.log)
+    plan = migrate_acls(SPEC, source, destination, store, run_id="r2")
+    assert (plan.create, len(plan.present)) == ([], 3)
+    assert len(store.log) == writes  # idempotent: no record, no noise
+
+
+def test_a_create_that_fails_part_way_records_only_what_was_created():
+    source, destination, store = clusters()
+    destination.acl_create_errors[DENY] = KafkaError.INVALID_REQUEST
+    with pytest.raises(AclsPartlyCreated, match="create ACL DENY READ on TOPIC 'demo.pay'") as raised:
+        migrate_acls(SPEC, source, destination, store, run_id="r1")
+    assert raised.value.created == (READ,)
+    assert [entry_of(row) for row in store.read_kind(ACL_MIGRATION_KIND)["r1"]["created"]] == [READ]
+
+    del destination.acl_create_errors[DENY]  # the task's retry, same run: both listed, one record
+    migrate_acls(SPEC, source, destination, store, run_id="r1")
+    records = store.read_kind(ACL_MIGRATION_KIND)
+    assert list(records) == ["r1"] and [entry_of(row) for row in records["r1"]["created"]] == [READ, DENY]
