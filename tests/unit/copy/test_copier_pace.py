@@ -4,6 +4,8 @@ boundary with everything before it produced and acknowledged."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +14,7 @@ from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.report import PartitionResult
 from kafka_ferry.copy.throttle import BatchPace
 from kafka_ferry.core.batches.rate_limit import RateLimit
-from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker
+from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker, SyncPoint
 
 TOPIC, RECORDS = "orders", 400
 
@@ -80,7 +82,9 @@ class Producer:
     """The destination partition: appends in produce order, reports deliveries on poll/flush (time passes)."""
 
     def __init__(self, clock: Clock) -> None:
-        self.clock, self.log, self.reports = clock, [], []
+        self.clock = clock
+        self.log: list[tuple[bytes | None, bytes | None, int]] = []  # (key, value, timestamp)
+        self.reports: list[tuple[Callable[..., object], int]] = []  # (on_delivery, offset)
 
     def produce(self, topic, value, key, partition, on_delivery=None, timestamp=0, headers=None):
         self.log.append((key, value, timestamp))
@@ -121,7 +125,7 @@ def copy(limit: RateLimit, deadline_s: float | None = None):
     producer = Producer(clock)
     copier = PartitionCopier(plan, Cluster(Consumer(clock)), Cluster(producer), sync_writer=None, store=None,
                              pace=pace)
-    syncs = []
+    syncs: list[SyncPoint] = []
     tracker = PartitionSyncTracker(10)
     result = PartitionResult(TOPIC, 0, TOPIC, 0, RECORDS, 0, 0)
     started = clock.now
