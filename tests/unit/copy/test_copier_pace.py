@@ -6,15 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from fakes.cluster import FakeCluster
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from kafka_ferry.copy.partition_copier import PartitionCopier
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.report import PartitionResult
+from kafka_ferry.copy.sync_writer import OffsetSyncWriter
 from kafka_ferry.copy.throttle import BatchPace
 from kafka_ferry.core.batches.rate_limit import RateLimit
 from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker, SyncPoint
+from kafka_ferry.state.store import MigrationStateStore
 
 TOPIC, RECORDS = "orders", 400
 
@@ -123,7 +126,9 @@ def copy(limit: RateLimit, deadline_s: float | None = None):
     pace = BatchPace(limit, None if deadline_s is None else int((clock.now + deadline_s) * 1000), clock=clock,
                      wall=clock)
     producer = Producer(clock)
-    copier = PartitionCopier(plan, Cluster(Consumer(clock)), Cluster(producer), sync_writer=None, store=None,
+    state = FakeCluster("destination")  # where syncs and progress would go (a range's copy writes neither)
+    writer, store = OffsetSyncWriter(state, "os"), MigrationStateStore(state, "st")
+    copier = PartitionCopier(plan, Cluster(Consumer(clock)), Cluster(producer), sync_writer=writer, store=store,
                              pace=pace)
     syncs: list[SyncPoint] = []
     tracker = PartitionSyncTracker(10)
