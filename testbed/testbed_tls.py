@@ -68,6 +68,7 @@ def ensure_broker_keystore(tls_dir: Path, name: str) -> Path:
         return path
     ensure_ca(tls_dir)
     ca_key = serialization.load_pem_private_key((tls_dir / "ca.key").read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey), "ca.key is not the EC key ensure_ca writes"
     ca_cert = x509.load_pem_x509_certificate((tls_dir / "ca.pem").read_bytes())
     key = ec.generate_private_key(ec.SECP256R1())
     sans = x509.SubjectAlternativeName([x509.DNSName("localhost"),

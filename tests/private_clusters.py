@@ -15,6 +15,7 @@ import secrets
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import kafka_testbed as tb
 
@@ -67,6 +68,13 @@ def kip848_clusters(clusters_class: type):
 
 
 class _PrivateMixin:
+    if TYPE_CHECKING:  # given by the clusters class this is mixed into (conftest's Clusters)
+        from kafka_ferry.kafka.cluster import KafkaCluster
+
+        def unique(self, prefix: str) -> str: ...
+
+        def cluster(self, side: str) -> KafkaCluster: ...
+
     def __init__(self, specs) -> None:
         self.specs = {"source": specs[0], "destination": specs[1]}
         # cooperative mixin: the next class of the MRO (conftest's clusters) takes the specs; mypy sees object

@@ -13,7 +13,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from airflow.sdk import DAG, conf
+from airflow.sdk import DAG, BaseOperator, conf
 
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.common.failures import Retryable
@@ -112,6 +112,7 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
             route >> topics
         topics >> groups
         branch = add_mode_branch(groups, catch_up_entry="plan_copy")
+        report: BaseOperator  # the copy's report task, or the decode check after it
         plan_copy, _, report = copy_batch_tasks(spec, str(spec_path))
         branch >> plan_copy
         if spec.schema_registry and spec.schema_registry.decode_check != "off":

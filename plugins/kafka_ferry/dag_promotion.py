@@ -23,6 +23,7 @@ Wiring (inside ``with DAG(..., params=trigger_params(spec.name))``)::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,7 @@ STAGED_ENTRY = {PROMOTE_GROUPS: "promote_groups", PROMOTE_TOPICS: "promote_topic
 FORM_GROUPS = 50  # ready groups the trigger form offers by name
 # the form's name lists, bounded in the schema too (Airflow refuses a longer list at trigger time; pre-flight
 # checks the same bounds with its own message: core.specs.trigger_form)
-NAME_LIST = {"items": {"type": "string", "maxLength": MAX_NAME_LENGTH}, "maxItems": MAX_NAMES}
+NAME_LIST: dict[str, Any] = {"items": {"type": "string", "maxLength": MAX_NAME_LENGTH}, "maxItems": MAX_NAMES}
 
 
 def _groups_param(ready: list[str], as_of_ms: int | None) -> Param:
@@ -96,12 +97,12 @@ def _groups_param(ready: list[str], as_of_ms: int | None) -> Param:
         if len(ready) > len(offered) else ""
     seen = f"Ready at the last catch-up run ({when}): {', '.join(offered)}{more}." if ready else \
         f"No group was ready at the last catch-up run ({when}): their consumers still run or commit on the source."
+    examples: dict[str, Any] = {"examples": offered} if offered else {}  # a JSON schema keyword, when any
     return Param([], type=["null", "array"], **NAME_LIST, title="Groups to promote",
-                 section="Staged cutover", description=f"{description} {seen}",
-                 **({"examples": offered} if offered else {}))
+                 section="Staged cutover", description=f"{description} {seen}", **examples)
 
 
-def trigger_params(migration: str, ready_groups: list[str] = (), ready_as_of_ms: int | None = None
+def trigger_params(migration: str, ready_groups: Sequence[str] = (), ready_as_of_ms: int | None = None
                    ) -> dict[str, Param]:
     """The trigger form: the run's mode, and what a promotion needs (a typed confirmation, rewinding).
 
@@ -186,7 +187,7 @@ def _choose(catch_up_entry: str | list[str], promote_entry: str | list[str], **c
 
 
 def add_mode_branch(upstream: BaseOperator | None, catch_up_entry: str | list[str],
-                    promote_entry: str | list[str] = PROMOTE_ENTRY, task_id: str = "choose_mode") -> BaseOperator:
+                    promote_entry: Sequence[str] = PROMOTE_ENTRY, task_id: str = "choose_mode") -> BaseOperator:
     """A branch that follows ``catch_up_entry`` or ``promote_entry`` task ids by the ``mode`` param."""
     branch = BranchPythonOperator(task_id=task_id, python_callable=_choose,
                                   op_kwargs={"catch_up_entry": catch_up_entry, "promote_entry": list(promote_entry)})
@@ -242,7 +243,7 @@ def add_promotion_tasks(dag: DAG, spec: MigrationSpec, spec_path: str | Path, br
     (and, with ``consumers.spark_checkpoints``, translate/commit -> hand over the Spark checkpoints -> finish)."""
     path, p = str(spec_path), spec.promotion
     # a sensor's try is bounded like any task, and never cut shorter than its own gate timeout
-    gate = {"spec_path": path, "dag": dag, "deferrable": deferrable, "mode": "reschedule",
+    gate: dict[str, Any] = {"spec_path": path, "dag": dag, "deferrable": deferrable, "mode": "reschedule",
             "poke_interval": p.poke_interval_seconds, "timeout": p.sensor_timeout_seconds,
             "execution_timeout": timedelta(seconds=max(spec.timeouts.task_seconds, p.sensor_timeout_seconds))}
     quiesced = SourceQuiescedSensor(task_id=PROMOTE_ENTRY[0], **gate)

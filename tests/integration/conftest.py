@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,7 @@ STANDALONE_CONN = "kf_test_spark_standalone"
 
 
 @pytest.fixture(scope="session")
-def spark_standalone(spark_on_path) -> str:
+def spark_standalone(spark_on_path) -> Iterator[str]:
     """A master and two 1-core workers (testbed/spark_cluster.py); the Airflow connection id onto it.
 
     Started here unless already running, and then stopped at the end of the session.
@@ -68,7 +69,7 @@ CONNECT_CONN = "kf_test_spark_connect"
 
 
 @pytest.fixture(scope="session")
-def spark_connect(spark_on_path) -> str:
+def spark_connect(spark_on_path) -> Iterator[str]:
     """A Spark Connect server (testbed/spark_connect.py, local[2]); the Airflow connection id onto it.
 
     Started here unless already answering, and then stopped at the end of the session.

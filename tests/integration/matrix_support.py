@@ -67,17 +67,20 @@ class DagSession:
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, bufsize=1)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both are pipes
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self._until("@@READY", 600)
 
     def _read(self) -> None:
-        for line in self.proc.stdout:
+        for line in self.stdout:
             self.lines.put(line)
         self.lines.put(None)
 
     def _until(self, marker: str, timeout_s: float) -> list[str]:
-        got, deadline = [], time.monotonic() + timeout_s
+        got: list[str] = []
+        deadline = time.monotonic() + timeout_s
         while True:
             try:
                 line = self.lines.get(timeout=max(1.0, deadline - time.monotonic()))
@@ -91,8 +94,8 @@ class DagSession:
                 return got
 
     def run(self, dag_id: str, conf: dict, timeout_s: float = 1800) -> RunResult:
-        self.proc.stdin.write(json.dumps([dag_id, conf]) + "\n")
-        self.proc.stdin.flush()
+        self.stdin.write(json.dumps([dag_id, conf]) + "\n")
+        self.stdin.flush()
         lines = self._until("@@RESULT ", timeout_s)
         result = json.loads(lines[-1][len("@@RESULT "):])
         return RunResult(conf, result["state"], {t: tuple(v) for t, v in result["tasks"].items()}, "".join(lines),
@@ -100,13 +103,13 @@ class DagSession:
 
     def close(self) -> None:
         if self.proc.poll() is None:
-            self.proc.stdin.close()
+            self.stdin.close()
             try:
                 self.proc.wait(60)
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(30)
-        self.proc.stdout.close()  # the reader thread has seen its end: the process is gone
+        self.stdout.close()  # the reader thread has seen its end: the process is gone
 
 
 class DagRunner:

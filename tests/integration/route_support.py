@@ -89,7 +89,7 @@ class Workspace:
             self._session.close()
             self._session = None
 
-    def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    def cli(self, *args: str | Path, stdin: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "kafka_ferry.cli", *map(str, args)], env=self.env,
                               capture_output=True, text=True, timeout=1200, input=stdin)
 

@@ -26,6 +26,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from confluent_kafka import TopicPartition
@@ -35,6 +36,7 @@ from kafka_ferry.core.offsets.offset_translation import translate_exact
 from kafka_ferry.core.offsets.provenance import read_provenance, user_headers
 from kafka_ferry.kafka.acls import describe_acls
 from kafka_ferry.kafka.errors import KafkaClusterError
+from kafka_ferry.kafka.reads import consumed_headers, consumed_partition
 from kafka_ferry.operators.copy import CopyBatchSparkOperator, CopyReportOperator, PlanCopyBatchOperator
 from kafka_ferry.operators.provision import ProvisionMirrorGroupsOperator, ProvisionMirrorTopicsOperator
 
@@ -102,7 +104,8 @@ def seed_plain(clusters, topic: str, partitions: int, per_partition: int, start:
     producer = _CheckedProducer(clusters)
     for p in range(partitions):
         for i in range(start, start + per_partition):
-            headers = [("h", f"{p}-{i}".encode()), ("h", b"second")] if i % 3 == 0 else None
+            headers: list[tuple[str, bytes | None]] | None = (
+                [("h", f"{p}-{i}".encode()), ("h", b"second")] if i % 3 == 0 else None)
             if i % 7 == 0:
                 headers = [("empty", None), ("bin", bytes([0, 255, i % 256]))]
             value = None if i % 11 == 5 else f"value-{p}-{i}".encode() * (1 + i % 4)
@@ -206,8 +209,9 @@ def seed_acceptance_topics(clusters, prefix: str) -> list[tuple[str, int]]:
 
 def commit_source_group(clusters, group: str, offsets: dict[tuple[str, int], int], metadata: str = "") -> None:
     consumer = clusters.consumer("source", group)
-    extra = {"metadata": metadata} if metadata else {}
-    consumer.commit(offsets=[TopicPartition(t, p, o, **extra) for (t, p), o in offsets.items()],
+    # metadata only when there is some: TopicPartition refuses a None one
+    consumer.commit(offsets=[TopicPartition(t, p, o, metadata) if metadata else TopicPartition(t, p, o)
+                             for (t, p), o in offsets.items()],
                     asynchronous=False)
     consumer.close()
 
@@ -363,29 +367,38 @@ def count_committed(clusters, side, topic, partitions) -> dict[int, int]:
     return {p: len(offsets) for p, offsets in committed_offsets(clusters, side, topic, partitions).items()}
 
 
+def _where(msg) -> tuple[int, int]:
+    """A consumed record's partition and offset (a record, unlike an error event, has both)."""
+    offset = msg.offset()
+    assert offset is not None
+    return consumed_partition(msg)[1], offset
+
+
 def committed_offsets(clusters, side, topic, partitions) -> dict[int, list[int]]:
     """Offsets of the committed records of each partition (read_committed, to the LSO)."""
     from kafka_ferry.kafka.reads import read_whole_partitions
 
     out: dict[int, list[int]] = {p: [] for p in range(partitions)}
     for msg in read_whole_partitions(clusters.cluster(side), [(topic, p) for p in range(partitions)]):
-        out[msg.partition()].append(msg.offset())
+        q, offset = _where(msg)
+        out[q].append(offset)
     for offsets in out.values():
         offsets.sort()
     return out
 
 
-def destination_provenance(clusters, topic, partitions) -> dict[int, list[tuple[int, int]]]:
+def destination_provenance(clusters, topic, partitions) -> dict[int, list[tuple[int, int | None]]]:
     """(destination offset, source offset from provenance) of every committed destination record."""
     from kafka_ferry.kafka.reads import read_whole_partitions
 
-    out: dict[int, list[tuple[int, int]]] = {p: [] for p in range(partitions)}
+    out: dict[int, list[tuple[int, int | None]]] = {p: [] for p in range(partitions)}  # None: no provenance
     for msg in read_whole_partitions(clusters.cluster("destination"), [(topic, p) for p in range(partitions)]):
-        out[msg.partition()].append((msg.offset(), read_provenance(msg.headers())[1]))
+        q, offset = _where(msg)
+        out[q].append((offset, read_provenance(consumed_headers(msg))[1]))
     return out
 
 
-def consume_as_group(clusters, group: str, topic: str, partitions: int) -> dict[int, list[int]]:
+def consume_as_group(clusters, group: str, topic: str, partitions: int) -> dict[int, list[int | None]]:
     """Consume the destination from the group's committed offsets to the end; source offsets per partition."""
     from kafka_ferry.kafka.reads import read_ranges
 
@@ -394,9 +407,10 @@ def consume_as_group(clusters, group: str, topic: str, partitions: int) -> dict[
     committed = hook.group_offsets(group)
     ends = hook.list_offsets(parts)
     ranges = {tp: (committed[tp], ends[tp]) for tp in parts if tp in committed}
-    out: dict[int, list[int]] = {p: [] for p in range(partitions) if (topic, p) in committed}
+    # a record without provenance (not copied: written on the destination) gives None
+    out: dict[int, list[int | None]] = {p: [] for p in range(partitions) if (topic, p) in committed}
     for msg in read_ranges(hook, ranges):
-        out[msg.partition()].append(read_provenance(msg.headers())[1])
+        out[consumed_partition(msg)[1]].append(read_provenance(consumed_headers(msg))[1])
     return out
 
 
@@ -561,7 +575,7 @@ def snapshot(clusters, p: str) -> dict:
     configs, log bounds and records; groups named with ``p`` and their offsets; ACLs; heartbeats of its flow."""
     from kafka_ferry.kafka.reads import read_whole_partitions
 
-    out = {}
+    out: dict[str, Any] = {}
     for side in ("source", "destination"):
         cluster = clusters.cluster(side)
         infos = cluster.describe_topics(t for t in cluster.list_topic_names() if p in t)

@@ -57,7 +57,10 @@ class Processor:
     def __init__(self, cluster, group: str, topic: str, session_timeout_ms: int = 6000):
         self.consumer = cluster.consumer(**{"group.id": group, "enable.auto.commit": False,
                                             "auto.offset.reset": "earliest", "session.timeout.ms": session_timeout_ms})
-        self.topic, self.processed, self.errors, self.partitions_seen = topic, [], [], set()
+        self.topic = topic
+        self.processed: list[tuple[int | None, bytes | None]] = []
+        self.errors: list[str] = []
+        self.partitions_seen: set[int | None] = set()
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
 

@@ -64,10 +64,12 @@ def test_preflight_and_the_dry_run_give_the_same_estimate_before_the_first_batch
 def _batch(spec_path: str, configs_env: str) -> dict:
     ti = _TaskInstance()
     ti.xcom["plan_copy"] = PlanCopyBatchOperator(task_id="plan_copy", spec_path=spec_path).execute({"ti": ti})
-    done = copy_in_process(ti.xcom["plan_copy"]["plan_path"], configs_env)
+    planned = ti.xcom["plan_copy"]
+    assert isinstance(planned, dict)
+    done = copy_in_process(planned["plan_path"], configs_env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     CopyReportOperator(task_id="copy_report", spec_path=spec_path).execute({"ti": ti})
-    return json.loads(Path(ti.xcom["plan_copy"]["report_path"]).read_text())
+    return json.loads(Path(planned["report_path"]).read_text())
 
 
 def test_each_batch_records_backlog_rate_and_eta(clusters, tmp_path, work_dir, configs_env):

@@ -183,6 +183,7 @@ def test_a_second_copy_job_of_the_same_plan_is_refused_naming_the_first_and_the_
         while not _claims(clusters, state_topic):  # the first job has claimed the lease
             assert first.poll() is None, (tmp_path / "first.log").read_text()[-3000:]
             time.sleep(0.02)
+        assert second.stdin is not None  # started with a pipe: it waits for the go
         second.stdin.write(b"go\n")
         second.stdin.close()
         assert second.wait(120) == LEASE_HELD_EXIT, (tmp_path / "second.log").read_text()[-3000:]

@@ -38,6 +38,7 @@ def test_group_promoted_while_producer_writes_resumes_exactly_and_is_left_alone_
         consumed = consume_as_group(clusters, group, mirror, PARTITIONS)
         assert consumed[0][:3] == [7, 8, 9] and consumed[1][:3] == [19, 20, 21]
         for offsets in consumed.values():
+            assert offsets[0] is not None
             assert offsets == list(range(offsets[0], offsets[0] + len(offsets)))
         assert writer.written > 0
     assert promoted_groups(store) == [group]

@@ -40,9 +40,11 @@ def test_catch_up_runs_save_the_ready_groups_and_the_form_offers_them(clusters, 
     translate = TranslateOffsetsOperator(task_id="translate_offsets", spec_path=spec_path)
     assert translate.execute({"run_id": "r1"})["ready_groups"] == []  # first look: counted as just committed
     form = build_migration_dag(spec, Path(spec_path)).params.get_param("groups")
+    assert form.description is not None
     assert "examples" not in form.schema and "No group was ready at the last catch-up run" in form.description
 
     time.sleep(spec.promotion.quiesce_window_seconds + 0.5)  # the group's offsets stay put for the quiet window
     assert translate.execute({"run_id": "r2"})["ready_groups"] == [f"{p}-g"]
     form = build_migration_dag(spec, Path(spec_path)).params.get_param("groups")
+    assert form.description is not None
     assert form.schema["examples"] == [f"{p}-g"] and "Ready at the last catch-up run" in form.description

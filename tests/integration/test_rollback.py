@@ -179,7 +179,8 @@ def test_rollback_copies_back_exactly_and_groups_read_on_on_the_source(clusters,
     assert {s: v["status"] for s, v in report["this_run"].items()} == {s: "done" for s in STEPS}
     assert report["status"] == "rolled-back"
     store = MigrationStateStore(clusters.cluster("destination"), m["spec"].state_topic_name)
-    assert rollback_status(store)["status"] == "rolled-back"
+    status = rollback_status(store)
+    assert status is not None and status["status"] == "rolled-back"
     assert_not_promoted(store)  # copy runs may go on
     methods = {r["method"] for rows in report["groups"].values() for r in rows}
     assert {"forward-copied-record", "copied-back-record"} <= methods, report["groups"]
@@ -237,8 +238,9 @@ def test_after_a_rollback_catch_up_and_promote_again_exactly(clusters, tmp_path)
 
     # and back once more: the second copy-back goes on from its own progress, the logs now interleave
     produce_on_destination(clusters, m["topics"], 2)
-    for kind, per_partition in {"plain": {0: 30, 1: 3}, "compact": {0: 4, 1: None}, "txn": {0: 9, 1: 2}}.items():
-        consume_some(clusters, "destination", m["groups"][kind], m["topics"][kind], per_partition)
+    again: dict[str, dict[int, int | None]] = {"plain": {0: 30, 1: 3}, "compact": {0: 4, 1: None}, "txn": {0: 9, 1: 2}}
+    for kind, stops_again in again.items():
+        consume_some(clusters, "destination", m["groups"][kind], m["topics"][kind], stops_again)
     m["expected"] = {kind: remaining(clusters, "destination", m["groups"][kind], m["topics"][kind]) for kind in KINDS}
     m["own_before"], _ = source_split(clusters, m["topics"], m["ids"]["destination"])
     m["post"] = post_cutover(clusters, m["topics"], m["ids"]["source"])

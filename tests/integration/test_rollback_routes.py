@@ -132,7 +132,8 @@ def test_promote_then_rollback_through_the_dag_as_the_form_sends_them(clusters, 
     assert done["promote_reconcile_mark"] == "success" and done["rollback"] == "skipped"
     assert done["plan_copy"] == "skipped" and done["promote_groups"] == "skipped"
     store = MigrationStateStore(clusters.cluster("destination"), ws.spec.state_topic_name)
-    assert promotion_status(store)["status"] == "promoted"
+    status = promotion_status(store)
+    assert status is not None and status["status"] == "promoted"
 
     before = the_state_a_rollback_starts_from(clusters, topic, group)
 

@@ -155,7 +155,8 @@ def test_preserve_without_soft_deleted_versions_fails_the_decode_check_and_block
     doc["schema_registry"]["include_soft_deleted"] = True
     Path(spec_path).write_text(yaml.safe_dump(doc))
     MigrateSchemasOperator(task_id="migrate_schemas", spec_path=spec_path).execute({"run_id": "r2"})
-    assert registry(srtb.PRESERVE.url, "axonops").read_subject(f"{orders}-value").versions[2].deleted
+    subject = registry(srtb.PRESERVE.url, "axonops").read_subject(f"{orders}-value")
+    assert subject is not None and subject.versions[2].deleted
     result = DecodeCheckOperator(task_id="decode_check", spec_path=spec_path).execute({"ti": _TI(), "run_id": "b2"})
     assert result["failed"] == 0 and result["migration_faults"] == []
     assert result["topics"][orders]["records"] == 25

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from confluent_kafka import TopicPartition
+from confluent_kafka import Message, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer
@@ -57,7 +57,7 @@ def read_source_records(clusters, topic, side="source"):
     consumer = clusters.consumer(side)
     parts = [TopicPartition(topic, p, 0) for p in (0, 1)]
     consumer.assign(parts)
-    out = []
+    out: list[Message] = []
     while len(out) < 25:
         msg = consumer.poll(5)
         assert msg is not None, f"only {len(out)} records read from {topic}"
@@ -100,6 +100,7 @@ def decode_all(tenant, clusters, registry_url, rewriter=None, side="source"):
 def assert_same_subjects(src: SchemaRegistry, dst: SchemaRegistry, subject_map, same_ids: bool):
     for s_name, d_name in subject_map.items():
         s, d = src.read_subject(s_name), dst.read_subject(d_name)
+        assert s is not None, f"{s_name} missing on the source"
         assert d is not None, f"{d_name} missing on the destination"
         assert [v.version for v in d.versions] == [v.version for v in s.versions] or not same_ids
         assert [v.deleted for v in d.versions] == [v.deleted for v in s.versions]
@@ -157,7 +158,8 @@ def test_preserve_into_axonops_keeps_ids_and_versions_and_records_decode_unchang
     decoded = decode_all(tenant, clusters, srtb.PRESERVE.url)
     assert decoded == decode_all(tenant, clusters, srtb.SOURCE.url)
     assert_retired_version_decodes(tenant, decoded, tenant.retired_id)
-    assert {dst.read_subject(s).mode for s in result.subjects.values()} == {"READWRITE"}
+    read = [dst.read_subject(s) for s in result.subjects.values()]
+    assert {None if subject is None else subject.mode for subject in read} == {"READWRITE"}
 
     again = migrate_schemas(source(), dst, settings(tenant, "preserve"), topics)
     assert (again.registered, again.diff) == (0, [])
@@ -300,6 +302,7 @@ def test_the_dag_tasks_migrate_schemas_then_copy_records_with_destination_ids_an
     # A record that never decoded on the source (a registered id, a cut body) is copied as it is, and the check
     # names it: its topic, partition, offset and destination id.
     source_id = schema_id_of(read_source_records(clusters, orders)[0].value())
+    assert source_id is not None
     producer = clusters.producer("source")
     producer.produce(orders, value=with_schema_id(b"\x00" * 5, source_id) + b"\x02", partition=1)
     assert producer.flush(30) == 0
@@ -319,10 +322,13 @@ def test_the_decode_check_reads_protobuf_schemas_as_a_registry_rewrites_them(ten
     """Apicurio stores .proto text in its own layout, and a serializer's descriptor as base64: both are read."""
     src = registry(srtb.SOURCE.url, "apicurio-source")
     subject = src.read_subject(f"{tenant.topics['pings']}-value")
+    assert subject is not None
     text_version, descriptor_version = subject.versions[1], subject.versions[2]  # v3: the serializer's own
     stored = src.registered_schema(text_version.schema_id)
+    assert stored is not None
     assert stored.schema_type == "PROTOBUF" and top_level_messages(stored.schema) == 1
-    assert serialized_descriptor(src.registered_schema(descriptor_version.schema_id).schema) is not None
+    serialized = src.registered_schema(descriptor_version.schema_id)
+    assert serialized is not None and serialized_descriptor(serialized.schema) is not None
     checker = PayloadChecker(src.registered_schema)
     ping = bytes([0x08, 0x07, 0x12, 0x02]) + b"me"  # seq = 7, from = "me"
     for version in (text_version, descriptor_version):

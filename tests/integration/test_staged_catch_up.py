@@ -170,7 +170,7 @@ def test_a_group_whose_promotion_ends_while_preflight_looks_at_the_destination_i
     destination_consumer.commit(offsets=[TopicPartition(mirror, 0, 0)], asynchronous=False)  # its "committed" step
 
     real_describe = KafkaCluster.describe_groups
-    started = []
+    started: list[str] = []
 
     def promotion_ends_first(cluster, group_ids):
         group_ids = sorted(set(group_ids))

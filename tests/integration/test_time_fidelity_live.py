@@ -12,7 +12,7 @@ from scenarios import COMPACT_CONFIG, commit_source_group, provision, provision_
 from kafka_ferry.core.offsets.provenance import read_provenance
 from kafka_ferry.core.provisioning.time_fidelity import AFTER_MAX_MS, BEFORE_MAX_MS, TIMESTAMP_TYPE, UNLIMITED
 from kafka_ferry.core.specs.spec import load_spec
-from kafka_ferry.kafka.reads import read_whole_partitions
+from kafka_ferry.kafka.reads import consumed_headers, consumed_partition, read_whole_partitions
 from kafka_ferry.operators.provision import MigrationPreflightOperator
 from kafka_ferry.promotion.steps import PromotionRunner, in_process_final_copy
 from kafka_ferry.state.store import MigrationStateStore
@@ -31,7 +31,7 @@ def source_records(clusters, topic: str, partitions: int) -> dict[int, list[tupl
     """(offset, timestamp type, timestamp) of every committed source record, per partition."""
     out: dict[int, list] = {q: [] for q in range(partitions)}
     for msg in read_whole_partitions(clusters.cluster("source"), [(topic, q) for q in range(partitions)]):
-        out[msg.partition()].append((msg.offset(), *msg.timestamp()))
+        out[consumed_partition(msg)[1]].append((msg.offset(), *msg.timestamp()))
     return {q: sorted(rows) for q, rows in out.items()}
 
 
@@ -39,7 +39,8 @@ def destination_records(clusters, topic: str, partitions: int) -> dict[int, list
     """(source offset from provenance, timestamp type, timestamp) of every destination record, in order."""
     out: dict[int, list] = {q: [] for q in range(partitions)}
     for msg in read_whole_partitions(clusters.cluster("destination"), [(topic, q) for q in range(partitions)]):
-        out[msg.partition()].append((msg.offset(), read_provenance(msg.headers())[1], *msg.timestamp()))
+        source_offset = read_provenance(consumed_headers(msg))[1]
+        out[consumed_partition(msg)[1]].append((msg.offset(), source_offset, *msg.timestamp()))
     return {q: [row[1:] for row in sorted(rows)] for q, rows in out.items()}
 
 

@@ -111,6 +111,7 @@ def assert_topic_rolled_back_exactly(clusters, m) -> dict:
     source, destination = clusters.cluster("source"), clusters.cluster("destination")
     back, stays, store = m["back"], m["stays"], m["store"]
     record = topic_rollback(store, back)
+    assert record is not None
     assert record["status"] == "rolled-back" and sorted(record["steps"]) == sorted(TOPIC_STEPS[:-1])
     assert record["groups"] == [m["gback"]]
     assert promoted_topics(store) == [stays] and promoted_groups(store) == [m["gstays"]]

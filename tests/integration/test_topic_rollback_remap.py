@@ -75,6 +75,7 @@ def test_one_topic_of_a_remap_migration_rolls_back_with_source_ids_and_an_unknow
     result = RollbackMigrationOperator(**run).execute({"params": {"topics": [back]}})
 
     record = topic_rollback(store, back)
+    assert record is not None
     assert result["topics"] == {back: record} and record["status"] == "rolled-back"
     assert "schema_ids" in record["steps"]["copy_back"]["summary"]
     assert record["steps"]["reconcile"]["summary"]["records_checked"] == 13  # digests over the mapped-back ids

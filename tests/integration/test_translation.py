@@ -108,6 +108,7 @@ def test_every_upstream_offset_translates_to_the_next_unconsumed_record(clusters
             copy = copies[(topic, q)]
             for upstream in range(copy.copied_upstream_end + 1):
                 d = decide("g", upstream, "", copy)
+                assert d.downstream_offset is not None, f"{topic}-{q} U={upstream} -> {d.describe()}"
                 expected = [o for o in source_offsets if o >= upstream]
                 got = [src for off, src in dest[q] if off >= d.downstream_offset]
                 assert got == expected, f"{topic}-{q} U={upstream} -> {d.describe()}"
@@ -206,7 +207,7 @@ def test_commit_refuses_active_groups_and_never_rewinds(clusters, tmp_path):
         live.poll(0.2)
     try:
         [refused] = commit_translated_offsets(destination, decisions, allow_rewind=True)
-        assert "member" in refused.refused
+        assert refused.refused is not None and "member" in refused.refused
         with pytest.raises(GroupCommitRefused, match=f"group {p}-g"):
             commit_translated_offsets(destination, decisions, allow_rewind=True, strict=True)
     finally:

@@ -379,7 +379,7 @@ def test_the_stack_uses_an_auth_manager_with_per_dag_roles_and_no_built_in_users
     assert env["AIRFLOW__CORE__AUTH_MANAGER"] == FAB_AUTH_MANAGER
     module, _, name = FAB_AUTH_MANAGER.rpartition(".")
     spec = importlib.util.find_spec(module)  # installed (not imported here: its Flask app warns on import)
-    assert spec is not None and f"class {name}(" in Path(spec.origin).read_text()
+    assert spec is not None and spec.origin is not None and f"class {name}(" in Path(spec.origin).read_text()
     assert not any(key.startswith("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER") for key in env)
     pins = dict(line.split("==") for line in (REPO / "constraints.txt").read_text().splitlines()
                 if "==" in line and not line.startswith("#"))

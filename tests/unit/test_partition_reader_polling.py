@@ -44,7 +44,7 @@ class _Consumer:
             self.order.append((tp.topic, tp.partition))
 
     def consume(self, num_messages, timeout):
-        out = []
+        out: list[_Msg] = []
         for tp in list(self.order):
             if len(out) >= num_messages:
                 break
@@ -75,6 +75,8 @@ class _Consumer:
 
 
 class _Hook:
+    name = "destination"  # what a read error names
+
     def __init__(self, consumer):
         self._consumer = consumer
 

@@ -15,7 +15,9 @@ def task_results(run) -> dict[str, Any]:  # JSON values as the tasks returned th
 
     with create_session() as session:
         rows = session.scalars(XComModel.get_many(run_id=run.run_id, dag_ids=run.dag_id, key="return_value")).all()
-        return {row.task_id: XComModel.deserialize_value(row) for row in rows}
+        # each row is an XComModel: Airflow annotates get_many as Select[tuple[XComModel]] (SQLAlchemy 2.0's form),
+        # which SQLAlchemy 2.1's scalars() reads as rows of tuples (a third-party annotation gap)
+        return {row.task_id: XComModel.deserialize_value(row) for row in rows}  # type: ignore[attr-defined]
 
 
 def shown_path(path: str | Path) -> str:

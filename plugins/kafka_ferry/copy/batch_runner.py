@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kafka_ferry.copy.batch import BatchClients, finish_batch
 from kafka_ferry.copy.copy_failures import CopyFailed, failure_path_for, failure_record, first_failure
@@ -48,13 +48,20 @@ Engine = Callable[[], AbstractContextManager[RunTasks]]
 log = logging.getLogger("kafka_ferry.copy_batch")
 
 
+class LineLogger(Protocol):
+    """Where a batch logs its report's lines: this module's stdlib logger, or a task's ``self.log`` (Airflow's
+    structlog logger, which is no ``logging.Logger``)."""
+
+    def info(self, msg: str, /, *args: object) -> object: ...
+
+
 def in_process_engine() -> AbstractContextManager[RunTasks]:
     """The copy without Spark: the plan's partitions one after another in this process."""
     return nullcontext(copy_plan_in_process)
 
 
 def run_batch(plan: CopyPlan, configs: Configs, engine: Engine, report_path: str | Path | StoragePath,
-              started_at_ms: int | None = None, logger: logging.Logger = log,
+              started_at_ms: int | None = None, logger: LineLogger = log,
               clients: BatchClients | None = None) -> dict[str, Any]:
     """Copy the plan's batch with ``engine`` and keep its report; raises ``CopyLeaseHeld`` (nothing copied) or
     ``CopyFailed`` (a failure no retry heals, with its record). ``clients``: default, made from ``configs``."""

@@ -17,11 +17,11 @@ rests on three separate rules that are easier to check one at a time:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, MutableSequence
+from typing import Any, Protocol
 
 from kafka_ferry.copy.copier_settings import CONSUME_BATCH, STALL_TIMEOUT_S
-from kafka_ferry.copy.delivery import Chunk, ChunkAcks, CopyError
+from kafka_ferry.copy.delivery import Chunk, CopyError
 from kafka_ferry.copy.plan import PartitionTask
 
 Record = tuple  # (key, value, headers, timestamp), as produce() takes them
@@ -63,10 +63,22 @@ class RangeCursor:
             self.reached_end()
 
 
+class Acks(Protocol):
+    """What a ``ChunkProducer`` uses of ``delivery.ChunkAcks``: the chunk being produced, the produced chunks
+    awaiting their reports, and a settle once reports came in."""
+
+    open: Chunk | None
+
+    @property
+    def pending(self) -> MutableSequence[Chunk]: ...
+
+    def settle(self) -> object: ...
+
+
 class ChunkProducer:
     """Produces a range's records chunk by chunk to one destination partition (see the module's docstring)."""
 
-    def __init__(self, produce: Callable, poll: Callable, acks: ChunkAcks, topic: str, partition: int,
+    def __init__(self, produce: Callable, poll: Callable, acks: Acks, topic: str, partition: int,
                  per_record: bool) -> None:
         self.produce, self.poll, self.acks = produce, poll, acks
         self.topic, self.partition, self.per_record = topic, partition, per_record

@@ -39,14 +39,18 @@ def to_binding(entry: AclEntry) -> AclBinding:
 
 
 def from_binding(binding: AclBinding) -> AclEntry:
-    resource_type = "CLUSTER" if binding.restype == ResourceType.BROKER else binding.restype.name
-    return AclEntry(binding.principal, resource_type, binding.name, binding.operation.name,
-                    binding.permission_type.name, binding.resource_pattern_type.name, binding.host)
+    # a binding the broker describes holds its enums; confluent-kafka's stubs also admit the str and int a
+    # constructor accepts (a stub gap)
+    resource_type = "CLUSTER" if binding.restype == ResourceType.BROKER else binding.restype.name  # type: ignore[union-attr]
+    return AclEntry(binding.principal, resource_type, binding.name, binding.operation.name,  # type: ignore[union-attr]
+                    binding.permission_type.name, binding.resource_pattern_type.name,  # type: ignore[union-attr]
+                    binding.host)
 
 
 def _filter(resource_type: str = "ANY", name: str | None = None, principal: str | None = None,
             pattern_type: str = "ANY", operation: str = "ANY", permission: str = "ANY") -> AclBindingFilter:
-    return AclBindingFilter(_resource_type(resource_type), name, ResourcePatternType[pattern_type], principal, None,
+    # None matches any name, principal or host (Kafka's filter); confluent-kafka's stubs type them str (a stub gap)
+    return AclBindingFilter(_resource_type(resource_type), name, ResourcePatternType[pattern_type], principal, None,  # type: ignore[arg-type]
                             AclOperation[operation], AclPermissionType[permission])
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol, TypedDict
 
 from confluent_kafka import (
     Consumer,
@@ -130,7 +131,9 @@ class KafkaCluster(AdminWaits):
     @cached_property
     def admin(self) -> AdminClient:
         """The admin client, its requests counted (``kafka.call_count``)."""
-        client = call_count.Counted(AdminClient({"error_cb": self._on_client_error, **self._client_settings()}),
+        # error_cb is a librdkafka setting confluent-kafka takes in the config; its stubs type values str/int/float
+        client = call_count.Counted(AdminClient({"error_cb": self._on_client_error,  # type: ignore[dict-item]
+                                                 **self._client_settings()}),
                                     "admin", skip=call_count.ADMIN_LOCAL)
         _settle(client, min(SETTLE_S, self.request_timeout_s))
         return client  # type: ignore[return-value]
@@ -559,7 +562,7 @@ class KafkaCluster(AdminWaits):
             if err is not None:
                 errors.append(err)
 
-        where = {} if partition is None else {"partition": partition}
+        where: _Partition = {} if partition is None else {"partition": partition}
         for key, value in records:
             while True:
                 try:
@@ -581,7 +584,19 @@ def _offset_partitions(offsets: Mapping[tuple[str, int], int],
             for (t, p), o in sorted(offsets.items())]
 
 
-def _settle(client: AdminClient, timeout_s: float) -> None:
+class _Partition(TypedDict, total=False):
+    """The partition a produce names, when it names one (else the partitioner picks)."""
+
+    partition: int
+
+
+class _DescribesCluster(Protocol):
+    """What ``_settle`` calls: an ``AdminClient``, or the counting proxy around one (``call_count.Counted``)."""
+
+    def describe_cluster(self, **kwargs: Any) -> Future: ...
+
+
+def _settle(client: _DescribesCluster, timeout_s: float) -> None:
     """Wait until a new admin client has moved from its bootstrap connection to the brokers it learned.
 
     Why: librdkafka (2.10 and later) drops the bootstrap connection as soon as the first metadata names the

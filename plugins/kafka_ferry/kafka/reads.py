@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
-from typing import cast
+from typing import Any, Protocol, cast
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
@@ -34,8 +34,16 @@ def consumed_partition(msg: Message) -> tuple[str, int]:
     return cast(str, msg.topic()), cast(int, msg.partition())
 
 
+class RangeSource(Protocol):
+    """What ``read_ranges`` uses of a cluster: a consumer, and the name its errors carry (any ``Cluster``)."""
+
+    name: str
+
+    def consumer(self, **overrides: Any) -> Any: ...
+
+
 def read_ranges(
-    cluster: Cluster,
+    cluster: RangeSource,
     ranges: Mapping[tuple[str, int], tuple[int, int]],
     read_committed: bool = True,
     timeout_s: float = DEFAULT_TIMEOUT_S,

@@ -40,7 +40,8 @@ def failure_message(spec: MigrationSpec, record: Mapping[str, Any]) -> str:
     else:
         named = " (source " + ", ".join(f"subject {s!r} version {v}" + (", soft-deleted" if d else "")
                                         for s, v, d in versions) + ")"
-    soft_deleted = bool(versions) and all(d for _, _, d in versions)
+    soft_deleted = bool(versions and all(d for _, _, d in versions))
+    assert spec.schema_registry is not None  # a record names a schema id only where the spec has a registry
     if soft_deleted and not spec.schema_registry.include_soft_deleted:
         advice = ("the spec leaves soft-deleted versions behind (schema_registry.include_soft_deleted: false); "
                   "set it to true (the default) and run migrate_schemas again, then the copy")
@@ -62,6 +63,7 @@ def _source_versions(spec: MigrationSpec, schema_id: int) -> list[tuple[str, int
     from kafka_ferry.hooks.schema_registry import RegistryConnectionError
     from kafka_ferry.operators.schemas import registry
 
+    assert spec.schema_registry is not None  # asked only about a record's schema id (failure_message)
     try:
         source = registry(spec.schema_registry.source_connection_id)
     except RegistryConnectionError:  # the source registry's connection is malformed: nothing to ask

@@ -122,6 +122,7 @@ class MigrationPreflightOperator(MigrationOperator):
         from kafka_ferry.operators.schemas import registry  # the registry client only when the spec has one
 
         settings = self.spec.schema_registry
+        assert settings is not None  # asked only for a spec with a registry (execute)
         source = registry(settings.source_connection_id)
         try:
             topics = select_topics(self.spec, self.source_cluster.list_topic_names())
@@ -135,6 +136,7 @@ class MigrationPreflightOperator(MigrationOperator):
         from kafka_ferry.operators.schemas import registry
 
         settings = self.spec.schema_registry
+        assert settings is not None  # asked only for a spec with a registry (execute)
         source, destination = registry(settings.source_connection_id), registry(settings.destination_connection_id)
         try:
             return global_line(source.global_compatibility(), destination.global_compatibility(),

@@ -7,7 +7,7 @@ provisioning writes anything. Reads only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +64,7 @@ def check_state(spec: MigrationSpec, store: MigrationStateStore, spec_path: str,
 
 
 def check_staged(spec: MigrationSpec, source: KafkaCluster, store: MigrationStateStore, mode: str,
-                 params: Mapping[str, Any], state: Mapping[Any, Any], planned: Mapping[str, list[str]],
+                 params: Mapping[str, Any], state: Mapping[Any, Any], planned: Mapping[str, Sequence[str]],
                  units: MigrationUnits | None = None) -> bool:
     """The checks ``promote_groups`` / ``promote_topics`` make before acting, made before provisioning writes
     anything (the tasks make them again: a run can race another): unknown names, a topic read by a group neither

@@ -31,6 +31,7 @@ from kafka_ferry.kafka.cluster import KafkaCluster
 from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.state.fences import forget_fence, group_fence_key, recorded_fences, save_fences, topic_fence_key
 from kafka_ferry.state.progress import migrated_groups
+from kafka_ferry.state.protocol import StateReader
 from kafka_ferry.state.staged_cutover import promoted_groups, promoted_topics
 from kafka_ferry.state.store import MigrationStateStore
 
@@ -51,12 +52,12 @@ def has_authorizer(destination: KafkaCluster) -> bool:
 
 
 def wanted_fences(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster,
-                  store: MigrationStateStore) -> dict[str, tuple[AclEntry, ...]]:
+                  store: StateReader) -> dict[str, tuple[AclEntry, ...]]:
     """The fence of every unit not promoted yet, by fence key (a unit nobody else may read or write has none)."""
     return {key: entries for key, (entries, _) in _fence_plans(spec, source, destination, store).items()}
 
 
-def _fence_plans(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: MigrationStateStore
+def _fence_plans(spec: MigrationSpec, source: KafkaCluster, destination: KafkaCluster, store: StateReader
                  ) -> dict[str, tuple[tuple[AclEntry, ...], list[AclEntry]]]:
     """Per fence key: the fence's entries and the ACLs on the unit now (FenceRefused for a wildcard ALLOW)."""
     state = store.read_all()

@@ -231,7 +231,9 @@ class SchemaRegistry:
             reg = self._call(f"read {ref.subject!r} version {ref.version}", self.client.get_version, ref.subject,
                              ref.version, deleted=True)
             refs[ref.name] = self._with_references(reg.schema, depth + 1)
-        return RegisteredSchema(schema.schema_type or "AVRO", schema.schema_str, refs)
+        # a schema the registry returns has its text and a reference its name; confluent-kafka's stubs declare both
+        # optional (a stub gap)
+        return RegisteredSchema(schema.schema_type or "AVRO", schema.schema_str, refs)  # type: ignore[arg-type]
 
     def snapshot(self, subjects: list[str] | None = None, ids: Sequence[int] = ()) -> RegistrySnapshot:
         """The named subjects (all when None) with their versions and settings, and the schemas of `ids`."""

@@ -35,8 +35,9 @@ def lag_chart_svg(history: Sequence[Mapping[str, Any]], title: str = "Lag per ba
     times = [datetime.fromtimestamp(b["finished_at_ms"] / 1000, UTC) for b in batches]
     figure, axes = plt.subplots(figsize=(8, 2.8), dpi=100)
     try:
-        axes.plot(times, [b.get("lag_before_total", 0) for b in batches], marker="o", label="lag before batch")
-        axes.plot(times, [b.get("lag_after_total", 0) for b in batches], marker="o", label="lag after batch")
+        # matplotlib's stubs type x as numbers only; its date units plot datetimes (a stub gap)
+        axes.plot(times, [b.get("lag_before_total", 0) for b in batches], marker="o", label="lag before batch")  # type: ignore[arg-type]
+        axes.plot(times, [b.get("lag_after_total", 0) for b in batches], marker="o", label="lag after batch")  # type: ignore[arg-type]
         axes.set_title(title)
         axes.set_ylabel("uncopied offsets")
         axes.set_ylim(bottom=0)
@@ -61,9 +62,10 @@ def backlog_chart_svg(history: Sequence[Mapping[str, Any]], title: str = "Backlo
     after = [r.get("backlog_after") or 0 for r in runs]
     figure, axes = plt.subplots(figsize=size, dpi=100)
     try:
-        axes.plot(times, [r.get("backlog_before") or 0 for r in runs], marker=".", linestyle=":", color="#98a2b3",
+        # matplotlib's stubs type x as numbers only; its date units plot datetimes (a stub gap)
+        axes.plot(times, [r.get("backlog_before") or 0 for r in runs], marker=".", linestyle=":", color="#98a2b3",  # type: ignore[arg-type]
                   label="backlog before the run")
-        axes.plot(times, after, marker="o", color="#b54708", label="backlog after the run")
+        axes.plot(times, after, marker="o", color="#b54708", label="backlog after the run")  # type: ignore[arg-type]
         newest = runs[-1].get("backlog_bytes_after")
         if newest is not None:
             axes.annotate(f"{after[-1]:,} offsets, ~{newest / 1e6:,.1f} MB (estimated)", (times[-1], after[-1]),

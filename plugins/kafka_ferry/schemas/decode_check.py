@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,7 +31,7 @@ from kafka_ferry.core.schemas.decode_faults import MIGRATION_FAULT_FIELD, FaultC
 from kafka_ferry.core.schemas.schema_decode import CHECKS, PLAIN, PayloadChecker
 from kafka_ferry.core.schemas.serialized_fields import FieldDecision
 from kafka_ferry.kafka.cluster import KafkaCluster
-from kafka_ferry.kafka.reads import read_ranges
+from kafka_ferry.kafka.reads import consumed_partition, read_ranges
 from kafka_ferry.registry.client import SchemaRegistry
 from kafka_ferry.state.decode_marks import decode_marks, save_decode_marks
 from kafka_ferry.state.progress import read_progress
@@ -111,7 +111,7 @@ def check_decoding(destination: KafkaCluster, registry: SchemaRegistry, store, b
     counts: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
     types: dict[str, Counter] = defaultdict(Counter)
     for msg in read_ranges(destination, ranges):
-        tp = (msg.topic(), msg.partition())
+        tp = consumed_partition(msg)
         c = counts[tp]
         c[0] += 1
         record_failed = False
@@ -127,7 +127,8 @@ def check_decoding(destination: KafkaCluster, registry: SchemaRegistry, store, b
                 record_failed = True
                 source_id = blame.source_id(payload) if blame is not None else None
                 if source_id is not None:
-                    _note_fault(faults, tp, msg.offset(), field_name, verdict, source_id)
+                    # a consumed record has an offset; confluent-kafka's stubs declare it optional (a stub gap)
+                    _note_fault(faults, tp, msg.offset(), field_name, verdict, source_id)  # type: ignore[arg-type]
                 if len(report.failures) < FAILURES_KEPT:
                     report.failures.append({"topic": tp[0], "partition": tp[1], "offset": msg.offset(),
                                             "field": field_name, "schema_id": verdict.schema_id,
@@ -169,13 +170,14 @@ def _named(faults: list[dict[str, Any]], source: SchemaRegistry | None) -> list[
     known: dict[int, list] = {}
     for fault in faults:
         if fault["source_id"] not in known:
+            assert source is not None  # a fault is noted only when a source registry could blame it
             known[fault["source_id"]] = [list(v) for v in source.versions_of_id(fault["source_id"])]
         fault["source_versions"] = known[fault["source_id"]]
         fault["description"] = describe(fault)
     return faults
 
 
-def _move_marks(store, ranges, per_partition, batch_id: str, faults: list[dict[str, Any]] = ()) -> None:
+def _move_marks(store, ranges, per_partition, batch_id: str, faults: Sequence[dict[str, Any]] = ()) -> None:
     """The next offset to check, and the partition's running totals, once its whole range was read.
 
     A partition with a migration fault keeps its offset (checked again next run) and records the fault."""

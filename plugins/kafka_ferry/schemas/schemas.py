@@ -182,6 +182,7 @@ def check_import_honoured(destination: Registry, first: Register) -> None:
     The tenant's subjects are not touched; on a registry that honours IMPORT the id then holds exactly the
     schema the plan puts there.
     """
+    assert first.requested_id is not None  # a preserved action: it asks for its source id
     try:
         destination.set_mode(IMPORT_PROBE_SUBJECT, "IMPORT")
         got = destination.register_with_id(IMPORT_PROBE_SUBJECT, 1, first.requested_id, first.schema,

@@ -11,6 +11,7 @@ from typing import Any
 
 from kafka_ferry.core.batches.progress import PartitionProgress
 from kafka_ferry.core.common.state_records import GROUP_KIND, PROGRESS_KIND, StateKind, StateSnapshot
+from kafka_ferry.state.protocol import StateReader
 from kafka_ferry.state.store import MigrationStateStore
 
 
@@ -29,7 +30,7 @@ def save_progress(store: MigrationStateStore, progress: Iterable[PartitionProgre
         store.put_many(PROGRESS_KIND, records)
 
 
-def migrated_groups(store: MigrationStateStore, state: StateSnapshot | None = None) -> dict[str, list[str]]:
+def migrated_groups(store: StateReader, state: StateSnapshot | None = None) -> dict[str, list[str]]:
     """Groups recorded by ProvisionMirrorGroupsOperator -> their migrated source topics."""
     records = GROUP_KIND.records(state or store.read_all())
     return {g: list(v.get("source_topics", [])) for g, v in sorted(records.items())}

@@ -14,6 +14,17 @@ from typing import Any, Protocol
 from kafka_ferry.core.common.state_records import StateKind
 
 
+class StateReader(Protocol):
+    """The reads of a state store, without its writes: what a dry run's state as it would be offers too
+    (``state.progress.PlannedGroups``), and all that the functions reading recorded units need."""
+
+    topic: str
+
+    def read_all(self) -> dict[StateKind, dict[str, dict[str, Any]]]: ...
+
+    def read_kind(self, kind: StateKind) -> dict[str, dict[str, Any]]: ...
+
+
 class StateStore(Protocol):
     topic: str
 

@@ -13,6 +13,7 @@ from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND, TOPIC_PR
 from kafka_ferry.core.cutover.staged_cutover import UnitPromotion, groups_to_commit, promoted_names
 from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.cluster import KafkaCluster
+from kafka_ferry.state.protocol import StateReader
 from kafka_ferry.state.store import MigrationStateStore
 
 
@@ -27,12 +28,12 @@ def save_promotion(store: MigrationStateStore, kind: StateKind, record: UnitProm
     store.put(kind, record.name, record.to_record())
 
 
-def promoted_groups(store: MigrationStateStore, state: StateSnapshot | None = None) -> list[str]:
+def promoted_groups(store: StateReader, state: StateSnapshot | None = None) -> list[str]:
     return promoted_names((state if state is not None else store.read_all()).get(GROUP_PROMOTION_KIND, {}),
                           GROUP_PROMOTION_KIND)
 
 
-def promoted_topics(store: MigrationStateStore, state: StateSnapshot | None = None) -> list[str]:
+def promoted_topics(store: StateReader, state: StateSnapshot | None = None) -> list[str]:
     return promoted_names((state if state is not None else store.read_all()).get(TOPIC_PROMOTION_KIND, {}),
                           TOPIC_PROMOTION_KIND)
 

@@ -119,6 +119,8 @@ def count_exact(clusters, source_topic: str, destination_topic: str, partitions:
         for d in read_partition(clusters, "destination", destination_topic, p):
             cluster, upstream = read_provenance(d.headers)
             assert cluster == source_id, f"{destination_topic}-{p}@{d.offset}: foreign record"
+            # (a copied record without its source offset would count as mismatched, which fails the same checks)
+            assert upstream is not None, f"{destination_topic}-{p}@{d.offset}: no source offset"
             seen[upstream] = seen.get(upstream, 0) + 1
             s = by_offset.get(upstream)
             if s is None or (d.key, d.value, d.timestamp, tuple(user_headers(d.headers))) != (

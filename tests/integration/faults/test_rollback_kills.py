@@ -65,6 +65,7 @@ def test_a_killed_topic_rollback_resumes_after_its_last_step(private, tmp_path, 
                             capture_output=True, text=True, timeout=300)
     assert killed.returncode == 137, killed.stderr[-3000:]
     done = topic_rollback(m["store"], m["back"])
+    assert done is not None
     assert sorted(done["steps"]) == sorted(TOPIC_STEPS[:TOPIC_STEPS.index(killed_after) + 1][:4])
 
     rollback_topics(m["spec"], private.cluster("source"), private.cluster("destination"), m["store"], [m["back"]],

@@ -53,7 +53,8 @@ def test_fences_hold_early_readers_and_stray_writers_off_until_each_unit_is_prom
     source, destination = kafka_cluster(LP_SOURCE), kafka_cluster(LP_DESTINATION)
     store = MigrationStateStore(destination, spec.state_topic_name)
     promoted = promote_group(spec, source, destination, store, group, "run-group", threads_engine(4))
-    assert promoted.promoted and promoted.detail["promoted"]["fence_lifted"]
+    lifted = promoted.detail["promoted"]
+    assert promoted.promoted and isinstance(lifted, dict) and lifted["fence_lifted"]
     for t in topics:  # the group resumes on the destination exactly where it stopped on the source
         received = consume_as_group(private, group, t, PARTITIONS)
         assert received == {q: [o for o in m["committed"][t][q] if o >= m["positions"][(t, q)]]

@@ -40,7 +40,8 @@ class ProcessListWatch:
     """Samples every process's command line while a run goes on; collects lines holding a secret."""
 
     def __init__(self, secrets: list[str]) -> None:
-        self.secrets, self.hits, self.samples = secrets, [], 0
+        self.secrets, self.samples = secrets, 0
+        self.hits: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -76,14 +77,14 @@ def secure_migration(private, tmp_path, prefix: str, grant_filter=None, acls: di
                            promotion={"quiesce_window_seconds": 1, "poke_interval_seconds": 1},
                            **({"acls": acls} if acls else {}))
     spec = load_spec(spec_path)
-    acls = minimum_acls(spec, f"User:{users['source'][0]}", f"User:{users['destination'][0]}", topics, [group])
+    granted = minimum_acls(spec, f"User:{users['source'][0]}", f"User:{users['destination'][0]}", topics, [group])
     keep = grant_filter or (lambda side, entry: True)
-    create_acls(private.cluster("source"), [e for e in acls.source if keep("source", e)])
-    create_acls(private.cluster("destination"), [e for e in acls.destination if keep("destination", e)])
+    create_acls(private.cluster("source"), [e for e in granted.source if keep("source", e)])
+    create_acls(private.cluster("destination"), [e for e in granted.destination if keep("destination", e)])
     for conn_id, side in ((LP_SOURCE, "source"), (LP_DESTINATION, "destination")):
         private.set_connection(conn_id, private.sasl_config(side, *users[side]))
     return {"p": p, "topics": topics, "group": group, "committed": committed, "positions": positions,
-            "users": users, "spec": spec, "spec_path": str(spec_path), "acls": acls}
+            "users": users, "spec": spec, "spec_path": str(spec_path), "acls": granted}
 
 
 def assert_migrated_exactly(private, m) -> None:
@@ -145,7 +146,7 @@ def test_catch_up_and_promotion_with_exactly_the_minimum_acls(private, tmp_path,
 def test_a_missing_acl_fails_naming_operation_resource_and_principal(private, tmp_path, work_dir, side,
                                                                      resource_type, operation, which):
     from kafka_ferry.hooks.kafka_cluster import kafka_cluster
-    names = {}
+    names: dict[str, str] = {}
 
     def keep(grant_side, entry):
         name = names["mirror"] if which == "mirror" else names["group"]

@@ -107,7 +107,7 @@ def test_a_rollback_as_the_least_privilege_principal_with_exactly_the_rollback_a
 ], ids=["write-source-topic", "commit-source-group", "create-copy-back-state"])
 def test_a_missing_rollback_acl_fails_once_naming_it_and_nothing_is_copied(private, tmp_path, work_dir,
                                                                           resource_type, operation, which):
-    names = {}
+    names: dict[str, str] = {}
 
     def drop(entry):
         return (entry.resource_type, entry.operation, entry.resource_name) == (resource_type, operation, names[which])

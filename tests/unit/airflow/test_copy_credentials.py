@@ -147,7 +147,9 @@ def test_the_job_reads_the_file_by_path_or_by_its_name_in_the_container_cwd(tmp_
 # ------------------------------------------------------
 def test_a_local_driver_writes_its_class_archive_once_and_later_batches_read_it(submitted, tmp_path):
     first = _conf(submitted("local[2]")["command"])[DRIVER_OPTIONS]
-    dump = re.search(r"-XX:ArchiveClassesAtExit=(\S+)", first).group(1)
+    found = re.search(r"-XX:ArchiveClassesAtExit=(\S+)", first)
+    assert found is not None, first
+    dump = found.group(1)
     assert first.startswith("-XX:TieredStopAtLevel=1 ") and Path(dump).parent == tmp_path / "jvm"
     entries = sorted((tmp_path / "jvm").iterdir(), key=lambda p: p.suffix)
     archives = [e for e in entries if e.suffix == ".jsa"]

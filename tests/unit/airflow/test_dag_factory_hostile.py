@@ -54,7 +54,12 @@ def test_hostile_file_names_yield_no_dag_file_and_are_named(hostile_dags):
 def test_the_spec_path_is_a_literal_in_the_stub(hostile_dags):
     write_stubs(hostile_dags)
     tree = ast.parse((hostile_dags / "migration_demo_tenant.py").read_text())
-    assigns = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign) for t in node.targets}
+    assigns: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                assert isinstance(target, ast.Name), ast.dump(target)
+                assigns[target.id] = node.value
     assert isinstance(assigns["SPEC"], ast.Constant) and assigns["SPEC"].value == "migrations/demo-tenant.yaml"
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from airflow.providers.standard.operators.empty import EmptyOperator
-from airflow.sdk import DAG
+from airflow.sdk import DAG, Param
 
 from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.dag_promotion import (
@@ -19,6 +19,12 @@ from kafka_ferry.dag_promotion import (
 )
 
 SPEC = Path(__file__).resolve().parents[3] / "dags" / "migrations" / "demo-tenant.yaml"
+
+
+def described(param: Param) -> str:
+    """A trigger-form field's description, which every field of the form has."""
+    assert param.description is not None
+    return param.description
 
 
 def build():
@@ -68,7 +74,7 @@ def test_mode_param_is_an_enum_defaulting_to_catch_up():
                                    "rollback-plan"]
     assert params["groups"].resolve() == [] and params["waive_groups"].schema["section"] == "Staged cutover"
     assert (mode.schema["section"], params["confirm_migration"].schema["section"]) == ("Run", "Promotion")
-    assert "demo-tenant" in params["confirm_migration"].description
+    assert "demo-tenant" in described(params["confirm_migration"])
     assert params["confirm_migration"].resolve() is None and params["allow_rewind"].resolve() is False
     with pytest.raises(Exception):  # noqa: B017 - Airflow raises ParamValidationError
         mode.resolve("yolo")
@@ -80,7 +86,7 @@ def test_the_groups_field_offers_the_groups_a_catch_up_run_saw_ready(tmp_path):
 
     assert read_ready_file(tmp_path) == ([], None)  # no run looked yet: a free list, no claim about readiness
     plain = trigger_params("demo-tenant")["groups"]
-    assert "examples" not in plain.schema and "Ready at" not in plain.description
+    assert "examples" not in plain.schema and "Ready at" not in described(plain)
 
     write_ready_file(tmp_path, [GroupReadiness("billing", True, "no members, quiet"),
                                 GroupReadiness("audit", False, "2 member(s) on the source"),
@@ -89,12 +95,12 @@ def test_the_groups_field_offers_the_groups_a_catch_up_run_saw_ready(tmp_path):
     assert (ready, as_of) == (["alerts", "billing"], 1_795_000_000_000)
     offered = trigger_params("demo-tenant", ready, as_of)["groups"]
     assert offered.schema["examples"] == ["alerts", "billing"]
-    assert "Ready at the last catch-up run (2026-11-18 11:06 UTC): alerts, billing." in offered.description
+    assert "Ready at the last catch-up run (2026-11-18 11:06 UTC): alerts, billing." in described(offered)
     assert offered.resolve(["billing"]) == ["billing"]
 
     write_ready_file(tmp_path, [GroupReadiness("audit", False, "committed 3 s ago")], 1_795_000_000_000)
     none_ready = trigger_params("demo-tenant", *read_ready_file(tmp_path))["groups"]
-    assert "examples" not in none_ready.schema and "No group was ready" in none_ready.description
+    assert "examples" not in none_ready.schema and "No group was ready" in described(none_ready)
 
     (tmp_path / "ready-groups.json").write_text("{not json")
     assert read_ready_file(tmp_path) == ([], None)  # a torn file never breaks the DAG's parse

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import pytest
 from fakes.cluster import FakeCluster
@@ -32,13 +33,13 @@ def engine(result):
 
 
 def test_rows_come_back_as_the_engine_returned_them():
-    assert run_partitions(None, {}, engine(ROWS)) == ROWS
+    assert run_partitions(_plan(), {}, engine(ROWS)) == ROWS
 
 
 def test_a_failure_row_a_spark_task_returned_fails_the_batch_once_with_its_record():
     record = {"message": "t-0 at offset 7: the value carries schema id 9", "kind": "unmapped-schema-id"}
     with pytest.raises(CopyFailed, match="schema id 9") as raised:
-        run_partitions(None, {}, engine([*ROWS, {"failure": record}]))
+        run_partitions(_plan(), {}, engine([*ROWS, {"failure": record}]))
     assert raised.value.record == record and is_deterministic(raised.value)
 
 
@@ -46,14 +47,14 @@ def test_a_failure_row_a_spark_task_returned_fails_the_batch_once_with_its_recor
                                    PlannedTopicMissing("batch b: planned partitions no longer exist: source t-0")])
 def test_a_permanent_failure_raised_in_process_becomes_the_same_record(error):
     with pytest.raises(CopyFailed) as raised:
-        run_partitions(None, {}, engine(error))
+        run_partitions(_plan(), {}, engine(error))
     assert raised.value.record["message"] == str(error) and raised.value.__cause__ is error
 
 
 def test_a_failure_that_may_heal_propagates_as_it_is():
     error = TimeoutError("broker down")
     with pytest.raises(TimeoutError) as raised:
-        run_partitions(None, {}, engine(error))
+        run_partitions(_plan(), {}, engine(error))
     assert raised.value is error and not retry_cannot_help(error)
 
 
@@ -104,7 +105,9 @@ def batch(tmp_path):
             _lease_held_elsewhere(store)
         if topic_deleted:
             del destination.topics["t"]  # deleted after planning
-        start, copied_at, asked_before_copy = len(store.log), [], []
+        start = len(store.log)
+        copied_at: list[int] = []
+        asked_before_copy: list[tuple[Any, ...]] = []
 
         @contextmanager
         def engine():

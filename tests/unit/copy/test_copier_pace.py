@@ -4,15 +4,20 @@ boundary with everything before it produced and acknowledged."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from fakes.cluster import FakeCluster
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from kafka_ferry.copy.partition_copier import PartitionCopier
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
 from kafka_ferry.copy.report import PartitionResult
+from kafka_ferry.copy.sync_writer import OffsetSyncWriter
 from kafka_ferry.copy.throttle import BatchPace
 from kafka_ferry.core.batches.rate_limit import RateLimit
-from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker
+from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker, SyncPoint
+from kafka_ferry.state.store import MigrationStateStore
 
 TOPIC, RECORDS = "orders", 400
 
@@ -80,7 +85,9 @@ class Producer:
     """The destination partition: appends in produce order, reports deliveries on poll/flush (time passes)."""
 
     def __init__(self, clock: Clock) -> None:
-        self.clock, self.log, self.reports = clock, [], []
+        self.clock = clock
+        self.log: list[tuple[bytes | None, bytes | None, int]] = []  # (key, value, timestamp)
+        self.reports: list[tuple[Callable[..., object], int]] = []  # (on_delivery, offset)
 
     def produce(self, topic, value, key, partition, on_delivery=None, timestamp=0, headers=None):
         self.log.append((key, value, timestamp))
@@ -119,9 +126,11 @@ def copy(limit: RateLimit, deadline_s: float | None = None):
     pace = BatchPace(limit, None if deadline_s is None else int((clock.now + deadline_s) * 1000), clock=clock,
                      wall=clock)
     producer = Producer(clock)
-    copier = PartitionCopier(plan, Cluster(Consumer(clock)), Cluster(producer), sync_writer=None, store=None,
+    state = FakeCluster("destination")  # where syncs and progress would go (a range's copy writes neither)
+    writer, store = OffsetSyncWriter(state, "os"), MigrationStateStore(state, "st")
+    copier = PartitionCopier(plan, Cluster(Consumer(clock)), Cluster(producer), sync_writer=writer, store=store,
                              pace=pace)
-    syncs = []
+    syncs: list[SyncPoint] = []
     tracker = PartitionSyncTracker(10)
     result = PartitionResult(TOPIC, 0, TOPIC, 0, RECORDS, 0, 0)
     started = clock.now

@@ -12,9 +12,11 @@ from fakes.cluster import FakeCluster
 
 from kafka_ferry.copy import partition_copier
 from kafka_ferry.copy.plan import CopyPlan, PartitionTask
+from kafka_ferry.copy.sync_writer import OffsetSyncWriter
 from kafka_ferry.core.batches.progress import PartitionProgress
 from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker
 from kafka_ferry.core.offsets.provenance import provenance_headers
+from kafka_ferry.state.store import MigrationStateStore
 
 COPIED = 10  # records at downstream 0..9
 
@@ -38,7 +40,9 @@ def _resume(clusters, task: PartitionTask, progress: PartitionProgress | None) -
                     state_topic="st", offset_syncs_topic="os", provenance_headers=True, offset_sync_interval=10,
                     max_records_per_partition=10, max_bytes_per_partition=10, tasks=(task,))
     source, destination = clusters
-    copier = partition_copier.PartitionCopier(plan, source, destination, sync_writer=None, store=None)
+    # the syncs and the state go to the destination (a resume writes neither)
+    writer, store = OffsetSyncWriter(destination, "os"), MigrationStateStore(destination, "st")
+    copier = partition_copier.PartitionCopier(plan, source, destination, sync_writer=writer, store=store)
     result = _Result()
     start = copier._resume_from_tail(task, progress, PartitionSyncTracker(10), lambda points: None, result,
                                      task.start_offset)

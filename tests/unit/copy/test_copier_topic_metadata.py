@@ -7,13 +7,17 @@ from fakes.cluster import FakeCluster
 
 from kafka_ferry.copy.partition_copier import PartitionCopier
 from kafka_ferry.copy.plan import CopyPlan
+from kafka_ferry.copy.sync_writer import OffsetSyncWriter
+from kafka_ferry.state.store import MigrationStateStore
 
 
 def _copier(source: FakeCluster) -> PartitionCopier:
     plan = CopyPlan(migration="m", batch_id="b", source_cluster_id="s", destination_cluster_id="d",
                     state_topic="st", offset_syncs_topic="os", provenance_headers=True, offset_sync_interval=10,
                     max_records_per_partition=10, max_bytes_per_partition=10, tasks=())
-    return PartitionCopier(plan, source, FakeCluster("destination"), sync_writer=None, store=None)
+    destination = FakeCluster("destination")  # the syncs and the state go there (these tests write neither)
+    return PartitionCopier(plan, source, destination, sync_writer=OffsetSyncWriter(destination, "os"),
+                           store=MigrationStateStore(destination, "st"))
 
 
 def metadata_asked(source: FakeCluster) -> list[tuple]:

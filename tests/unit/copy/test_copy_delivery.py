@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_ferry.copy.delivery import Chunk, ChunkAcks, CopyError
-from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker
+from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker, SyncPoint
 from kafka_ferry.core.offsets.provenance import provenance_headers
 
 
@@ -34,7 +34,7 @@ def deliver(chunk: Chunk, downs: list[int]) -> None:
 def make(interval=3, written: dict[int, int] | None = None):
     """ChunkAcks onto a destination partition t-0 whose offsets 0..max hold our records where ``written`` maps a
     downstream offset to its upstream one, and another producer's records everywhere else."""
-    emitted = []
+    emitted: list[SyncPoint] = []
     tracker = PartitionSyncTracker(interval)
     destination = FakeCluster("destination")
     destination.create_topic("t", 1, 1, {})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from confluent_kafka import KafkaError
 
 from kafka_ferry.copy.copy_failures import (
@@ -16,13 +18,20 @@ from kafka_ferry.copy.runner import PlannedTopicMissing
 from kafka_ferry.kafka.errors import KafkaClusterError
 
 
+def recorded(exc: BaseException) -> dict[str, Any]:
+    """The failure record of a failure no retry heals (one that may heal has none)."""
+    record = failure_record(exc)
+    assert record is not None, exc
+    return record
+
+
 def test_deterministic_failures_become_records_naming_the_record():
-    record = failure_record(UnmappedSchemaId("orders", 1, 12, "value", 46))
+    record = recorded(UnmappedSchemaId("orders", 1, 12, "value", 46))
     assert (record["topic"], record["partition"], record["offset"], record["schema_id"]) == ("orders", 1, 12, 46)
     assert "orders-1 at offset 12: the value carries schema id 46" in record["message"]
-    assert failure_record(PlannedTopicMissing("planned partitions no longer exist"))["kind"] == "PlannedTopicMissing"
+    assert recorded(PlannedTopicMissing("planned partitions no longer exist"))["kind"] == "PlannedTopicMissing"
     refused = KafkaClusterError("dst", "copy t-0", KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
-    assert failure_record(refused)["kind"] == "refused"
+    assert recorded(refused)["kind"] == "refused"
 
 
 def test_failures_that_may_heal_keep_their_retries():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 
@@ -12,8 +13,9 @@ from kafka_ferry.copy.planning import UNCAPPED, build_copy_back_plan, build_plan
 from kafka_ferry.core.batches.batch_planning import PartitionPosition, RetentionGap, compute_batch_id
 from kafka_ferry.core.specs.spec import parse_spec
 
-SPEC = {"name": "acme-orders", "tenant": "acme", "source": {"connection_id": "kafka_src", "alias": "src"},
-        "destination": {"connection_id": "kafka_dst", "alias": "dst"}, "topics": {"include": ["orders"]}}
+SPEC: dict[str, Any] = {
+    "name": "acme-orders", "tenant": "acme", "source": {"connection_id": "kafka_src", "alias": "src"},
+    "destination": {"connection_id": "kafka_dst", "alias": "dst"}, "topics": {"include": ["orders"]}}
 
 
 def sample_plan() -> CopyPlan:

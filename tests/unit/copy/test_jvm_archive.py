@@ -57,13 +57,13 @@ def test_an_env_dir_holds_the_archive_for_every_work_dir(host, tmp_path):
 def test_a_succeeded_jobs_archive_goes_into_place_and_later_batches_read_it(host, tmp_path):
     archive = DriverArchive(tmp_path / "work", host)
     start = archive.start("local[2]", None, None)
-    assert start.dump_to and Path(start.dump_to).parent == archive.path.parent
+    assert start is not None and start.dump_to and Path(start.dump_to).parent == archive.path.parent
     assert os.stat(archive.path.parent).st_mode & 0o777 == 0o700
     Path(start.dump_to).write_bytes(b"classes")  # what the JVM writes at exit
     archive.settle(start, succeeded=True)
     assert archive.path.read_bytes() == b"classes" and not Path(start.dump_to).exists()
     later = archive.start("local[2]", None, None)
-    assert later.dump_to is None and f"-XX:SharedArchiveFile={archive.path}" in later.java_options
+    assert later is not None and later.dump_to is None and f"-XX:SharedArchiveFile={archive.path}" in later.java_options
 
 
 @pytest.mark.parametrize(("succeeded", "written"), [(False, b"classes"), (True, b""), (True, None)])
@@ -71,6 +71,7 @@ def test_a_failed_job_or_an_empty_dump_leaves_no_archive_and_no_scrap(host, tmp_
     archive = DriverArchive(tmp_path / "work", host)
     start = archive.start("local[2]", None, None)
     if written is not None:
+        assert start is not None and start.dump_to is not None
         Path(start.dump_to).write_bytes(written)
     archive.settle(start, succeeded=succeeded)
     assert list(archive.path.parent.iterdir()) == []

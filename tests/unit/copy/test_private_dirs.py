@@ -92,7 +92,7 @@ def test_a_symlinked_directory_is_refused(tmp_path):
 def test_a_missing_directory_is_made_this_users_alone_and_then_used(tmp_path):
     install, cache = _install(tmp_path / "spark"), tmp_path / "work" / "jvm"
     home = compiled_spark_home(install, cache)
-    assert home.parent == cache and stat.S_IMODE(cache.stat().st_mode) == 0o700
+    assert home is not None and home.parent == cache and stat.S_IMODE(cache.stat().st_mode) == 0o700
     assert compiled_spark_home(install, cache) == home
 
 
@@ -109,7 +109,8 @@ def test_a_class_data_archive_planted_where_others_can_write_is_never_mapped(tmp
     with pytest.raises(UntrustedDirectory, match=re.escape(f"the driver JVM's class-data archive: {archive.path}")):
         archive.start("local[2]", None, None)
     archive.path.chmod(0o600)
-    assert f"-XX:SharedArchiveFile={archive.path}" in archive.start("local[2]", None, None).java_options
+    start = archive.start("local[2]", None, None)
+    assert start is not None and f"-XX:SharedArchiveFile={archive.path}" in start.java_options
     assert archive.start("yarn", None, None) is None  # a driver elsewhere reads nothing here
 
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 import pytest
 
 from kafka_ferry.copy.copier_settings import CONSUME_BATCH, STALL_TIMEOUT_S
-from kafka_ferry.copy.delivery import CopyError
+from kafka_ferry.copy.delivery import Chunk, CopyError
 from kafka_ferry.copy.plan import PartitionTask
 from kafka_ferry.copy.range_copy import ChunkProducer, RangeCursor, StallWatch
 
 
 class Acks:
     def __init__(self):
-        self.pending, self.open, self.settled = [], None, 0
+        self.pending: list[Chunk] = []
+        self.open: Chunk | None = None
+        self.settled = 0
 
     def settle(self):
         self.settled += 1
@@ -22,7 +24,8 @@ class Produced:
     """A fake ``produce``: records every call; ``full`` makes the next n calls raise BufferError."""
 
     def __init__(self, full: int = 0):
-        self.calls, self.full, self.polls = [], full, 0
+        self.calls: list[tuple[bytes | None, object]] = []  # (value, on_delivery)
+        self.full, self.polls = full, 0
 
     def produce(self, topic, value, key, partition, on_delivery=None, timestamp=0, headers=None):
         if self.full:
@@ -39,7 +42,7 @@ def record(n: int):
 
 
 def reports(produced: Produced, chunk) -> list[str]:
-    names = {None: "none"}
+    names: dict[object, str] = {None: "none"}
     for name in ("on_first", "on_last", "on_only"):
         names[getattr(chunk, name)] = name
     return [names.get(cb, "other") for _, cb in produced.calls]

@@ -30,7 +30,7 @@ def _install(root: Path, module_text: str = "ANSWER = 42\n") -> Path:
 def test_the_mirror_is_the_install_except_its_zips_which_carry_bytecode(tmp_path):
     install = _install(tmp_path / "spark")
     home = compiled_spark_home(install, tmp_path / "cache")
-    assert home.parent == tmp_path / "cache" and home.name.startswith("spark-home-")
+    assert home is not None and home.parent == tmp_path / "cache" and home.name.startswith("spark-home-")
     assert sorted(p.name for p in home.iterdir()) == ["bin", "jars", "python"]
     assert (home / "jars").is_symlink() and (home / "jars" / "spark-core.jar").read_bytes() == b"jar"
     assert (home / "python" / "README").is_symlink() and not (home / "python" / "lib").is_symlink()

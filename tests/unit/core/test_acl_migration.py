@@ -91,7 +91,7 @@ def reference_plan(source_acls, migrated_topics, groups, principal_map, destinat
     sources_of: dict[str, set[str]] = {}
     for principal in [e.principal for e in source_acls] + list(principal_map):
         sources_of.setdefault(principal_map.get(principal, principal), set()).add(principal)
-    wanted = {}
+    wanted: dict[AclEntry, str | None] = {}
     for resource_type, name, target_name in resources:
         for entry in source_acls:
             if not entry.covers(resource_type, name):

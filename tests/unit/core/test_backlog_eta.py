@@ -92,6 +92,7 @@ def test_eta_drains_exactly_the_backlog_and_windows_cover_it(backlog, rate, infl
     if backlog / (rate - inflow) > MAX_ETA_S:
         assert result.seconds is None and "years away" in result.reason
         return
+    assert result.seconds is not None and result.windows is not None
     assert result.seconds * (rate - inflow) == pytest.approx(backlog, rel=1e-9)
     assert (result.windows - 1) * window < result.seconds <= result.windows * window + 1e-6
     assert result.reason
@@ -110,13 +111,14 @@ def test_rates_are_never_negative_and_the_eta_rate_uses_only_busy_batches_that_c
         assert est.copy_records_per_s == pytest.approx(sum(p.records_copied for p in busy)
                                                        / sum(p.duration_s for p in busy), abs=0.05 + 1e-9)
     inflow = inflow_rate(points)
-    assert inflow is None if len(points) < 2 else inflow >= 0
+    assert inflow is None if len(points) < 2 else (inflow is not None and inflow >= 0)
 
 
 @given(st.integers(0, 10**9), st.integers(0, 10**9))
 def test_a_larger_backlog_never_reaches_zero_sooner(a, b):
     small, large = sorted((a, b))
     first, second = eta(small, "x", 1000.0, 10.0), eta(large, "x", 1000.0, 10.0)
+    assert first.seconds is not None and second.seconds is not None
     assert first.seconds <= second.seconds
     assert math.isfinite(second.seconds)
 
@@ -149,7 +151,7 @@ def test_windows_with_producers_between_them_match_a_window_by_window_drain(back
             break
         left += inflow * cycle - rate * window
     else:
-        assert result.seconds is None or result.windows >= 10_000
+        assert result.seconds is None or (result.windows is not None and result.windows >= 10_000)
         return
     if rate * window <= inflow * cycle and windows > 1:
         assert result.seconds is None and "fall behind" in result.reason
@@ -192,5 +194,5 @@ def test_an_eta_taken_as_a_window_ends_adds_the_producers_records_until_the_next
 def test_waiting_for_the_next_window_never_brings_lag_zero_sooner(backlog, wait):
     now = eta(backlog, "x", 35_000.0, 2_000.0, 4 * 3600, 86400)
     later = eta(backlog, "x", 35_000.0, 2_000.0, 4 * 3600, 86400, until_next_window_s=wait)
-    assert later.windows >= now.windows
-    assert later.seconds >= now.seconds
+    assert later.windows is not None and now.windows is not None and later.windows >= now.windows
+    assert later.seconds is not None and now.seconds is not None and later.seconds >= now.seconds

@@ -11,8 +11,22 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from kafka_ferry.core.batches.backlog_eta import RunPoint, batch_cost, batch_eta, batch_gap_s, estimate, inflow_rate
+from kafka_ferry.core.batches.backlog_eta import (
+    BatchCost,
+    RunPoint,
+    batch_cost,
+    batch_eta,
+    batch_gap_s,
+    estimate,
+    inflow_rate,
+)
 
+
+def fitted(points: list[RunPoint]) -> BatchCost:
+    """The batch cost of runs that give one (``batch_cost`` is None for none or only empty ones)."""
+    cost = batch_cost(points)
+    assert cost is not None
+    return cost
 
 def test_the_issue_case_counts_capped_batches_and_their_fixed_cost():
     # 19 partitions, 5,519 records left (about 290 each), 400 per partition per batch, 70 s per batch mostly fixed
@@ -29,6 +43,7 @@ def test_producers_between_batches_add_batches_and_a_schedule_spaces_them():
     no_inflow = batch_eta([1_000], records_per_s=1_000.0, fixed_s=10.0, cap_per_partition=400)
     with_inflow = batch_eta([1_000], records_per_s=1_000.0, fixed_s=10.0, cap_per_partition=400, inflow_per_s=5.0)
     assert no_inflow.batches == 3 and with_inflow.batches == 3
+    assert with_inflow.seconds is not None and no_inflow.seconds is not None
     assert with_inflow.seconds > no_inflow.seconds
     scheduled = batch_eta([1_000], records_per_s=1_000.0, fixed_s=10.0, cap_per_partition=400, interval_s=300.0)
     assert scheduled.seconds == pytest.approx(2 * 300.0 + 10.0 + 200 / 1_000.0)  # two cycles, then the last batch
@@ -57,7 +72,8 @@ def test_batches_are_at_least_the_largest_lag_over_the_cap_and_a_larger_cap_neve
         return
     assert counted.batches == max(math.ceil(lag / cap) for lag in lags)  # no producers: exactly this many
     assert counted.seconds == pytest.approx(counted.batches * fixed + sum(lags) / rate)
-    assert batch_eta(lags, rate, fixed, cap_per_partition=cap * 2).batches <= counted.batches
+    wider = batch_eta(lags, rate, fixed, cap_per_partition=cap * 2).batches
+    assert wider is not None and counted.batches is not None and wider <= counted.batches
 
 
 @settings(max_examples=100, deadline=None)
@@ -67,6 +83,7 @@ def test_producers_never_shorten_the_eta(lags, rate, fixed, cap, inflow):
     alone = batch_eta(lags, rate, fixed, cap_per_partition=cap)
     busy = batch_eta(lags, rate, fixed, cap_per_partition=cap, inflow_per_s=inflow)
     if busy.seconds is not None:
+        assert alone.seconds is not None and alone.batches is not None and busy.batches is not None
         assert busy.seconds >= alone.seconds - 1e-6 and busy.batches >= alone.batches
 
 
@@ -75,9 +92,9 @@ def _point(i, records, duration, stop="caught_up"):
 
 
 def test_the_fixed_cost_is_fitted_from_batches_of_different_sizes_and_taken_whole_from_batches_of_one():
-    cost = batch_cost([_point(1, 1_000, 70.0), _point(2, 3_000, 90.0), _point(3, 5_000, 110.0)])
+    cost = fitted([_point(1, 1_000, 70.0), _point(2, 3_000, 90.0), _point(3, 5_000, 110.0)])
     assert cost.fixed_s == pytest.approx(60.0) and cost.records_per_s == pytest.approx(100.0)
-    same = batch_cost([_point(1, 7_600, 95.0), _point(2, 7_600, 65.0), _point(3, 7_600, 90.0)])
+    same = fitted([_point(1, 7_600, 95.0), _point(2, 7_600, 65.0), _point(3, 7_600, 90.0)])
     assert same.fixed_s == pytest.approx(77.5) and math.isinf(same.records_per_s)  # the first batch aside
     assert batch_cost([]) is None and batch_cost([_point(1, 0, 5.0)]) is None
 
@@ -121,6 +138,7 @@ def test_time_between_batches_never_shortens_the_eta_and_adds_exactly_one_gap_a_
     without = batch_eta(lags, rate, fixed, cap_per_partition=cap, inflow_per_s=inflow)
     paced = batch_eta(lags, rate, fixed, cap_per_partition=cap, inflow_per_s=inflow, gap_s=gap)
     if paced.seconds is not None and without.seconds is not None:
+        assert paced.batches is not None and without.batches is not None
         assert paced.seconds >= without.seconds - 1e-6 and paced.batches >= without.batches
     quiet, quiet_paced = (batch_eta(lags, rate, fixed, cap_per_partition=cap),
                           batch_eta(lags, rate, fixed, cap_per_partition=cap, gap_s=gap))
@@ -140,10 +158,10 @@ def test_the_fixed_cost_is_the_run_from_plan_to_end_not_only_the_copy_inside_the
     # the copy inside spark-submit took 2 s; the run from the plan took 60 s (the JVM, the SparkContext)
     first = _run(1, 1_000.0, 2.0, 60.0)
     assert first.run_s == pytest.approx(60.0)
-    assert batch_cost([first]).fixed_s == pytest.approx(60.0)  # after ONE batch, not only after two
+    assert fitted([first]).fixed_s == pytest.approx(60.0)  # after ONE batch, not only after two
     # a record kept before the plan time was: the copy's duration stands in, as before
     legacy = RunPoint("old", 1_000_000, 2.0, 7_600, 0, 20_000, 13_000, "limit", 7_600)
-    assert legacy.run_s == 2.0 and batch_cost([legacy]).fixed_s == pytest.approx(2.0)
+    assert legacy.run_s == 2.0 and fitted([legacy]).fixed_s == pytest.approx(2.0)
     # the gap is what is left between a batch's end and the next plan: 70 s apart, 60 s runs -> 10 s
     points = [_run(1, 1_000.0, 2.0, 60.0, before=60_800, after=53_200),
               _run(2, 1_070.0, 2.5, 60.0, before=53_200, after=45_600),
@@ -156,13 +174,13 @@ def test_the_fixed_cost_is_the_run_from_plan_to_end_not_only_the_copy_inside_the
 
 def test_one_slow_start_moves_the_median_not_every_batch_to_come():
     runs = [_run(i, 200.0 * i, 2.0, run) for i, run in enumerate([60.0, 61.0, 180.0, 59.0, 60.0, 62.0], start=1)]
-    assert batch_cost(runs).fixed_s == pytest.approx(61.0)  # the mean would say 84 s
+    assert fitted(runs).fixed_s == pytest.approx(61.0)  # the mean would say 84 s
 
 
 def test_batches_a_few_records_apart_are_not_fitted_into_a_rate():
     # capped batches of 7,600 and one of 7,590: a fit would turn the seconds' noise into a rate
     points = [_point(1, 7_600, 66.0), _point(2, 7_600, 65.0), _point(3, 7_590, 64.0), _point(4, 7_600, 90.0)]
-    cost = batch_cost(points)
+    cost = fitted(points)
     assert cost.fixed_s == pytest.approx(65.0) and math.isinf(cost.records_per_s)
 
 
@@ -188,7 +206,7 @@ def test_the_fixed_cost_of_capped_batches_is_the_median_run_and_the_gap_the_medi
         end += wait + start + copy
         points.append(_run(i, end, copy, start + copy))
     runs = [p.run_s for p in (points[1:] if len(points) > 1 else points)[-10:]]  # the first batch aside
-    cost = batch_cost(points)
+    cost = fitted(points)
     assert math.isinf(cost.records_per_s)
     assert cost.fixed_s == pytest.approx(statistics.median(runs), abs=2e-3)
     assert min(runs) - 1e-6 <= cost.fixed_s <= max(runs) + 1e-6
@@ -247,9 +265,9 @@ def test_a_window_leaves_each_batch_what_its_fixed_cost_does_not_take_and_a_wide
 def test_the_first_batch_counts_only_until_a_second_one_ran():
     # Spark Connect on the ETA bench: the migration's first batch opened its session (13 s), the later ones 2-4 s
     first = _run(1, 1_000.0, 13.4, 17.8)
-    assert batch_cost([first]).fixed_s == pytest.approx(17.8)  # all there is
+    assert fitted([first]).fixed_s == pytest.approx(17.8)  # all there is
     later = [first, _run(2, 1_003.0, 2.0, 2.2), _run(3, 1_007.0, 3.4, 3.6)]
-    assert batch_cost(later).fixed_s == pytest.approx(2.9)
+    assert fitted(later).fixed_s == pytest.approx(2.9)
     # a history whose oldest kept batch is not the migration's first: only the first one is set aside
-    assert batch_cost(later[1:]).fixed_s == pytest.approx(3.6)
-    assert batch_cost([_point(0, 0, 1.0), *later[1:]]).fixed_s == pytest.approx(2.9)  # the first copied nothing
+    assert fitted(later[1:]).fixed_s == pytest.approx(3.6)
+    assert fitted([_point(0, 0, 1.0), *later[1:]]).fixed_s == pytest.approx(2.9)  # the first copied nothing

@@ -131,6 +131,7 @@ def test_the_measured_rate_is_the_newest_busy_batches_that_copied_something_end_
                  "stop_reason": "caught_up"},  # copied what there was: says nothing about the rate
                 {"status": "succeeded", "records_copied": 5, "finished_at_ms": 60}]  # an older record
     rate = measured_rate(batches, last=2)
+    assert rate is not None
     assert (rate.records, rate.bytes, rate.seconds, rate.batches) == (4100, 41000, 20.0, 2)
     assert rate.records_per_second == 205 and rate.mean_record_bytes == 10
     assert measured_rate([]) is None
@@ -192,5 +193,6 @@ def test_the_nightly_window_example_of_the_spec_reference_is_a_valid_spec():
                        "destination": {"connection_id": "b", "alias": "b"}, "topics": {"include": ["o"]},
                        **example}, "nightly.yaml")
     assert spec.copy_settings.rate_limit == RateLimit(bytes_per_second=40_000_000)
+    assert spec.copy_settings.window is not None
     assert parse_window(spec.copy_settings.window) == Window(end=(5, 0))
     assert spec.timeouts.copy_seconds > 4 * 3600

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -16,8 +17,18 @@ def claim(token: str, expires_at_ms: int = 10_000, host: str = "h1", pid: int = 
                  claimed_at_ms=1_000, expires_at_ms=expires_at_ms, claim_offset=claim_offset)
 
 
+def held(claims: Iterable[Claim], now_ms: int, is_dead: Callable[[Claim], bool] = lambda _c: False) -> Claim:
+    """The holder, in a case where some claim holds."""
+    found = holder(claims, now_ms, is_dead)
+    assert found is not None
+    return found
+
+
 def rec(offset: int, c: Claim | None, token: str | None = None) -> tuple[int, bytes, bytes | None]:
-    key = f"{LEASE_KIND}/{token or c.token}".encode()
+    if not token:
+        assert c is not None  # a withdrawal names its token
+        token = c.token
+    key = f"{LEASE_KIND}/{token}".encode()
     return offset, key, None if c is None else c.to_json()
 
 
@@ -25,31 +36,31 @@ def test_earliest_claim_wins_and_other_kinds_are_ignored():
     log = [(0, b"progress/t:0", b'{"x": 1}'), rec(1, claim("b")), rec(2, claim("a")), (3, b"batch/x", None)]
     claims = claims_in_log(log)
     assert [(c.token, c.claim_offset) for c in claims] == [("b", 1), ("a", 2)]
-    assert holder(claims, now_ms=5_000).token == "b"
+    assert held(claims, now_ms=5_000).token == "b"
 
 
 def test_a_withdrawn_claim_releases_the_lease():
     log = [rec(1, claim("a")), rec(2, claim("b")), rec(3, None, token="a")]
-    assert holder(claims_in_log(log), now_ms=5_000).token == "b"
+    assert held(claims_in_log(log), now_ms=5_000).token == "b"
 
 
 def test_an_expired_claim_does_not_hold_and_expiry_is_exclusive():
     log = [rec(1, claim("a", expires_at_ms=5_000)), rec(2, claim("b", expires_at_ms=9_000))]
-    assert holder(claims_in_log(log), now_ms=4_999).token == "a"
-    assert holder(claims_in_log(log), now_ms=5_000).token == "b"
+    assert held(claims_in_log(log), now_ms=4_999).token == "a"
+    assert held(claims_in_log(log), now_ms=5_000).token == "b"
     assert holder(claims_in_log(log), now_ms=9_000) is None
 
 
 def test_a_dead_process_does_not_hold():
     log = [rec(1, claim("a", pid=11)), rec(2, claim("b", pid=12))]
-    assert holder(claims_in_log(log), 5_000, is_dead=lambda c: c.pid == 11).token == "b"
+    assert held(claims_in_log(log), 5_000, is_dead=lambda c: c.pid == 11).token == "b"
 
 
 def test_a_renewal_keeps_the_claim_offset_even_when_compaction_removed_the_first_record():
     # "a" claimed at offset 1; compaction kept only its renewal at 9, written after "b" claimed at 5.
     renewed = replace(claim("a", expires_at_ms=20_000), claim_offset=1)
     claims = claims_in_log([rec(5, claim("b")), rec(9, renewed)])
-    assert holder(claims, now_ms=5_000).token == "a"
+    assert held(claims, now_ms=5_000).token == "a"
 
 
 def test_a_renewal_without_claim_offset_keeps_the_first_records_offset():
@@ -76,7 +87,8 @@ def test_every_claimant_that_read_past_its_claim_agrees_on_one_holder(events, da
     holder it computes is the earliest live claim in that prefix, which no later record can change: so two
     claimants that both consider themselves holders cannot exist.
     """
-    log, first = [], {}
+    log: list[tuple[int, bytes, bytes | None]] = []
+    first: dict[str, int] = {}
     for token, action in events:
         offset = len(log)
         if action == "claim":
@@ -93,4 +105,4 @@ def test_every_claimant_that_read_past_its_claim_agrees_on_one_holder(events, da
             winners.add(token)
     assert len(winners) <= 1
     if first:  # read to the end, the log names the earliest claim not withdrawn
-        assert holder(claims_in_log(log), now_ms=5_000).token == min(first, key=first.get)
+        assert held(claims_in_log(log), now_ms=5_000).token == min(first, key=first.__getitem__)

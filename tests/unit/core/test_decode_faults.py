@@ -54,7 +54,8 @@ def test_standing_faults_block_and_name_subject_version_and_offsets():
              "source_versions": [["t-value", 3, True]], "reason": "schema id 46 is not in the registry"}
     text = describe(fault)
     assert "t-1 offsets [3, 5]" in text and "subject 't-value' version 3 (soft-deleted on the source)" in text
-    marks = {"t:1": {MIGRATION_FAULT_FIELD: text}, "t:0": {"checked_through": 9}, "u:0": {}}
+    marks: dict[str, dict[str, object]] = {"t:1": {MIGRATION_FAULT_FIELD: text}, "t:0": {"checked_through": 9},
+                                          "u:0": {}}
     assert blocking(marks) == [f"t:1: {text}"]
 
 

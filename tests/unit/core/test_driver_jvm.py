@@ -25,6 +25,7 @@ def test_only_a_driver_that_starts_on_this_host_is_tuned(master, deploy_mode, he
 
 def test_the_first_batch_writes_the_archive_to_a_name_of_its_own_quietly():
     start = driver_start("local[2]", None, None, ARCHIVE, False, DUMP)
+    assert start is not None
     assert start.java_options.split() == ["-XX:TieredStopAtLevel=1", f"-XX:ArchiveClassesAtExit={DUMP}",
                                           "-Xlog:cds=off,cds+dynamic=off"]
     assert (start.archive, start.dump_to) == (ARCHIVE, DUMP)
@@ -32,6 +33,7 @@ def test_the_first_batch_writes_the_archive_to_a_name_of_its_own_quietly():
 
 def test_later_batches_read_the_archive_and_write_nothing():
     start = driver_start("spark://m:7077", "client", None, ARCHIVE, True, DUMP)
+    assert start is not None
     assert start.java_options == f"-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile={ARCHIVE}"
     assert (start.archive, start.dump_to) == (ARCHIVE, None)
 
@@ -39,6 +41,7 @@ def test_later_batches_read_the_archive_and_write_nothing():
 def test_the_deployments_options_come_last_verbatim_so_they_win():
     theirs = '-Xmx2g -Dmsg="a b" -XX:TieredStopAtLevel=4'
     start = driver_start("local[2]", None, theirs, ARCHIVE, True, DUMP)
+    assert start is not None
     assert start.java_options.endswith(" " + theirs)
     assert start.java_options.startswith("-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile=")
 
@@ -48,6 +51,7 @@ def test_the_deployments_options_come_last_verbatim_so_they_win():
 def test_a_deployment_that_manages_class_data_sharing_keeps_it(theirs):
     for ready in (True, False):
         start = driver_start("local[2]", None, theirs, ARCHIVE, ready, DUMP)
+        assert start is not None
         assert start.java_options == f"-XX:TieredStopAtLevel=1 {theirs}"
         assert (start.archive, start.dump_to) == (None, None)
 
@@ -56,6 +60,7 @@ def test_a_deployment_that_manages_class_data_sharing_keeps_it(theirs):
                                                ('/w/"q"/a.jsa', '/w/"q"/a.1.tmp'), ("", DUMP)])
 def test_an_archive_path_spark_would_split_is_not_used(archive, dump):
     start = driver_start("local[2]", None, None, archive, False, dump)
+    assert start is not None
     assert start.java_options == "-XX:TieredStopAtLevel=1" and start.dump_to is None
 
 

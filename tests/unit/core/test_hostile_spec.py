@@ -10,6 +10,7 @@ import copy
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -21,7 +22,7 @@ from kafka_ferry.core.specs.spec_source import read_yaml
 
 MAX_SPEC_BYTES = 256 * 1024  # core.specs.spec_source.MAX_SPEC_BYTES
 
-VALID = {
+VALID: dict[str, Any] = {  # a spec document as YAML loads it: JSON values
     "name": "acme-orders",
     "tenant": "acme",
     "source": {"connection_id": "kafka_src", "alias": "src"},
@@ -50,7 +51,7 @@ def changed(path: tuple, value) -> dict:
     return data
 
 
-def problems(data) -> list[tuple[str, object]]:
+def problems(data) -> list[tuple[str | None, object]]:
     with pytest.raises(SpecError) as raised:
         parse_spec(data, "acme.yaml")
     return [(p.field, p.value) for p in raised.value.problems]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from kafka_ferry.core.offsets.offset_sync_policy import PartitionSyncTracker, SyncPoint, is_contiguous
 
 
-def feed(tracker: PartitionSyncTracker, records) -> list[list[tuple[int, int]]]:
+def feed(tracker: PartitionSyncTracker, records) -> list[list[SyncPoint]]:
     return [tracker.observe(up, down) for up, down in records]
 
 
@@ -185,7 +185,7 @@ def test_invariant_across_resumed_batches(records, interval, data):
     assert_invariant(syncs, records, interval)
 
 
-def runs_of(records: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+def runs_of(records: list[tuple[int, int]]) -> list[tuple[int, ...]]:
     """(first up, first down, count) of each stretch contiguous on both sides."""
     runs: list[list[int]] = []
     for i, record in enumerate(records):

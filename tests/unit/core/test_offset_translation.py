@@ -212,7 +212,7 @@ def assert_translations(copied, syncs, copied_end, interval):
         want = expected_downstream(copied, upstream)
         # Zero loss and zero duplicates: nothing copied lies in [exact, want), so the consumer's next record
         # is the right one. Literally equal unless a downstream hole is as wide as the upstream one.
-        assert exact.downstream_offset <= want, (upstream, exact)
+        assert exact.downstream_offset is not None and exact.downstream_offset <= want, (upstream, exact)
         assert bisect_left(copied_downs, exact.downstream_offset) == bisect_left(copied_downs, want), (upstream, exact)
         if downstream_contiguous:
             assert exact.downstream_offset == want, (upstream, exact)

@@ -33,7 +33,8 @@ def encoded(fdp) -> str:
 def test_what_confluent_kafkas_serializer_registers_is_recognised_and_rendered():
     # The bytes a ProtobufSerializer of this Ping registered on Apicurio 3.3.3 (read back from the registry).
     stored = "ChBwcm9iZS9waW5nLnByb3RvEgRhY21lIiEKBFBpbmcSCwoDc2VxGAEgASgFEgwKBGZyb20YAiABKAliBnByb3RvMw=="
-    assert serialized_descriptor(stored).name == "probe/ping.proto"
+    descriptor = serialized_descriptor(stored)
+    assert descriptor is not None and descriptor.name == "probe/ping.proto"
     assert proto_text(stored) == ('syntax = "proto3";\npackage acme;\nmessage Ping {\n  int32 seq = 1;\n'
                                   '  string from = 2;\n}\n')
 

@@ -58,7 +58,8 @@ def test_a_log_append_time_source_gets_a_create_time_mirror_also_where_one_exist
     source = topic("orders", rf=1, **{"min.insync.replicas": "1", TIMESTAMP_TYPE: "LogAppendTime"})
     created = plan_topics(SPEC, {"orders": source}, {}, destination_brokers=1)
     assert created.actions[0].configs[TIMESTAMP_TYPE] == "CreateTime"
-    assert created.actions[0].time.at_promotion[TIMESTAMP_TYPE] == "LogAppendTime"
+    time = created.actions[0].time
+    assert time is not None and time.at_promotion[TIMESTAMP_TYPE] == "LogAppendTime"
 
     earlier_mirror = topic("orders", rf=1, **{"min.insync.replicas": "1", **LIFTED, TIMESTAMP_TYPE: "LogAppendTime"})
     (action,) = plan_topics(SPEC, {"orders": source}, {"orders": earlier_mirror}, destination_brokers=1).changes

@@ -28,7 +28,9 @@ class Model:
     forward copy, as a rollback comes before the next catch-up)."""
 
     def __init__(self, ops):
-        self.source, self.dest, self.pending, self.forward, self.reverse = [], [], [], [], []
+        self.source: list[int | None] = []  # a record's number, None for a hole (a marker, an aborted record)
+        self.dest: list[int | None] = []
+        self.pending, self.forward, self.reverse = [], [], []
         n = 0
         for op in ops:
             if op == "fwd":
@@ -125,11 +127,12 @@ def test_copy_back_range_starts_after_the_forward_copy_then_at_its_own_progress(
 
 def test_a_forward_decision_is_corrected_only_among_copied_back_records():
     from kafka_ferry.core.offsets.offset_decisions import OffsetDecision, PartitionCopy
+    from kafka_ferry.core.offsets.offset_sync_policy import SyncPoint as P
 
     # source: 0..9 own records, 10..12 copied back (destination 10, 12, 14: markers between), 13..15 new ones
     # forward-copied to destination 15..17
-    forward = PartitionCopy("s", 0, "d", 16, ((0, 0), (9, 9), (13, 15), (15, 17)))
-    back = PartitionCopy("d", 0, "s", 15, ((10, 10), (12, 11), (14, 12)))
+    forward = PartitionCopy("s", 0, "d", 16, (P(0, 0), P(9, 9), P(13, 15), P(15, 17)))
+    back = PartitionCopy("d", 0, "s", 15, (P(10, 10), P(12, 11), P(14, 12)))
 
     def decision(upstream, downstream):
         return OffsetDecision("g", "s", 0, "d", upstream, downstream, "hole-next-record", "forward")

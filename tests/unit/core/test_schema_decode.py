@@ -8,6 +8,7 @@ import struct
 
 import fastavro
 import pytest
+from fastavro.types import NamedSchemas
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -46,7 +47,7 @@ def wire(schema_id: int, body: bytes) -> bytes:
 
 
 def avro_order(order_id: int = 42, city: str = "Lyon") -> bytes:
-    named = {}
+    named: NamedSchemas = {}
     fastavro.parse_schema(ADDRESS, named_schemas=named)
     out = io.BytesIO()
     fastavro.schemaless_writer(out, fastavro.parse_schema(ORDER, named_schemas=named),
@@ -59,15 +60,21 @@ def protobuf_payment() -> bytes:
     return bytes([0x0A, 3]) + b"p-1" + bytes([0x10]) + bytes([0xE2, 0x09])
 
 
+class CountingChecker(PayloadChecker):
+    """The checker, with the schema ids its lookup was asked for."""
+
+    looked_up: list[int]
+
+
 @pytest.fixture
 def checker():
-    looked_up = []
+    looked_up: list[int] = []
 
     def lookup(schema_id):
         looked_up.append(schema_id)
         return REGISTRY.get(schema_id)
 
-    c = PayloadChecker(lookup)
+    c = CountingChecker(lookup)
     c.looked_up = looked_up
     return c
 

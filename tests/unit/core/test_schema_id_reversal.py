@@ -95,6 +95,7 @@ def test_bytes_copied_back_and_forward_again_are_the_destination_bytes(forward, 
     body = data.draw(st.binary(max_size=30))
     payload = b"\x00" + destination_id.to_bytes(4, "big") + body
     back = reverse.rewriter().rewrite(payload)
+    assert back is not None
     assert back[5:] == body and back[0] == 0 and int.from_bytes(back[1:5], "big") == reverse.to_source[destination_id]
     assert SchemaIdRewriter(forward).rewrite(back) == payload
     assert find_unmapped([("t", 0, 0, None, payload)], VALUE_ONLY, reverse) == []

@@ -175,7 +175,7 @@ def test_canonical_ignores_formatting_but_not_content():
 @st.composite
 def registries(draw):
     """Random subjects whose versions reference only versions of earlier subjects (a DAG)."""
-    subjects = {}
+    subjects: dict[str, Subject] = {}
     next_id = 1
     for s in range(draw(st.integers(1, 6))):
         name = f"s{s}"

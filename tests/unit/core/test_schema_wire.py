@@ -59,6 +59,7 @@ ids = st.integers(min_value=0, max_value=2**32 - 1)
 def test_rewrite_then_reverse_restores_the_source_bytes(source_id, destination_id, body):
     payload = with_schema_id(b"\x00\x00\x00\x00\x00", source_id) + body
     out = SchemaIdRewriter({source_id: destination_id}).rewrite(payload)
+    assert out is not None
     assert schema_id_of(out) == destination_id
     assert out[5:] == body and len(out) == len(payload)
     assert SchemaIdRewriter({destination_id: source_id}).rewrite(out) == payload
@@ -67,6 +68,7 @@ def test_rewrite_then_reverse_restores_the_source_bytes(source_id, destination_i
 @given(payload=st.binary(max_size=32), id_map=st.dictionaries(ids, ids, max_size=4))
 def test_pass_through_never_changes_anything_but_mapped_ids(payload, id_map):
     out = SchemaIdRewriter(id_map, policy="pass-through").rewrite(payload)
+    assert out is not None
     source_id = schema_id_of(payload)
     if source_id in id_map:
         assert schema_id_of(out) == id_map[source_id] and out[5:] == payload[5:]

@@ -55,6 +55,7 @@ def test_allow_empty_and_default_groups_pass_and_a_match_passes():
 
 def test_no_name_alike_says_so():
     problem = empty_selection_problem("groups", spec(groups={"include": ["zzz"]}).groups, ["billing"], "source groups")
+    assert problem is not None
     assert "matched 0 of 1 source groups; closest: (none alike);" in problem
 
 

@@ -108,12 +108,13 @@ LONGS = st.integers(min_value=0, max_value=2**56 - 1)  # < 2^56: the first byte 
 def test_a_value_only_topic_never_touches_or_fails_on_its_long_keys(n, policy):
     key = long_key(n)
     mapped_id = schema_id_of(key)  # the map holds exactly the id the key's bytes 1-4 look like
+    assert mapped_id is not None
     rewriter = RecordRewriter(SchemaIdRewriter({1: 42, mapped_id: mapped_id + 7}, policy),
                               {"orders": FieldDecision("orders", False, True, "orders-value")})
     out_key, out_value = rewriter.rewrite("orders", key, AVRO_VALUE)
     assert out_key is key
     assert schema_id_of(out_value) == (mapped_id + 7 if mapped_id == 1 else 42)
-    assert out_value[5:] == AVRO_VALUE[5:]
+    assert out_value is not None and out_value[5:] == AVRO_VALUE[5:]
     unknown = RecordRewriter(SchemaIdRewriter({}, "fail"), {"orders": FieldDecision("orders", False, False, "-")})
     assert unknown.rewrite("orders", key, AVRO_VALUE) == (key, AVRO_VALUE)  # no id looked at, none fails
 
@@ -124,7 +125,7 @@ def test_a_serialized_key_is_rewritten_like_before(source_id, destination_id):
     rewriter = RecordRewriter(SchemaIdRewriter({source_id: destination_id}),
                               {"t": FieldDecision("t", True, False, "t-key")})
     out_key, out_value = rewriter.rewrite("t", key, long_key(source_id))
-    assert schema_id_of(out_key) == destination_id and out_key[5:] == key[5:]
+    assert schema_id_of(out_key) == destination_id and out_key is not None and out_key[5:] == key[5:]
     assert out_value == long_key(source_id)  # the value is not serialized: untouched
 
 
@@ -152,8 +153,11 @@ def spec_doc(rules):
 
 def test_the_override_is_parsed_in_order():
     spec = parse_spec(spec_doc([{"topics": "orders\\..*", "fields": "value"}, {"topics": ".*", "fields": "both"}]))
-    assert spec.schema_registry.field_overrides() == (("orders\\..*", "value"), (".*", "both"))
-    assert parse_spec(spec_doc([])).schema_registry.field_overrides() == ()
+    registry = spec.schema_registry
+    assert registry is not None
+    assert registry.field_overrides() == (("orders\\..*", "value"), (".*", "both"))
+    none_given = parse_spec(spec_doc([])).schema_registry
+    assert none_given is not None and none_given.field_overrides() == ()
 
 
 @pytest.mark.parametrize(("rule", "complaint"), [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 import yaml
@@ -10,7 +11,7 @@ import yaml
 from kafka_ferry.core.specs.spec import SpecError, load_spec, parse_spec
 from kafka_ferry.core.specs.spec_check import check_connections
 
-VALID = {
+VALID: dict[str, Any] = {  # a spec document as YAML loads it: JSON values
     "name": "acme-orders",
     "tenant": "acme",
     "source": {"connection_id": "kafka_src", "alias": "src"},
@@ -219,4 +220,5 @@ def test_round_trip_through_yaml_file(tmp_path):
 def test_spec_is_frozen():
     spec = parse_spec(VALID)
     with pytest.raises(Exception, match="frozen"):
-        spec.name = "other"
+        field = "name"  # set by name: the model's type already says it is read-only, this proves it at run time
+        setattr(spec, field, "other")

@@ -83,6 +83,7 @@ def test_steps_run_in_order_from_nothing():
         record = start_or_resume(TOPIC_PROMOTION_KIND, "t", record, "run-2", 7).with_step(
             TOPIC_PROMOTION_KIND, step, 9)
     assert tuple(seen) == TOPIC_STEPS
+    assert record is not None
     assert record.promoted_at_ms == 9 and record.started_at_ms == 7 and record.run_id == "run-2"
 
 

@@ -37,7 +37,9 @@ def test_a_progress_record_in_literal_bytes():
                      b'"last_upstream_offset": 41, "next_upstream_offset": 42, "partition": 3, "records_copied": 40, '
                      b'"source_topic": "orders.v1", "written_at_ms": 1700000000000}')
     assert decode(key, value)[:2] == ("progress", "orders.v1:3")
-    assert PartitionProgress.from_record(decode(key, value)[2]) == progress
+    record = decode(key, value)[2]
+    assert record is not None
+    assert PartitionProgress.from_record(record) == progress
 
 
 def test_a_tombstone_is_a_null_value_under_the_same_key():

@@ -227,11 +227,13 @@ def test_the_state_topics_owner_is_the_first_spec_file():
     assert owner_problem(None, spec, "migrations/acme-orders.yaml", "s") is None
     assert owner_problem(recorded, spec, "migrations/acme-orders.yaml", "s") is None
     moved = owner_problem(recorded, spec, "migrations/elsewhere.yaml", "kafka-ferry.acme-orders.state")
+    assert moved is not None
     assert moved.startswith("state topic 'kafka-ferry.acme-orders.state' belongs to spec file "
                             "'migrations/acme-orders.yaml' of tenant 'acme' (recorded by its first run); this run is "
                             "from 'migrations/elsewhere.yaml' of tenant 'acme': refused before any change")
     other = load_spec_doc(spec_doc(tenant="globex"))
-    assert "of tenant 'globex'" in owner_problem(recorded, other, "migrations/acme-orders.yaml", "s")
+    foreign = owner_problem(recorded, other, "migrations/acme-orders.yaml", "s")
+    assert foreign is not None and "of tenant 'globex'" in foreign
 
 
 def load_spec_doc(doc):

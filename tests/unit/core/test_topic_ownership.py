@@ -133,7 +133,8 @@ def test_never_a_destructive_change_to_a_topic_holding_others_records(dest_ms, d
     (1, "compact,delete", "cleanup.policy compact,delete")])
 def test_state_topic_shape(partitions, policy, problem):
     found = state_topic_problem("kafka-ferry.m.state", partitions, policy)
-    assert found is None if problem is None else (problem in found and "kafka-ferry.m.state" in found)
+    assert found is None if problem is None else (
+        found is not None and problem in found and "kafka-ferry.m.state" in found)
 
 
 def test_spec_adopt_names_are_checked():

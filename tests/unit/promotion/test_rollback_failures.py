@@ -31,11 +31,12 @@ def test_an_unknown_topic_and_contradicting_logs_fail_once_naming_the_cause():
     with pytest.raises(StagedCutoverError, match=r"topics \['orders.x'\] are not part of this migration") as err:
         validate_selection("topics", ["orders.x"], ["orders.a"])
     assert retry_cannot_help(err.value)
-    with pytest.raises(RollbackPlanError, match="offset 5 is claimed by both sync logs") as err:
+    with pytest.raises(RollbackPlanError, match="offset 5 is claimed by both sync logs") as contradicted:
         resume_on_source([(0, 5)], [(5, 9)], 5, 10)
-    assert retry_cannot_help(err.value)
+    assert retry_cannot_help(contradicted.value)
 
 
 def test_the_refusal_docstring_lists_no_retryable_case():
+    assert RollbackRefused.__doc__ is not None
     doc = RollbackRefused.__doc__.lower()
     assert "still consuming" not in doc and "no retry" in doc

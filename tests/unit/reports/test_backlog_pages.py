@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from kafka_ferry.core.batches.backlog_eta import RunPoint, estimate
 from kafka_ferry.core.batches.live_progress import live_view
@@ -10,8 +11,9 @@ from kafka_ferry.reports.publish import overview_backlog
 from kafka_ferry.reports.render import batch_page, live_batch_page, overview_backlog_chart, overview_page
 
 T0 = 1_795_000_000_000
-HISTORY = [{"batch_id": f"b{i}", "finished_at_ms": T0 + i * 3_600_000, "backlog_before": 9000 - 1000 * i,
-            "backlog_after": 8000 - 1000 * i, "backlog_bytes_after": (8000 - 1000 * i) * 1000} for i in range(4)]
+HISTORY: list[dict[str, Any]] = [
+    {"batch_id": f"b{i}", "finished_at_ms": T0 + i * 3_600_000, "backlog_before": 9000 - 1000 * i,
+     "backlog_after": 8000 - 1000 * i, "backlog_bytes_after": (8000 - 1000 * i) * 1000} for i in range(4)]
 
 
 def backlog_section() -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import Any
 
 from kafka_ferry.reports.chart import lag_chart_svg, time_window
 from kafka_ferry.reports.render import batch_page, overview_page, promotion_page
@@ -39,7 +40,7 @@ def test_a_batch_page_shows_totals_partitions_gaps_groups_and_the_chart():
 
 
 def test_a_batch_page_shows_the_decode_check_per_topic_and_its_failures():
-    check = {"batch_id": "batch-1", "failed": 1, "checks": {"AVRO": "decoded with fastavro"},
+    check: dict[str, Any] = {"batch_id": "batch-1", "failed": 1, "checks": {"AVRO": "decoded with fastavro"},
              "topics": {"orders.events": {"records": 6000, "values_decoded": 5999, "keys_decoded": 6000, "plain": 0,
                                           "failed": 1, "schema_types": {"AVRO": 11999}}},
              "failures": [{"topic": "orders.events", "partition": 0, "offset": 17, "field": "value",
@@ -91,10 +92,11 @@ def test_a_promotion_page_names_mismatched_partitions_and_lists_group_offsets():
 
 
 def test_the_overview_lists_each_migration_with_a_link_to_its_last_run():
-    rows = [{"migration": "orders", "tenant": "acme", "dag_id": "kafka_ferry__orders", "last_run_id": "manual__a+b",
-             "last_batch": "batch-9", "last_batch_at_ms": 1_795_000_000_000, "lag": 0, "promoted": True,
-             "reconciliation": "ok"},
-            {"migration": "billing", "tenant": "acme", "dag_id": "kafka_ferry__billing", "last_run_id": None}]
+    rows: list[dict[str, Any]] = [
+        {"migration": "orders", "tenant": "acme", "dag_id": "kafka_ferry__orders", "last_run_id": "manual__a+b",
+         "last_batch": "batch-9", "last_batch_at_ms": 1_795_000_000_000, "lag": 0, "promoted": True,
+         "reconciliation": "ok"},
+        {"migration": "billing", "tenant": "acme", "dag_id": "kafka_ferry__billing", "last_run_id": None}]
     html = overview_page(rows, report_href="/kafka-ferry/runs/{dag_id}/{run_id}")
     assert html.index("billing") < html.index("orders")  # by tenant, then name
     assert '<a href="/kafka-ferry/runs/kafka_ferry__orders/manual__a%2Bb">manual__a+b</a>' in html

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from kafka_ferry.core.common.state_records import (
     GROUP_KIND,
@@ -11,6 +12,7 @@ from kafka_ferry.core.common.state_records import (
     ROLLBACK_KIND,
     TOPIC_KIND,
     TOPIC_PROMOTION_KIND,
+    StateKind,
 )
 from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.reports.publish import publish_rollback_run
@@ -65,8 +67,9 @@ def test_each_unit_says_promoted_or_rolled_back_from_its_records():
 
 
 def test_the_whole_migration_promoted_or_rolled_back():
-    state = {TOPIC_KIND: {"t": {}}, GROUP_KIND: {"g": {"source_topics": ["t"]}},
-             PROMOTION_KIND: {"migration": {"status": "promoted", "promoted_at_ms": 7_000}}}
+    state: dict[StateKind, dict[str, dict[str, Any]]] = {
+        TOPIC_KIND: {"t": {}}, GROUP_KIND: {"g": {"source_topics": ["t"]}},
+        PROMOTION_KIND: {"migration": {"status": "promoted", "promoted_at_ms": 7_000}}}
     units = unit_statuses(state, ["g"], ["t"])
     assert units["migration"]["status"] == "promoted"
     assert {r["status"] for r in units["units"]} == {"promoted"}

@@ -82,7 +82,8 @@ def test_any_copy_translates_to_the_next_unconsumed_record(steps, interval, batc
     end = copied[-1][0] + 2
     copy = partition_copy(PartitionProgress("t", 0, "t", end, *copied[-1]), syncs, source_log_start=0)
     for upstream in range(end + 1):
-        down = decide("g", upstream, "", copy).downstream_offset
+        translated = decide("g", upstream, "", copy).downstream_offset
+        assert translated is not None, upstream
         expected = [u for u, _ in copied if u >= upstream]
-        got = [u for u, d in copied if d >= down]
-        assert got == expected, (upstream, down)
+        got = [u for u, d in copied if d >= translated]
+        assert got == expected, (upstream, translated)

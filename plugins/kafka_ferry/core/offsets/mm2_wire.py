@@ -18,6 +18,8 @@ from kafka_ferry.core.common.failures import Retryable
 
 STRING_MAX_BYTES = 32767
 CURRENT_VERSION = 0
+# What a record's key or value is as a consumer hands it: None for a tombstone (refused, as anything not bytes-like).
+RecordBytes = bytes | bytearray | memoryview | None
 
 
 class WireFormatError(Retryable, ValueError):
@@ -127,7 +129,7 @@ class Layout:
             out[field.name], pos = field.type.decode(f"{self.name} field {field.name!r}", data, pos)
         return out, pos
 
-    def decode(self, data: bytes) -> dict[str, Any]:
+    def decode(self, data: RecordBytes) -> dict[str, Any]:
         """Decode exactly ``data``: truncated or trailing bytes raise :class:`WireFormatError`."""
         data = _as_bytes(self.name, data)
         out, pos = self.decode_prefix(data)
@@ -200,7 +202,7 @@ class OffsetSync:
         return OFFSET_SYNC_VALUE.encode({"upstreamOffset": self.upstream_offset, "offset": self.downstream_offset})
 
     @classmethod
-    def from_record(cls, key: bytes, value: bytes) -> OffsetSync:
+    def from_record(cls, key: RecordBytes, value: RecordBytes) -> OffsetSync:
         k, v = OFFSET_SYNC_KEY.decode(key), OFFSET_SYNC_VALUE.decode(value)
         return cls(k["topic"], k["partition"], v["upstreamOffset"], v["offset"])
 
@@ -239,7 +241,7 @@ class Checkpoint:
         )
 
     @classmethod
-    def from_record(cls, key: bytes, value: bytes) -> Checkpoint:
+    def from_record(cls, key: RecordBytes, value: RecordBytes) -> Checkpoint:
         k = CHECKPOINT_KEY.decode(key)
         v = _decode_versioned("Checkpoint value", cls.VALUE_LAYOUTS, value)
         return cls(k["group"], k["topic"], k["partition"], v["upstreamOffset"], v["offset"], v["metadata"])
@@ -266,7 +268,7 @@ class Heartbeat:
         return _encode_versioned(HEARTBEAT_VALUE_V0, {"timestamp": self.timestamp_ms})
 
     @classmethod
-    def from_record(cls, key: bytes, value: bytes) -> Heartbeat:
+    def from_record(cls, key: RecordBytes, value: RecordBytes) -> Heartbeat:
         k = HEARTBEAT_KEY.decode(key)
         v = _decode_versioned("Heartbeat value", cls.VALUE_LAYOUTS, value)
         return cls(k["sourceClusterAlias"], k["targetClusterAlias"], v["timestamp"])
