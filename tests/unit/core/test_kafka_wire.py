@@ -7,21 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ferry.core.common.kafka_wire import (
-    BOOLEAN,
-    BYTES,
-    COMPACT_NULLABLE_BYTES,
-    COMPACT_NULLABLE_STRING,
-    COMPACT_STRING,
-    INT8,
-    NULLABLE_STRING,
-    STRING,
-    UNSIGNED_VARINT,
-    Array,
-    Field,
-    Struct,
-    WireFormatError,
-)
+from kafka_ferry.core.common import kafka_wire as kw
+from kafka_ferry.core.common.kafka_wire import INT8, Array, Field, Struct, WireFormatError
 from kafka_ferry.core.offsets import offset_fetch_wire as wire
 
 
@@ -31,16 +18,16 @@ def hexbytes(text: str) -> bytes:
 
 @pytest.mark.parametrize(("type_", "value", "raw"), [
     (INT8, -1, "ff"),
-    (BOOLEAN, True, "01"),
-    (BOOLEAN, False, "00"),
-    (UNSIGNED_VARINT, 300, "ac02"),
-    (STRING, "ab", "0002 6162"),
-    (NULLABLE_STRING, None, "ffff"),
-    (COMPACT_STRING, "ab", "03 6162"),
-    (COMPACT_NULLABLE_STRING, None, "00"),
-    (BYTES, b"\x00\x01", "00000002 0001"),
-    (COMPACT_NULLABLE_BYTES, b"\xff", "02 ff"),
-    (COMPACT_NULLABLE_BYTES, None, "00"),
+    (kw.BOOLEAN, True, "01"),
+    (kw.BOOLEAN, False, "00"),
+    (kw.UNSIGNED_VARINT, 300, "ac02"),
+    (kw.STRING, "ab", "0002 6162"),
+    (kw.NULLABLE_STRING, None, "ffff"),
+    (kw.COMPACT_STRING, "ab", "03 6162"),
+    (kw.COMPACT_NULLABLE_STRING, None, "00"),
+    (kw.BYTES, b"\x00\x01", "00000002 0001"),
+    (kw.COMPACT_NULLABLE_BYTES, b"\xff", "02 ff"),
+    (kw.COMPACT_NULLABLE_BYTES, None, "00"),
     (Array(INT8), [1, 2], "00000002 01 02"),
     (Array(INT8, nullable=True), None, "ffffffff"),
     (Array(INT8, compact=True), [1], "02 01"),
@@ -52,7 +39,8 @@ def test_literal_bytes_both_ways(type_, value, raw):
 
 
 @pytest.mark.parametrize(("type_", "value"), [
-    (STRING, None), (COMPACT_STRING, None), (BYTES, None), (Array(INT8), None), (BOOLEAN, 1), (BYTES, "text"),
+    (kw.STRING, None), (kw.COMPACT_STRING, None), (kw.BYTES, None), (Array(INT8), None), (kw.BOOLEAN, 1),
+    (kw.BYTES, "text"),
 ])
 def test_a_value_the_type_cannot_hold_is_refused(type_, value):
     with pytest.raises(WireFormatError, match="'f'"):
@@ -63,7 +51,7 @@ def test_a_null_where_none_may_be_names_the_field_and_byte():
     with pytest.raises(WireFormatError, match=r"M field 'f' \(COMPACT_ARRAY\[INT8\]\) is a null array at byte 1"):
         Array(INT8, compact=True).decode("M field 'f'", b"\x00", 0)
     with pytest.raises(WireFormatError, match=r"'f' \(BYTES\) has length -1; null bytes are not allowed"):
-        BYTES.decode("M field 'f'", hexbytes("ffffffff"), 0)
+        kw.BYTES.decode("M field 'f'", hexbytes("ffffffff"), 0)
 
 
 def test_nested_errors_name_the_path_to_the_field():

@@ -207,15 +207,6 @@ class Reader:
     def int8(self, field: str) -> int:
         return int(self.read(INT8, field))
 
-    def int16(self, field: str) -> int:
-        return int(self.read(INT16, field))
-
-    def int32(self, field: str) -> int:
-        return int(self.read(INT32, field))
-
-    def int64(self, field: str) -> int:
-        return int(self.read(INT64, field))
-
     def uvarint(self, field: str) -> int:
         return int(self.read(UVARINT, field))
 
