@@ -115,7 +115,8 @@ core/batches/batch_planning.py
 core/batches/batch_window.py core/batches/copy_lease.py core/batches/copy_rate.py core/batches/driver_jvm.py
 core/batches/live_progress.py core/batches/progress.py core/batches/rate_limit.py core/batches/spark_credentials.py
 core/common/cluster_model.py core/common/dates.py core/common/failures.py core/common/flags.py
-core/common/java_client_config.py core/common/state_records.py core/cutover/authority.py core/cutover/evidence.py
+core/common/java_client_config.py core/common/kafka_wire.py core/common/state_records.py
+core/cutover/authority.py core/cutover/evidence.py
 core/cutover/rollback_plan.py core/cutover/routes.py core/cutover/staged_cutover.py core/cutover/step_names.py
 core/cutover/step_table.py core/observability/kafka_assets.py core/observability/metrics_plan.py
 core/offsets/groups_ahead.py core/offsets/mm2_wire.py core/offsets/offset_decisions.py

@@ -99,7 +99,7 @@ class TestResponses:
 
     @pytest.mark.parametrize("cut", [1, 5, 20, len(OFFSET_FETCH) - 30, len(OFFSET_FETCH) - 1])
     def test_a_truncated_answer_names_the_field(self, cut):
-        with pytest.raises(KafkaProtocolError, match=r"OffsetFetch field '.*' truncated"):
+        with pytest.raises(KafkaProtocolError, match=r"OffsetFetch .*truncated.* at byte \d+"):
             wire.read_offset_fetch_v8(wire.response_body("OffsetFetch", OFFSET_FETCH[:-cut], 5, flexible=True))
 
     def test_trailing_bytes_and_a_wrong_correlation_id_are_errors(self):
@@ -110,7 +110,7 @@ class TestResponses:
 
     def test_a_null_where_none_may_be_is_an_error(self):
         null_groups = hexbytes("00000005 00 00000000 00 00")
-        with pytest.raises(KafkaProtocolError, match="'groups' is a null array"):
+        with pytest.raises(KafkaProtocolError, match=r"'groups' \(.*\) is a null array"):
             wire.read_offset_fetch_v8(wire.response_body("OffsetFetch", null_groups, 5, flexible=True))
 
     def test_frame_size_is_bounded(self):

@@ -3,109 +3,41 @@
 Why: kafka-ferry writes the internal topics MM2 reads (and reads the ones MM2 writes), so the bytes must be
 Kafka's protocol ``Schema``/``Struct`` encoding: fields in declared order, big-endian, no tags, no total
 length. Each record is declared once as a named :class:`Layout` (as MM2 declares ``KEY_SCHEMA`` and
-``VALUE_SCHEMA_V0``); nothing is packed ad hoc. Decoding is stricter than Kafka's reader: trailing bytes
+``VALUE_SCHEMA_V0``) of ``core.common.kafka_wire``'s types, shared with the other Kafka formats; nothing is packed
+ad hoc. Decoding is stricter than Kafka's reader: trailing bytes
 are an error, so a record of an unknown shape is rejected instead of half-read.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kafka_ferry.core.common.failures import Retryable
+from kafka_ferry.core.common.kafka_wire import INT16 as INT16
+from kafka_ferry.core.common.kafka_wire import INT32 as INT32
+from kafka_ferry.core.common.kafka_wire import INT64 as INT64
+from kafka_ferry.core.common.kafka_wire import STRING as STRING
+from kafka_ferry.core.common.kafka_wire import STRING_MAX_BYTES as STRING_MAX_BYTES
+from kafka_ferry.core.common.kafka_wire import Field as Field
+from kafka_ferry.core.common.kafka_wire import Struct
+from kafka_ferry.core.common.kafka_wire import WireFormatError as WireFormatError
+from kafka_ferry.core.common.kafka_wire import as_bytes as _as_bytes
+from kafka_ferry.core.common.kafka_wire import reject_trailing as _reject_trailing
 
-STRING_MAX_BYTES = 32767
 CURRENT_VERSION = 0
 # What a record's key or value is as a consumer hands it: None for a tombstone (refused, as anything not bytes-like).
 RecordBytes = bytes | bytearray | memoryview | None
 
 
-class WireFormatError(Retryable, ValueError):
-    """A record cannot be encoded or decoded; the message names the layout, field and value."""
-
-
-@dataclass(frozen=True)
-class _IntType:
-    name: str
-    packer: struct.Struct
-
-    @property
-    def bounds(self) -> tuple[int, int]:
-        bits = self.packer.size * 8
-        return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-
-    def encode(self, where: str, value: Any) -> bytes:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise WireFormatError(f"{where} ({self.name}) must be an int, got {value!r}")
-        low, high = self.bounds
-        if not low <= value <= high:
-            raise WireFormatError(f"{where} ({self.name}) value {value} out of range [{low}, {high}]")
-        return self.packer.pack(value)
-
-    def decode(self, where: str, data: bytes, pos: int) -> tuple[int, int]:
-        end = pos + self.packer.size
-        if end > len(data):
-            raise WireFormatError(
-                f"{where} ({self.name}) truncated: needs {self.packer.size} bytes at byte {pos}, "
-                f"only {len(data) - pos} left"
-            )
-        return self.packer.unpack_from(data, pos)[0], end
-
-
-@dataclass(frozen=True)
-class _StringType:
-    """INT16 byte length, then UTF-8. Not nullable: a negative length is rejected."""
-
-    name: str = "STRING"
-
-    def encode(self, where: str, value: Any) -> bytes:
-        if not isinstance(value, str):
-            raise WireFormatError(f"{where} ({self.name}) must be a str, got {value!r}")
-        try:
-            raw = value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise WireFormatError(f"{where} ({self.name}) value {value!r} is not valid UTF-8: {exc}") from exc
-        if len(raw) > STRING_MAX_BYTES:
-            raise WireFormatError(
-                f"{where} ({self.name}) is {len(raw)} UTF-8 bytes, max {STRING_MAX_BYTES} (value starts {value[:40]!r})"
-            )
-        return INT16.packer.pack(len(raw)) + raw
-
-    def decode(self, where: str, data: bytes, pos: int) -> tuple[str, int]:
-        length, pos = INT16.decode(f"{where} length", data, pos)
-        if length < 0:
-            raise WireFormatError(f"{where} ({self.name}) has length {length}; null strings are not allowed")
-        end = pos + length
-        if end > len(data):
-            raise WireFormatError(
-                f"{where} ({self.name}) truncated: length {length} at byte {pos}, only {len(data) - pos} left"
-            )
-        try:
-            return data[pos:end].decode("utf-8"), end
-        except UnicodeDecodeError as exc:
-            raise WireFormatError(f"{where} ({self.name}) is not valid UTF-8: {exc}") from exc
-
-
-INT16 = _IntType("INT16", struct.Struct(">h"))
-INT32 = _IntType("INT32", struct.Struct(">i"))
-INT64 = _IntType("INT64", struct.Struct(">q"))
-STRING = _StringType()
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    type: _IntType | _StringType
-
-
 class Layout:
-    """An ordered list of named fields, encoded back to back with no framing."""
+    """An ordered list of named fields, encoded back to back with no framing: a :class:`Struct` (non-flexible) with
+    MM2's strictness on top: a value with an unknown or a missing field is refused, not half-written."""
 
     def __init__(self, name: str, *fields: Field) -> None:
         self.name = name
         self.fields = fields
+        self.struct = Struct(name, fields)
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{f.name} {f.type.name}" for f in self.fields)
@@ -115,19 +47,11 @@ class Layout:
         unknown = set(values) - {f.name for f in self.fields}
         if unknown:
             raise WireFormatError(f"{self.name}: unknown fields {sorted(unknown)}")
-        parts = []
-        for field in self.fields:
-            if field.name not in values:
-                raise WireFormatError(f"{self.name}: missing field {field.name!r}")
-            parts.append(field.type.encode(f"{self.name} field {field.name!r}", values[field.name]))
-        return b"".join(parts)
+        return self.struct.encode(self.name, values)
 
     def decode_prefix(self, data: bytes, pos: int = 0) -> tuple[dict[str, Any], int]:
         """Decode the fields starting at ``pos``; return them and the position after the last one."""
-        out: dict[str, Any] = {}
-        for field in self.fields:
-            out[field.name], pos = field.type.decode(f"{self.name} field {field.name!r}", data, pos)
-        return out, pos
+        return self.struct.decode(self.name, data, pos)
 
     def decode(self, data: RecordBytes) -> dict[str, Any]:
         """Decode exactly ``data``: truncated or trailing bytes raise :class:`WireFormatError`."""
@@ -135,19 +59,6 @@ class Layout:
         out, pos = self.decode_prefix(data)
         _reject_trailing(self.name, data, pos)
         return out
-
-
-def _as_bytes(what: str, data: Any) -> bytes:
-    if data is None:
-        raise WireFormatError(f"{what} is None (a tombstone?), expected bytes")
-    if not isinstance(data, bytes | bytearray | memoryview):
-        raise WireFormatError(f"{what} must be bytes, got {type(data).__name__}")
-    return bytes(data)
-
-
-def _reject_trailing(what: str, data: bytes, pos: int) -> None:
-    if pos != len(data):
-        raise WireFormatError(f"{what}: {len(data) - pos} trailing bytes after byte {pos} of {len(data)}")
 
 
 VERSION_HEADER = Layout("version header", Field("version", INT16))

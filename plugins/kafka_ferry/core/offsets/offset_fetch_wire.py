@@ -9,8 +9,10 @@ I/O); everything else stays with the client.
 Each message is declared once, field by field in the order of Kafka's JSON message specs
 (``clients/src/main/resources/common/message/*.json``): request header v1 (non-flexible) / v2 (flexible: tagged
 fields), response header v0 / v1, compact strings and arrays (length + 1 as an unsigned varint, 0 = null) in flexible
-versions. Unknown tagged fields are skipped, as Kafka's readers do. Decoding is strict: a truncated body, a negative
-length where none may be, or trailing bytes raise :class:`KafkaProtocolError` naming the message, field and byte.
+versions. Each request and response body is a :class:`~kafka_ferry.core.common.kafka_wire.Struct` of the shared
+primitives (``core.common.kafka_wire``), encoded and decoded only through it. Unknown tagged fields are skipped, as
+Kafka's readers do. Decoding is strict: a truncated body, a negative length where none may be, or trailing bytes
+raise :class:`KafkaProtocolError` naming the message, field (its path through arrays) and byte.
 
 Pure: no sockets, no client; the SCRAM client messages (RFC 5802, RFC 7677) are here too, computed with hashlib/hmac.
 """
@@ -21,11 +23,31 @@ import base64
 import hashlib
 import hmac
 import secrets
-import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_ferry.core.common.failures import Retryable
+from kafka_ferry.core.common.kafka_wire import (
+    BOOLEAN,
+    BYTES,
+    COMPACT_NULLABLE_BYTES,
+    COMPACT_NULLABLE_STRING,
+    COMPACT_STRING,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    NULLABLE_STRING,
+    STRING,
+    UVARINT,
+    Array,
+    Field,
+    Struct,
+    WireFormatError,
+    WireType,
+)
 
 API_OFFSET_FETCH = 9
 API_FIND_COORDINATOR = 10
@@ -37,191 +59,171 @@ OFFSET_FETCH_VERSION = 8  # the first version with a groups array (KIP-709)
 FIND_COORDINATOR_VERSION = 4  # the first version with coordinator keys (KIP-699)
 COORDINATOR_KEY_GROUP = 0
 
-_I8, _I16, _I32, _I64 = struct.Struct(">b"), struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
 MAX_FRAME_BYTES = 100 * 1024 * 1024  # a response larger than this is not an OffsetFetch answer kafka-ferry asked for
 
+class KafkaProtocolError(WireFormatError):
+    """A message cannot be encoded or a broker's answer cannot be decoded; names the message, field and byte.
 
-class KafkaProtocolError(Retryable, ValueError):
-    """A message cannot be encoded or a broker's answer cannot be decoded; names the message, field and byte."""
+    ``kafka.offset_fetch`` catches this one class to fall back to the client's per-group calls, so every way in
+    here (the request builders, :class:`Reader`, ``frame_size``) turns the shared primitives' error into it."""
+
+
+@contextmanager
+def _protocol_errors() -> Iterator[None]:
+    try:
+        yield
+    except KafkaProtocolError:
+        raise
+    except WireFormatError as exc:
+        raise KafkaProtocolError(str(exc)) from exc
+
+
+@_protocol_errors()
+def _uvarint(value: int) -> bytes:
+    return UVARINT.encode("unsigned varint", value)
+
+
+# --- the messages, field by field as Kafka's JSON specs declare them ------------------------------------------------
+_HEADER_FIELDS = (Field("api_key", INT16), Field("api_version", INT16), Field("correlation_id", INT32),
+                  Field("client_id", NULLABLE_STRING))  # a non-compact string even in the flexible header v2
+REQUEST_HEADER_V1 = Struct("RequestHeader v1", _HEADER_FIELDS)
+REQUEST_HEADER_V2 = Struct("RequestHeader v2", _HEADER_FIELDS, flexible=True)
+RESPONSE_HEADER_V0 = Struct("ResponseHeader v0", (Field("correlation_id", INT32),))
+RESPONSE_HEADER_V1 = Struct("ResponseHeader v1", (Field("correlation_id", INT32),), flexible=True)
+TAGS_ONLY = Struct("tagged fields", (), flexible=True)
+
+API_VERSIONS_REQUEST_V0 = Struct("ApiVersionsRequest v0", ())
+API_VERSIONS_RESPONSE_V0 = Struct("ApiVersionsResponse v0", (
+    Field("error_code", INT16),
+    Field("api_keys", Array(Struct("ApiVersion v0", (
+        Field("api_key", INT16), Field("min_version", INT16), Field("max_version", INT16))))),
+))
+
+FIND_COORDINATOR_REQUEST_V4 = Struct("FindCoordinatorRequest v4", (
+    Field("key_type", INT8), Field("coordinator_keys", Array(COMPACT_STRING, compact=True))), flexible=True)
+FIND_COORDINATOR_RESPONSE_V4 = Struct("FindCoordinatorResponse v4", (
+    Field("throttle_time_ms", INT32),
+    Field("coordinators", Array(Struct("Coordinator v4", (
+        Field("key", COMPACT_STRING), Field("node_id", INT32), Field("host", COMPACT_STRING), Field("port", INT32),
+        Field("error_code", INT16), Field("error_message", COMPACT_NULLABLE_STRING)), flexible=True), compact=True)),
+), flexible=True)
+
+OFFSET_FETCH_REQUEST_V8 = Struct("OffsetFetchRequest v8", (
+    Field("groups", Array(Struct("OffsetFetchRequestGroup v8", (
+        Field("group_id", COMPACT_STRING),
+        Field("topics", Array(Struct("OffsetFetchRequestTopics v8", (  # null: every partition of the group
+            Field("name", COMPACT_STRING), Field("partition_indexes", Array(INT32, compact=True))), flexible=True),
+            compact=True, nullable=True))), flexible=True), compact=True)),
+    Field("require_stable", BOOLEAN),
+), flexible=True)
+OFFSET_FETCH_RESPONSE_V8 = Struct("OffsetFetchResponse v8", (
+    Field("throttle_time_ms", INT32),
+    Field("groups", Array(Struct("OffsetFetchResponseGroup v8", (
+        Field("group_id", COMPACT_STRING),
+        Field("topics", Array(Struct("OffsetFetchResponseTopics v8", (
+            Field("name", COMPACT_STRING),
+            Field("partitions", Array(Struct("OffsetFetchResponsePartitions v8", (
+                Field("partition_index", INT32), Field("committed_offset", INT64),
+                Field("committed_leader_epoch", INT32),
+                # a COMPACT_NULLABLE_STRING in the spec, read raw: Kafka Streams commits binary metadata
+                Field("metadata", COMPACT_NULLABLE_BYTES),
+                Field("error_code", INT16)), flexible=True), compact=True))), flexible=True), compact=True)),
+        Field("error_code", INT16)), flexible=True), compact=True)),
+), flexible=True)
+
+SASL_HANDSHAKE_REQUEST_V1 = Struct("SaslHandshakeRequest v1", (Field("mechanism", STRING),))
+SASL_HANDSHAKE_RESPONSE_V1 = Struct("SaslHandshakeResponse v1", (
+    Field("error_code", INT16), Field("mechanisms", Array(STRING))))
+SASL_AUTHENTICATE_REQUEST_V1 = Struct("SaslAuthenticateRequest v1", (Field("auth_bytes", BYTES),))
+SASL_AUTHENTICATE_RESPONSE_V1 = Struct("SaslAuthenticateResponse v1", (
+    Field("error_code", INT16), Field("error_message", NULLABLE_STRING), Field("auth_bytes", BYTES),
+    Field("session_lifetime_ms", INT64)))
 
 
 # --- writing --------------------------------------------------------------------------------------------------------
-def _uvarint(value: int) -> bytes:
-    if value < 0:
-        raise KafkaProtocolError(f"unsigned varint cannot hold {value}")
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _utf8(where: str, value: str) -> bytes:
-    if not isinstance(value, str):
-        raise KafkaProtocolError(f"{where} must be a str, got {value!r}")
-    try:
-        return value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise KafkaProtocolError(f"{where} value {value!r} is not valid UTF-8: {exc}") from exc
-
-
-def _string(where: str, value: str | None) -> bytes:
-    """STRING / NULLABLE_STRING: INT16 length (-1 = null), then UTF-8."""
-    if value is None:
-        return _I16.pack(-1)
-    raw = _utf8(where, value)
-    if len(raw) > 32767:
-        raise KafkaProtocolError(f"{where} is {len(raw)} UTF-8 bytes, max 32767 (value starts {value[:40]!r})")
-    return _I16.pack(len(raw)) + raw
-
-
-def _compact_string(where: str, value: str | None) -> bytes:
-    """COMPACT_STRING / COMPACT_NULLABLE_STRING: unsigned varint length + 1 (0 = null), then UTF-8."""
-    if value is None:
-        return _uvarint(0)
-    raw = _utf8(where, value)
-    return _uvarint(len(raw) + 1) + raw
-
-
-NO_TAGS = _uvarint(0)
-
-
+@_protocol_errors()
 def request_message(api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: bytes, *,
                     flexible: bool) -> bytes:
     """A request as sent: INT32 size, then header v1 (or v2 when ``flexible``: an empty tagged-field section after
     the client id, which stays a non-compact NULLABLE_STRING in every header version), then the body."""
-    header = _I16.pack(api_key) + _I16.pack(api_version) + _I32.pack(correlation_id) + _string("client_id", client_id)
-    if flexible:
-        header += NO_TAGS
-    message = header + body
-    return _I32.pack(len(message)) + message
+    header = REQUEST_HEADER_V2 if flexible else REQUEST_HEADER_V1
+    message = header.encode(header.name, {"api_key": api_key, "api_version": api_version,
+                                          "correlation_id": correlation_id, "client_id": client_id}) + body
+    return INT32.encode("request size", len(message)) + message
 
 
+@_protocol_errors()
 def api_versions_v0() -> bytes:
     """ApiVersions v0 request body: no fields (answered with every API's version range)."""
-    return b""
+    return API_VERSIONS_REQUEST_V0.encode("ApiVersions", {})
 
 
+@_protocol_errors()
 def find_coordinator_v4(group_ids: Sequence[str]) -> bytes:
     """FindCoordinator v4 request body: KeyType INT8 (0 = group), CoordinatorKeys COMPACT_ARRAY of COMPACT_STRING."""
-    body = _I8.pack(COORDINATOR_KEY_GROUP) + _uvarint(len(group_ids) + 1)
-    body += b"".join(_compact_string("FindCoordinator coordinator_keys[]", g) for g in group_ids)
-    return body + NO_TAGS
+    return FIND_COORDINATOR_REQUEST_V4.encode("FindCoordinator", {
+        "key_type": COORDINATOR_KEY_GROUP, "coordinator_keys": list(group_ids)})
 
 
+@_protocol_errors()
 def offset_fetch_v8(group_ids: Sequence[str], *, require_stable: bool = False) -> bytes:
     """OffsetFetch v8 request body: Groups COMPACT_ARRAY of (GroupId COMPACT_STRING, Topics null = all partitions,
     tags), RequireStable BOOLEAN, tags."""
-    body = _uvarint(len(group_ids) + 1)
-    for group in group_ids:
-        body += _compact_string("OffsetFetch groups[].group_id", group) + _uvarint(0) + NO_TAGS
-    return body + (b"\x01" if require_stable else b"\x00") + NO_TAGS
+    return OFFSET_FETCH_REQUEST_V8.encode("OffsetFetch", {
+        "groups": [{"group_id": g, "topics": None} for g in group_ids], "require_stable": require_stable})
 
 
+@_protocol_errors()
 def sasl_handshake_v1(mechanism: str) -> bytes:
     """SaslHandshake v1 request body (non-flexible): Mechanism STRING."""
-    return _string("SaslHandshake mechanism", mechanism)
+    return SASL_HANDSHAKE_REQUEST_V1.encode("SaslHandshake", {"mechanism": mechanism})
 
 
+@_protocol_errors()
 def sasl_authenticate_v1(auth_bytes: bytes) -> bytes:
     """SaslAuthenticate v1 request body (non-flexible): AuthBytes BYTES (INT32 length)."""
-    return _I32.pack(len(auth_bytes)) + auth_bytes
+    return SASL_AUTHENTICATE_REQUEST_V1.encode("SaslAuthenticate", {"auth_bytes": auth_bytes})
 
 
 # --- reading --------------------------------------------------------------------------------------------------------
 class Reader:
-    """Reads one response body front to back; each error names ``message``, the field and the byte position."""
+    """A cursor over one response body, read front to back through the declared types; each error names
+    ``message``, the field and the byte position."""
 
     def __init__(self, message: str, data: bytes) -> None:
         self.message, self.data, self.pos = message, data, 0
 
-    def _take(self, field: str, size: int) -> bytes:
-        end = self.pos + size
-        if size < 0 or end > len(self.data):
-            raise KafkaProtocolError(f"{self.message} field {field!r} truncated: needs {size} bytes at byte "
-                                     f"{self.pos}, only {len(self.data) - self.pos} left")
-        raw, self.pos = self.data[self.pos:end], end
-        return raw
+    @_protocol_errors()
+    def read(self, type_: WireType, field: str) -> Any:
+        value, self.pos = type_.decode(f"{self.message} field {field!r}", self.data, self.pos)
+        return value
+
+    @_protocol_errors()
+    def struct(self, struct: Struct) -> dict[str, Any]:
+        """The fields of ``struct`` (named after ``message`` in errors), from the cursor on."""
+        value, self.pos = struct.decode(self.message, self.data, self.pos)
+        return value
 
     def int8(self, field: str) -> int:
-        return int(_I8.unpack(self._take(field, 1))[0])
-
-    def int16(self, field: str) -> int:
-        return int(_I16.unpack(self._take(field, 2))[0])
-
-    def int32(self, field: str) -> int:
-        return int(_I32.unpack(self._take(field, 4))[0])
-
-    def int64(self, field: str) -> int:
-        return int(_I64.unpack(self._take(field, 8))[0])
+        return int(self.read(INT8, field))
 
     def uvarint(self, field: str) -> int:
-        value = shift = 0
-        while True:
-            byte = self._take(field, 1)[0]
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-            if shift > 28:  # Kafka's unsigned varints are at most 5 bytes (an int32)
-                raise KafkaProtocolError(f"{self.message} field {field!r}: varint longer than 5 bytes at byte "
-                                         f"{self.pos}")
-
-    def _text(self, field: str, raw: bytes) -> str:
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise KafkaProtocolError(f"{self.message} field {field!r} is not valid UTF-8: {exc}") from exc
-
-    def string(self, field: str) -> str:
-        length = self.int16(field)
-        if length < 0:
-            raise KafkaProtocolError(f"{self.message} field {field!r} is null (length {length}); it may not be")
-        return self._text(field, self._take(field, length))
-
-    def nullable_string(self, field: str) -> str | None:
-        length = self.int16(field)
-        return None if length < 0 else self._text(field, self._take(field, length))
-
-    def bytes_(self, field: str) -> bytes:
-        length = self.int32(field)
-        if length < 0:
-            raise KafkaProtocolError(f"{self.message} field {field!r} is null (length {length}); it may not be")
-        return self._take(field, length)
-
-    def compact_raw(self, field: str) -> bytes | None:
-        """COMPACT_NULLABLE_STRING as its raw bytes (metadata: a commit's text need not be UTF-8)."""
-        length = self.uvarint(field) - 1
-        return None if length < 0 else self._take(field, length)
+        return int(self.read(UVARINT, field))
 
     def compact_string(self, field: str) -> str:
-        raw = self.compact_raw(field)
-        if raw is None:
-            raise KafkaProtocolError(f"{self.message} field {field!r} is null; it may not be")
-        return self._text(field, raw)
-
-    def compact_nullable_string(self, field: str) -> str | None:
-        raw = self.compact_raw(field)
-        return None if raw is None else self._text(field, raw)
-
-    def array(self, field: str) -> int:
-        count = self.int32(field)
-        if count < 0:
-            raise KafkaProtocolError(f"{self.message} field {field!r} is a null array; it may not be")
-        return count
+        return str(self.read(COMPACT_STRING, field))
 
     def compact_array(self, field: str) -> int:
+        """A non-nullable COMPACT_ARRAY's item count (the items follow)."""
         count = self.uvarint(field) - 1
         if count < 0:
             raise KafkaProtocolError(f"{self.message} field {field!r} is a null array; it may not be")
         return count
 
+    @_protocol_errors()
     def tags(self, field: str) -> None:
         """Skip a tagged-field section: none of the fields read here is tagged, so every tag is an unknown one."""
-        for _ in range(self.uvarint(f"{field} tag count")):
-            self.uvarint(f"{field} tag")
-            self._take(f"{field} tag value", self.uvarint(f"{field} tag size"))
+        _, self.pos = TAGS_ONLY.decode(f"{self.message} {field}", self.data, self.pos)
 
     def end(self) -> None:
         if self.pos != len(self.data):
@@ -233,19 +235,18 @@ def response_body(message: str, frame: bytes, correlation_id: int, *, flexible: 
     """The body of one response (``frame`` without its INT32 size): header v0 (CorrelationId) or v1 (then tags).
     A response to another request (a different correlation id) is an error: the connection is out of step."""
     reader = Reader(message, frame)
-    got = reader.int32("correlation_id")
+    got = reader.struct(RESPONSE_HEADER_V1 if flexible else RESPONSE_HEADER_V0)["correlation_id"]
     if got != correlation_id:
         raise KafkaProtocolError(f"{message}: answer has correlation id {got}, the request had {correlation_id}")
-    if flexible:
-        reader.tags("response header")
     return reader
 
 
+@_protocol_errors()
 def frame_size(message: str, prefix: bytes) -> int:
     """A response's INT32 size prefix, checked: not negative, not beyond ``MAX_FRAME_BYTES``."""
-    if len(prefix) != 4:
-        raise KafkaProtocolError(f"{message}: size prefix truncated ({len(prefix)} of 4 bytes)")
-    size = int(_I32.unpack(prefix)[0])
+    size, used = INT32.decode(f"{message} size prefix", prefix, 0)
+    if used != len(prefix):
+        raise KafkaProtocolError(f"{message}: size prefix is {len(prefix)} bytes, not 4")
     if not 4 <= size <= MAX_FRAME_BYTES:
         raise KafkaProtocolError(f"{message}: response size {size} out of range [4, {MAX_FRAME_BYTES}]")
     return size
@@ -263,13 +264,9 @@ class ApiVersions:
 
 def read_api_versions_v0(reader: Reader) -> ApiVersions:
     """ApiVersions v0 response: ErrorCode INT16, ApiKeys ARRAY of (ApiKey, MinVersion, MaxVersion INT16)."""
-    error = reader.int16("error_code")
-    versions = {}
-    for _ in range(reader.array("api_keys")):
-        key = reader.int16("api_keys[].api_key")
-        versions[key] = (reader.int16("api_keys[].min_version"), reader.int16("api_keys[].max_version"))
+    v = reader.struct(API_VERSIONS_RESPONSE_V0)
     reader.end()
-    return ApiVersions(error, versions)
+    return ApiVersions(v["error_code"], {k["api_key"]: (k["min_version"], k["max_version"]) for k in v["api_keys"]})
 
 
 @dataclass(frozen=True)
@@ -285,18 +282,10 @@ class Coordinator:
 def read_find_coordinator_v4(reader: Reader) -> list[Coordinator]:
     """FindCoordinator v4 response: ThrottleTimeMs INT32, Coordinators COMPACT_ARRAY of (Key COMPACT_STRING, NodeId
     INT32, Host COMPACT_STRING, Port INT32, ErrorCode INT16, ErrorMessage COMPACT_NULLABLE_STRING, tags), tags."""
-    reader.int32("throttle_time_ms")
-    out = []
-    for _ in range(reader.compact_array("coordinators")):
-        out.append(Coordinator(
-            key=reader.compact_string("coordinators[].key"), node_id=reader.int32("coordinators[].node_id"),
-            host=reader.compact_string("coordinators[].host"), port=reader.int32("coordinators[].port"),
-            error_code=reader.int16("coordinators[].error_code"),
-            error_message=reader.compact_nullable_string("coordinators[].error_message")))
-        reader.tags("coordinators[]")
-    reader.tags("response")
+    v = reader.struct(FIND_COORDINATOR_RESPONSE_V4)
     reader.end()
-    return out
+    return [Coordinator(c["key"], c["node_id"], c["host"], c["port"], c["error_code"], c["error_message"])
+            for c in v["coordinators"]]
 
 
 @dataclass(frozen=True)
@@ -321,27 +310,12 @@ def read_offset_fetch_v8(reader: Reader) -> list[GroupOffsets]:
     COMPACT_ARRAY of (Name COMPACT_STRING, Partitions COMPACT_ARRAY of (PartitionIndex INT32, CommittedOffset INT64,
     CommittedLeaderEpoch INT32, Metadata COMPACT_NULLABLE_STRING, ErrorCode INT16, tags), tags), ErrorCode INT16,
     tags), tags."""
-    reader.int32("throttle_time_ms")
-    groups = []
-    for _ in range(reader.compact_array("groups")):
-        group_id = reader.compact_string("groups[].group_id")
-        partitions = []
-        for _ in range(reader.compact_array("groups[].topics")):
-            topic = reader.compact_string("groups[].topics[].name")
-            for _ in range(reader.compact_array("groups[].topics[].partitions")):
-                where = "groups[].topics[].partitions[]"
-                partitions.append(CommittedOffset(
-                    topic=topic, partition=reader.int32(f"{where}.partition_index"),
-                    offset=reader.int64(f"{where}.committed_offset"),
-                    leader_epoch=reader.int32(f"{where}.committed_leader_epoch"),
-                    metadata=reader.compact_raw(f"{where}.metadata"), error_code=reader.int16(f"{where}.error_code")))
-                reader.tags(where)
-            reader.tags("groups[].topics[]")
-        groups.append(GroupOffsets(group_id, reader.int16("groups[].error_code"), tuple(partitions)))
-        reader.tags("groups[]")
-    reader.tags("response")
+    v = reader.struct(OFFSET_FETCH_RESPONSE_V8)
     reader.end()
-    return groups
+    return [GroupOffsets(g["group_id"], g["error_code"], tuple(
+        CommittedOffset(topic=t["name"], partition=p["partition_index"], offset=p["committed_offset"],
+                        leader_epoch=p["committed_leader_epoch"], metadata=p["metadata"], error_code=p["error_code"])
+        for t in g["topics"] for p in t["partitions"])) for g in v["groups"]]
 
 
 @dataclass(frozen=True)
@@ -352,10 +326,9 @@ class SaslHandshake:
 
 def read_sasl_handshake_v1(reader: Reader) -> SaslHandshake:
     """SaslHandshake v1 response: ErrorCode INT16, Mechanisms ARRAY of STRING."""
-    error = reader.int16("error_code")
-    mechanisms = tuple(reader.string("mechanisms[]") for _ in range(reader.array("mechanisms")))
+    v = reader.struct(SASL_HANDSHAKE_RESPONSE_V1)
     reader.end()
-    return SaslHandshake(error, mechanisms)
+    return SaslHandshake(v["error_code"], tuple(v["mechanisms"]))
 
 
 @dataclass(frozen=True)
@@ -369,10 +342,9 @@ class SaslAuthenticate:
 def read_sasl_authenticate_v1(reader: Reader) -> SaslAuthenticate:
     """SaslAuthenticate v1 response: ErrorCode INT16, ErrorMessage NULLABLE_STRING, AuthBytes BYTES,
     SessionLifetimeMs INT64."""
-    out = SaslAuthenticate(reader.int16("error_code"), reader.nullable_string("error_message"),
-                           reader.bytes_("auth_bytes"), reader.int64("session_lifetime_ms"))
+    v = reader.struct(SASL_AUTHENTICATE_RESPONSE_V1)
     reader.end()
-    return out
+    return SaslAuthenticate(v["error_code"], v["error_message"], v["auth_bytes"], v["session_lifetime_ms"])
 
 
 def chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:

@@ -7,7 +7,8 @@ while the producer still writes the others on the source splits its transactions
 is the one place the couplings can be seen without asking the applications.
 
 The formats are Kafka's generated-message encoding (``TransactionLogKey`` / ``TransactionLogValue``), each record
-prefixed by its INT16 version, declared once below as :class:`Struct` values and never packed ad hoc:
+prefixed by its INT16 version, declared once below as :class:`Struct` values of ``core.common.kafka_wire``'s types
+and never packed ad hoc:
 
 * key, version 0 (the only one): ``TransactionalId`` STRING (INT16 length, UTF-8).
 * value, version 0 (fixed-width, written by 3.x coordinators): ``ProducerId`` INT64, ``ProducerEpoch`` INT16,
@@ -20,178 +21,29 @@ prefixed by its INT16 version, declared once below as :class:`Struct` values and
   ``ClientTransactionVersion`` INT16. A tag this code does not know is skipped by its size, as Kafka does.
 
 Decoding is strict otherwise: a truncated record, trailing bytes or an unknown version raise
-:class:`~kafka_ferry.core.offsets.mm2_wire.WireFormatError` naming the layout, field and byte position.
+:class:`~kafka_ferry.core.common.kafka_wire.WireFormatError` naming the layout, field and byte position.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from kafka_ferry.core.offsets.mm2_wire import INT16, INT32, INT64, STRING, WireFormatError, _IntType
+from kafka_ferry.core.common.kafka_wire import COMPACT_STRING as COMPACT_STRING
+from kafka_ferry.core.common.kafka_wire import INT8 as INT8
+from kafka_ferry.core.common.kafka_wire import INT16, INT32, INT64, STRING
+from kafka_ferry.core.common.kafka_wire import UVARINT as UVARINT
+from kafka_ferry.core.common.kafka_wire import Array as Array
+from kafka_ferry.core.common.kafka_wire import Field as Field
+from kafka_ferry.core.common.kafka_wire import Struct as Struct
+from kafka_ferry.core.common.kafka_wire import WireFormatError as WireFormatError
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INT8 = _IntType("INT8", struct.Struct(">b"))
 
 # TransactionStatus values (Kafka's TransactionState ids)
 STATUS_NAMES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
                 5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
-
-
-class _UnsignedVarint:
-    name = "UNSIGNED_VARINT"
-    MAX_BYTES = 5  # a 32-bit value
-
-    def encode(self, where: str, value: int) -> bytes:
-        if not isinstance(value, int) or not 0 <= value < 2**32:
-            raise WireFormatError(f"{where} ({self.name}) value {value!r} is not in [0, 2**32)")
-        out = bytearray()
-        while value >= 0x80:
-            out.append((value & 0x7F) | 0x80)
-            value >>= 7
-        out.append(value)
-        return bytes(out)
-
-    def decode(self, where: str, data: bytes, pos: int) -> tuple[int, int]:
-        value = shift = 0
-        for i in range(self.MAX_BYTES):
-            if pos + i >= len(data):
-                raise WireFormatError(f"{where} ({self.name}) truncated at byte {pos + i}")
-            byte = data[pos + i]
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value, pos + i + 1
-            shift += 7
-        raise WireFormatError(f"{where} ({self.name}) longer than {self.MAX_BYTES} bytes at byte {pos}")
-
-
-UVARINT = _UnsignedVarint()
-
-
-class _CompactString:
-    """UNSIGNED_VARINT length + 1, then UTF-8; not nullable (0 is rejected)."""
-
-    name = "COMPACT_STRING"
-
-    def encode(self, where: str, value: Any) -> bytes:
-        if not isinstance(value, str):
-            raise WireFormatError(f"{where} ({self.name}) must be a str, got {value!r}")
-        raw = value.encode("utf-8", "strict")
-        if len(raw) > 32767:
-            raise WireFormatError(f"{where} ({self.name}) is {len(raw)} UTF-8 bytes, max 32767")
-        return UVARINT.encode(where, len(raw) + 1) + raw
-
-    def decode(self, where: str, data: bytes, pos: int) -> tuple[str, int]:
-        length, pos = UVARINT.decode(f"{where} length", data, pos)
-        if length == 0:
-            raise WireFormatError(f"{where} ({self.name}) is null; null strings are not allowed")
-        end = pos + length - 1
-        if end > len(data):
-            raise WireFormatError(f"{where} ({self.name}) truncated: length {length - 1} at byte {pos}, "
-                                  f"only {len(data) - pos} left")
-        try:
-            return data[pos:end].decode("utf-8"), end
-        except UnicodeDecodeError as exc:
-            raise WireFormatError(f"{where} ({self.name}) is not valid UTF-8: {exc}") from exc
-
-
-COMPACT_STRING = _CompactString()
-
-
-@dataclass(frozen=True)
-class Array:
-    """An array of ``item``: INT32 count (-1 null) or, compact, UNSIGNED_VARINT count + 1 (0 null)."""
-
-    item: Any
-    compact: bool = False
-    nullable: bool = False
-
-    @property
-    def name(self) -> str:
-        return f"{'COMPACT_' if self.compact else ''}{'NULLABLE_' if self.nullable else ''}ARRAY[{self.item.name}]"
-
-    def encode(self, where: str, value: Any) -> bytes:
-        if value is None:
-            if not self.nullable:
-                raise WireFormatError(f"{where} ({self.name}) is not nullable")
-            return UVARINT.encode(where, 0) if self.compact else INT32.encode(where, -1)
-        count = UVARINT.encode(where, len(value) + 1) if self.compact else INT32.encode(where, len(value))
-        return count + b"".join(self.item.encode(f"{where}[{i}]", v) for i, v in enumerate(value))
-
-    def decode(self, where: str, data: bytes, pos: int) -> tuple[list[Any] | None, int]:
-        if self.compact:
-            count, pos = UVARINT.decode(f"{where} count", data, pos)
-            count -= 1
-        else:
-            count, pos = INT32.decode(f"{where} count", data, pos)
-        if count < 0:
-            if count == -1 and self.nullable:
-                return None, pos
-            raise WireFormatError(f"{where} ({self.name}) has count {count} at byte {pos}")
-        if count > len(data) - pos:  # every item takes a byte at least: a huge count is a corrupt record
-            raise WireFormatError(f"{where} ({self.name}) count {count} exceeds the {len(data) - pos} bytes left")
-        out = []
-        for i in range(count):
-            item, pos = self.item.decode(f"{where}[{i}]", data, pos)
-            out.append(item)
-        return out, pos
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    type: Any
-
-
-@dataclass(frozen=True)
-class Struct:
-    """Named fields back to back; ``flexible`` adds a tagged-field section (``tagged``: tag -> field, with the
-    default a missing tag means) after them."""
-
-    name: str
-    fields: tuple[Field, ...]
-    flexible: bool = False
-    tagged: Mapping[int, tuple[Field, Any]] = field(default_factory=dict)
-
-    def encode(self, where: str, value: Mapping[str, Any]) -> bytes:
-        parts = [f.type.encode(f"{self.name} field {f.name!r}", value[f.name]) for f in self.fields]
-        if self.flexible:
-            tags = [(tag, f, default) for tag, (f, default) in sorted(self.tagged.items())
-                    if value.get(f.name, default) != default]
-            parts.append(UVARINT.encode(where, len(tags)))
-            for tag, f, _ in tags:
-                raw = f.type.encode(f"{self.name} tag {tag} {f.name!r}", value[f.name])
-                parts += [UVARINT.encode(where, tag), UVARINT.encode(where, len(raw)), raw]
-        return b"".join(parts)
-
-    def decode(self, where: str, data: bytes, pos: int) -> tuple[dict[str, Any], int]:
-        out: dict[str, Any] = {}
-        for f in self.fields:
-            out[f.name], pos = f.type.decode(f"{self.name} field {f.name!r}", data, pos)
-        if self.flexible:
-            out.update({f.name: default for f, default in self.tagged.values()})
-            count, pos = UVARINT.decode(f"{self.name} tag count", data, pos)
-            last = -1
-            for _ in range(count):
-                tag, pos = UVARINT.decode(f"{self.name} tag", data, pos)
-                size, pos = UVARINT.decode(f"{self.name} tag {tag} size", data, pos)
-                if tag <= last:
-                    raise WireFormatError(f"{self.name}: tag {tag} after tag {last} at byte {pos} (not ascending)")
-                last = tag
-                end = pos + size
-                if end > len(data):
-                    raise WireFormatError(f"{self.name} tag {tag} truncated: {size} bytes at byte {pos}, "
-                                          f"only {len(data) - pos} left")
-                if tag in self.tagged:
-                    f = self.tagged[tag][0]
-                    out[f.name], used = f.type.decode(f"{self.name} tag {tag} {f.name!r}", data, pos)
-                    if used != end:
-                        raise WireFormatError(f"{self.name} tag {tag} {f.name!r}: size {size} but the value took "
-                                              f"{used - pos} bytes")
-                pos = end  # an unknown tag is skipped by its size
-        return out, pos
 
 
 KEY_V0 = Struct("TransactionLogKey v0", (Field("TransactionalId", STRING),))
