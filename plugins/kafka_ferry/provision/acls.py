@@ -9,15 +9,34 @@ from __future__ import annotations
 import logging
 
 from kafka_ferry.core.acls.acl_migration import AclMigrationPlan, plan_acl_migration
+from kafka_ferry.core.acls.acl_plan import AUTHORIZATION_CODES
+from kafka_ferry.core.common.failures import Permanent
 from kafka_ferry.core.provisioning.provisioning_plan import select_topics
 from kafka_ferry.core.specs.spec import MigrationSpec
 from kafka_ferry.kafka.acls import AclsPartlyCreated, create_acls, describe_acls
+from kafka_ferry.kafka.errors import KafkaClusterError
 from kafka_ferry.provision.fences import release_from_fences
 from kafka_ferry.state.acl_migration import record_acl_migration
 from kafka_ferry.state.progress import migrated_groups
 from kafka_ferry.state.store import MigrationStateStore
 
 log = logging.getLogger(__name__)
+
+WAY_OUT = ("or, to migrate no ACLs, set acls.migrate: false in the spec (the topics, groups and schemas migrate "
+           "without them)")
+
+
+class AclMigrationNotAuthorized(Permanent, RuntimeError):
+    """A connection's principal may not list or create ACLs: no retry grants it, so the task fails once, naming the
+    grant (the Kafka error's hint) and the way out (``WAY_OUT``)."""
+
+
+def _not_authorized(exc: KafkaClusterError, created: bool) -> AclMigrationNotAuthorized | None:
+    if exc.code not in AUTHORIZATION_CODES:
+        return None
+    changed = "the ACLs listed in the acl-migration record were created" if created else "nothing was changed"
+    return AclMigrationNotAuthorized(f"ACL migration (acls.migrate) not authorized: {exc}; {changed}. Grant it, "
+                                     f"{WAY_OUT}")
 
 
 def plan_migration_acls(spec: MigrationSpec, source, destination, store: MigrationStateStore) -> AclMigrationPlan:
@@ -35,7 +54,10 @@ def migrate_acls(spec: MigrationSpec, source, destination, store: MigrationState
     ``run_id``; ``state.acl_migration``) after the create, listing only what the destination accepted: when the
     create fails part way, the entries it did create are recorded before the error is raised, and none it did not.
     A run that creates nothing and refuses the same as the newest record writes nothing."""
-    plan = plan_migration_acls(spec, source, destination, store)
+    try:
+        plan = plan_migration_acls(spec, source, destination, store)
+    except KafkaClusterError as exc:
+        raise _not_authorized(exc, created=False) or exc from None
     for line in plan.diff_lines():
         (log.warning if line.startswith("!") else log.info)("ACL %s", line)
     if dry_run:
@@ -47,6 +69,6 @@ def migrate_acls(spec: MigrationSpec, source, destination, store: MigrationState
         created = create_acls(destination, plan.create)
     except AclsPartlyCreated as exc:
         record_acl_migration(store, run_id, exc.created, plan)
-        raise
+        raise _not_authorized(exc, created=bool(exc.created)) or exc from None
     record_acl_migration(store, run_id, created, plan)
     return plan
