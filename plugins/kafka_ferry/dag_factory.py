@@ -17,6 +17,7 @@ from airflow.sdk import DAG, conf
 
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.common.failures import Retryable
+from kafka_ferry.core.cutover.routes import ACL_TASK
 from kafka_ferry.core.specs.patterns import SPEC_FILE_NAME
 from kafka_ferry.core.specs.spec import MigrationSpec, load_spec
 from kafka_ferry.core.specs.spec_check import (
@@ -46,8 +47,6 @@ from kafka_ferry.operators.provision import (
 )
 from kafka_ferry.operators.schemas import DecodeCheckOperator, MigrateSchemasOperator
 from kafka_ferry.promotion.group_readiness import read_ready_file
-
-MIGRATE_ACLS_TASK = "migrate_acls"
 
 # Airflow's safe mode only parses files that mention both "airflow" and "dag": the docstring does.
 # The spec's file name is data: it reaches the stub only as a Python literal (repr of a name that passed
@@ -119,7 +118,7 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
         topics >> groups
         provisioned = groups
         if spec.acls.migrate:  # the ACLs are in place before any mode moves consumers or producers
-            provisioned = MigrateAclsOperator(task_id=MIGRATE_ACLS_TASK, spec_path=str(spec_path),
+            provisioned = MigrateAclsOperator(task_id=ACL_TASK, spec_path=str(spec_path),
                                               dry_run=DRY_RUN_TEMPLATE)
             groups >> provisioned
         branch = add_mode_branch(provisioned, catch_up_entry="plan_copy")
