@@ -154,6 +154,19 @@ def authorized_operations(cluster, resource_type: str, names: Iterable[str]) -> 
     return out
 
 
+def cluster_operations(cluster) -> set[str] | None:
+    """The operations the connection's principal may do on the cluster resource, as the authorizer answers
+    (KIP-430, DescribeCluster); None when the broker did not list them, which Kafka does only for a principal that
+    may DESCRIBE the cluster (KafkaApis.handleDescribeCluster answers 0 to any other): None means no DESCRIBE.
+    Reads only.
+
+    Why ask: a DescribeAcls by a principal without DESCRIBE on the cluster is answered with an empty list, no error
+    (Kafka 3.9 and 4.x of the test bed), so a caller that lists ACLs cannot tell "none" from "not allowed to see"."""
+    future = cluster.admin.describe_cluster(request_timeout=TIMEOUT_S, include_authorized_operations=True)
+    ops = _result(cluster, future, "describe cluster").authorized_operations
+    return None if ops is None else {op.name for op in ops}
+
+
 def may_create_topic(cluster, name: str) -> str | None:
     """None when the principal may create ``name`` (a validate-only CreateTopics: nothing is created), else the
     broker's refusal. A topic that exists already answers TOPIC_ALREADY_EXISTS only to a principal allowed to

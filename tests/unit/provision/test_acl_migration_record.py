@@ -87,3 +87,27 @@ def test_a_destination_principal_that_may_not_create_acls_fails_once_naming_the_
     assert not any(word in message for word in ("delete", "reset", "remove"))  # never a destructive way out
     assert retry_cannot_help(raised.value)
     assert destination.acls == [WRITE] and store.log == before
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_principal_without_the_cluster_grants_is_refused_before_listing_naming_each_grant(dry_run):
+    """Without DESCRIBE on the cluster a broker lists no ACLs rather than refusing (the fake answers as the test
+    bed's brokers do): the migration would find nothing and say nothing. It is refused first, dry run or not, naming
+    each missing grant per connection and ``acls.migrate: false``; nothing is created or recorded."""
+    source, destination, store = clusters()
+    source_as, destination_as = source.as_principal("User:mig-src"), destination.as_principal("User:mig-dst")
+    destination.grant(AclEntry("User:mig-dst", "CLUSTER", "kafka-cluster", "ALTER"))  # implies DESCRIBE
+    before = list(store.log)
+    with pytest.raises(AclMigrationNotAuthorized) as raised:
+        migrate_acls(SPEC, source_as, destination_as, store, dry_run=dry_run, run_id="r1")
+    message = str(raised.value)
+    assert "grant ALLOW DESCRIBE on CLUSTER 'kafka-cluster' for User:mig-src on connection 'source'" in message
+    assert "User:mig-dst" not in message  # ALTER implies DESCRIBE: the destination has what it needs
+    assert "nothing was changed" in message and "set acls.migrate: false" in message
+    assert destination.acls == [WRITE, AclEntry("User:mig-dst", "CLUSTER", "kafka-cluster", "ALTER")]
+    assert store.log == before
+
+    source.grant(AclEntry("User:mig-src", "CLUSTER", "kafka-cluster", "DESCRIBE"),
+                 *(AclEntry("User:mig-src", "TOPIC", t, "DESCRIBE") for t in ("demo.orders", "demo.pay")))
+    plan = migrate_acls(SPEC, source_as, destination_as, store, dry_run=dry_run, run_id="r1")
+    assert {READ, DENY} <= set(plan.create)  # granted: the source's ACLs are listed and planned
