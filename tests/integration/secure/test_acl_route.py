@@ -111,3 +111,16 @@ def test_kafka_ferry_dry_run_shows_a_new_source_acl_and_creates_it_nowhere(priva
     assert sorted(describe_acls(destination, "TOPIC", topic) + describe_acls(destination, "GROUP", route["group"])) \
         == route["after second"]["acls"]  # the new one is not there: a dry run creates nothing
     assert records(private, route) == before
+
+
+def test_kafka_ferry_acls_lists_the_grants_the_acl_migration_needs(route):
+    """The private pair's connections are the admin's: the listing names that principal's cluster grants."""
+    done = route["ws"].cli("acls", route["ws"].spec_path)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    lines = done.stdout.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("acls.migrate is on")))
+    extra = [line.strip() for line in lines[at + 1:at + 4]]
+    assert [line.split(" for ")[0] for line in extra] == [
+        "source: ALLOW DESCRIBE on CLUSTER 'kafka-cluster'", "destination: ALLOW DESCRIBE on CLUSTER 'kafka-cluster'",
+        "destination: ALLOW ALTER on CLUSTER 'kafka-cluster'"], done.stdout
+    assert all(f"  {line}" in lines[:at] for line in extra)  # in the catch-up's minimum too
