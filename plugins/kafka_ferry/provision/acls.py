@@ -50,7 +50,7 @@ def check_acl_grants(source, destination) -> None:
                     for op in operations if op not in may]
     if missing:
         raise AclMigrationNotAuthorized(f"ACL migration (acls.migrate) not authorized: {'; '.join(missing)} (to list "
-                                        f"and create ACLs); nothing was changed. Grant it, {WAY_OUT}")
+                                        f"and create ACLs); nothing was changed. Grant what is missing, {WAY_OUT}")
 
 
 def _not_authorized(exc: KafkaClusterError, created: bool) -> AclMigrationNotAuthorized | None:
