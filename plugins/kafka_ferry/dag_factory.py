@@ -17,6 +17,7 @@ from airflow.sdk import DAG, BaseOperator, conf
 
 from kafka_ferry.copy.plan import work_dir
 from kafka_ferry.core.common.failures import Retryable
+from kafka_ferry.core.cutover.routes import ACL_TASK
 from kafka_ferry.core.specs.patterns import SPEC_FILE_NAME
 from kafka_ferry.core.specs.spec import MigrationSpec, load_spec
 from kafka_ferry.core.specs.spec_check import (
@@ -37,6 +38,7 @@ from kafka_ferry.dag_promotion import (
     add_translation_tasks,
     trigger_params,
 )
+from kafka_ferry.operators.acls import MigrateAclsOperator
 from kafka_ferry.operators.copy import copy_batch_tasks
 from kafka_ferry.operators.provision import (
     MigrationPreflightOperator,
@@ -73,10 +75,13 @@ def stub_text(yaml_name: str) -> str:
 
 def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
     """The migration's DAG: pre-flight -> route branch -> rollback (rollback, rollback-plan), or
-    [migrate schemas] -> provision topics -> provision groups -> mode branch (every other mode).
+    [migrate schemas] -> provision topics -> provision groups -> [migrate ACLs] -> mode branch (every other mode).
 
     The pre-flight checks the trigger (mode, confirmation, fields) for every mode before anything changes; the rollback
     modes never run provisioning or the schema migration, which refuse the promoted migration a rollback starts from.
+    With ``acls.migrate`` the ACL migration is part of that provisioning chain: it reads the groups provision_groups
+    recorded, runs (idempotent) before every catch-up and promotion moves anything, and the route branch skips it on
+    the rollback modes as it skips the rest of the chain; ``dry_run`` (mode dry-run) gives its diff only.
 
     catch-up (every scheduled run, and the trigger form's default): plan -> Spark copy batch from the stored
     offsets -> report -> [decode check] -> translate offsets + write checkpoints. promote (trigger form only):
@@ -111,7 +116,12 @@ def build_migration_dag(spec: MigrationSpec, spec_path: Path) -> DAG:
             route = add_route_branch(preflight, provision_entry=topics.task_id)
             route >> topics
         topics >> groups
-        branch = add_mode_branch(groups, catch_up_entry="plan_copy")
+        provisioned: BaseOperator = groups
+        if spec.acls.migrate:  # the ACLs are in place before any mode moves consumers or producers
+            provisioned = MigrateAclsOperator(task_id=ACL_TASK, spec_path=str(spec_path),
+                                              dry_run=DRY_RUN_TEMPLATE)
+            groups >> provisioned
+        branch = add_mode_branch(provisioned, catch_up_entry="plan_copy")
         report: BaseOperator  # the copy's report task, or the decode check after it
         plan_copy, _, report = copy_batch_tasks(spec, str(spec_path))
         branch >> plan_copy

@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
 OPERATIONS = {"TOPIC": ("READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "DESCRIBE_CONFIGS",
                         "ALTER_CONFIGS"),
-              "GROUP": ("READ", "DESCRIBE", "DELETE")}
+              "GROUP": ("READ", "DESCRIBE", "DELETE"),
+              "CLUSTER": ("CREATE", "ALTER", "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
+                          "IDEMPOTENT_WRITE")}
 IMPLIED_BY = {"DESCRIBE": ("READ", "WRITE", "DELETE", "ALTER"), "DESCRIBE_CONFIGS": ("ALTER_CONFIGS",)}
 CLUSTER_NAME = "kafka-cluster"
 
@@ -131,7 +133,16 @@ class FakeAdmin:
                 out[name] = _done(None)
         return out
 
+    def describe_cluster(self, request_timeout: float = 30, include_authorized_operations: bool = False) -> Future:
+        # Kafka answers the cluster's operations only to a principal that may DESCRIBE it (KafkaApis
+        # handleDescribeCluster: 0 otherwise, which the client gives as None)
+        described = include_authorized_operations and self.allowed("CLUSTER", CLUSTER_NAME, "DESCRIBE")
+        ops = self._operations("CLUSTER", CLUSTER_NAME) if described else None
+        return _done(Description(CLUSTER_NAME, ops))
+
     def describe_acls(self, acl_filter: AclBindingFilter, request_timeout: float = 30) -> Future:
+        if not self.allowed("CLUSTER", CLUSTER_NAME, "DESCRIBE"):
+            return _done([])  # as the real brokers answer a principal without DESCRIBE on the cluster: no error
         return _done([to_binding(e) for e in self.cluster.acls if _matches(acl_filter, e)])
 
     def create_acls(self, bindings: list[AclBinding], request_timeout: float = 30) -> dict[AclBinding, Future]:

@@ -32,10 +32,11 @@ RUN = PARSE_ONCE + QUICK_POLL + textwrap.dedent("""
         print("@@RUN-BEGIN", flush=True)
         try:
             run = bag.dags[dag_id].test(run_conf=conf)
+            print("\\n@@RUN-ID " + run.run_id, flush=True)
             tasks = {ti.task_id: [str(ti.state).rsplit(".", 1)[-1].lower(), ti.try_number]
                      for ti in run.get_task_instances()}
             result = {"state": str(run.state).rsplit(".", 1)[-1].lower(), "tasks": tasks,
-                      "returns": {"rollback": task_results(run).get("rollback")}}
+                      "returns": {k: task_results(run).get(k) for k in ("rollback", "migrate_acls")}}
         except BaseException:
             result = {"state": "dag.test raised: " + traceback.format_exc()[-3000:], "tasks": {}}
         print("\\n@@RESULT " + json.dumps(result, default=str), flush=True)
@@ -70,9 +71,9 @@ class Workspace:
         self._session: DagSession | None = None
 
     def dag_test(self, conf: dict) -> dict:
-        """One run of the DAG with ``conf``: its state, tasks ({id: [state, try]}), the rollback task's return value,
-        and the run's log. Runs in the workspace's DAG process, started (after ``airflow db migrate``) for the first
-        run and kept for the next ones."""
+        """One run of the DAG with ``conf``: its state, tasks ({id: [state, try]}), the rollback's and the ACL
+        migration's return values, the run's id and its log. Runs in the workspace's DAG process, started (after
+        ``airflow db migrate``) for the first run and kept for the next ones."""
         if self._session is None:
             airflow = str(Path(sys.executable).parent / "airflow")
             subprocess.run([airflow, "db", "migrate"], env=self.env, check=True, capture_output=True, timeout=600)
@@ -81,7 +82,9 @@ class Workspace:
         run = self._session.run(self.spec.dag_id, conf, timeout_s=1200)
         assert run.state in ("success", "failed"), run.tail()
         return {"state": run.state, "tasks": {t: list(v) for t, v in run.tasks.items()},
-                "rollback": (run.returns or {}).get("rollback"), "log": run.log}
+                "rollback": (run.returns or {}).get("rollback"), "acls": (run.returns or {}).get("migrate_acls"),
+                "run_id": next((line.split(" ", 1)[1].strip() for line in run.log.splitlines()
+                                if line.startswith("@@RUN-ID ")), None), "log": run.log}
 
     def close(self) -> None:
         """Stops the workspace's DAG process (by pid), if it runs."""

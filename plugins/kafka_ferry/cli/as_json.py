@@ -91,6 +91,7 @@ def dry_run_json(spec_path: Path, dags_folder: Path, user: str | None = None) ->
     doc.update(run_id=run.run_id, state=str(run.state).rsplit(".", 1)[-1].lower(),
                tasks={ti.task_id: str(ti.state).rsplit(".", 1)[-1].lower() for ti in run.get_task_instances()},
                preflight=results.get("preflight"), schemas=results.get("migrate_schemas"),
+               acls=results.get("migrate_acls"),
                first_batch={"partitions": plan.get("partitions"), "offsets": plan.get("offsets"),
                             "ranges": plan.get("ranges", []), "estimate": plan.get("estimate")})
     emit(doc)

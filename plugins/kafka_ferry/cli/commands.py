@@ -57,10 +57,11 @@ def check_bindings(spec: MigrationSpec, spec_path: Path) -> None:
 
 def acls(spec_path: Path) -> int:
     """The least-privilege ACLs for the topics and groups the spec selects now, per cluster, for the connections'
-    principals: those a catch-up and a promotion need (keep them), and those only a rollback needs (grant them
-    before a rollback, revoke after: ``core.acls.acl_plan``). Reads the clusters' topic and group names only."""
+    principals: those a catch-up and a promotion need (keep them; with ``acls.migrate`` the cluster grants of the
+    ACL migration too, also listed on their own), and those only a rollback needs (grant them before a rollback, revoke
+    after: ``core.acls.acl_plan``). Reads the clusters' topic and group names only."""
     from kafka_ferry.cli import migrate_db
-    from kafka_ferry.core.acls.acl_plan import minimum_acls, rollback_acls
+    from kafka_ferry.core.acls.acl_plan import acl_migration_acls, minimum_acls, rollback_acls
     from kafka_ferry.core.provisioning.provisioning_plan import select_topics
 
     spec = load_spec(spec_path)
@@ -74,6 +75,11 @@ def acls(spec_path: Path) -> int:
     print("catch-up and promotion (core.acls.acl_plan.minimum_acls; keep granted):")
     for line in minimum_acls(spec, who["source"], who["destination"], topics, groups).lines():
         print(f"  {line}")
+    if spec.acls.migrate:
+        print("acls.migrate is on: the lines above include what the migrate_acls task needs beyond the copy's minimum "
+              "(listing the source's ACLs, listing and creating the destination's):")
+        for line in acl_migration_acls(who["source"], who["destination"]).lines():
+            print(f"  {line}")
     print("rollback only (core.acls.acl_plan.rollback_acls; grant before a rollback, revoke after):")
     for line in rollback_acls(spec, who["source"], topics, groups).lines():
         print(f"  {line}")

@@ -94,6 +94,8 @@ def print_summary(run, migration: str) -> None:
     if schemas:
         print(f"  schemas ({schemas['mode']}): {len(schemas['subjects'])} subject(s), {schemas['registered']} "
               f"version(s) registered" + schema_ids(schemas))
+    for line in acl_lines(results.get("migrate_acls")):
+        print(f"  {line}")
     plan = results.get("plan_copy") or {}
     for line in dry_run_lines(plan):
         print(f"  {line}")
@@ -125,6 +127,17 @@ def print_summary(run, migration: str) -> None:
             print(f"  {task.replace('_', '-')}: {line}")
     for line in rollback_lines(results.get("rollback")):
         print(f"  {line}")
+
+
+def acl_lines(result: dict | None) -> list[str]:
+    """The ACL migration's result (``operators.acls``, ``acls.migrate``): the counts, then the diff (a dry run: what
+    it would create; a run: what it created, and every refusal)."""
+    if not result:
+        return []
+    verb = "would create" if result.get("dry_run") else "created"
+    counts = ", ".join(f"{k} {result[k]}" for k in ("present", "refused", "skipped") if k in result)
+    return ([f"ACLs: {verb} {result.get('create', 0)}" + (f" ({counts})" if counts else "")]
+            + [f"ACLs: {line}" for line in result.get("diff") or [] if not line.startswith("=")])  # present: counted
 
 
 def staged_lines(result: dict | None) -> list[str]:

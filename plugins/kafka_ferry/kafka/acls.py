@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from kafka_ferry.core.acls.acl_plan import AclEntry
+from kafka_ferry.core.acls.acl_plan import CLUSTER_RESOURCE, AclEntry
 from kafka_ferry.kafka.errors import KafkaClusterError
 
 TIMEOUT_S = 30.0
@@ -54,11 +54,17 @@ def _filter(resource_type: str = "ANY", name: str | None = None, principal: str 
                             AclOperation[operation], AclPermissionType[permission])
 
 
-def _result(cluster, future, operation: str):
+# What each ACL call needs of the cluster resource (an authorization error names the grant): listing ACLs needs
+# DESCRIBE on the cluster, creating or deleting them ALTER
+DESCRIBE_ACLS_NEEDS = {"CLUSTER": ("DESCRIBE", CLUSTER_RESOURCE)}
+ALTER_ACLS_NEEDS = {"CLUSTER": ("ALTER", CLUSTER_RESOURCE)}
+
+
+def _result(cluster, future, operation: str, acl=None):
     try:
         return future.result(timeout=TIMEOUT_S)
     except KafkaException as exc:
-        raise KafkaClusterError.on(cluster, operation, exc.args[0]) from None
+        raise KafkaClusterError.on(cluster, operation, exc.args[0], acl=acl) from None
 
 
 def describe_acls(cluster, resource_type: str = "ANY", name: str | None = None,
@@ -66,7 +72,7 @@ def describe_acls(cluster, resource_type: str = "ANY", name: str | None = None,
     """The ACLs matching the filter (pattern_type MATCH: every pattern that covers `name`)."""
     future = cluster.admin.describe_acls(_filter(resource_type, name, principal, pattern_type),
                                          request_timeout=TIMEOUT_S)
-    return sorted(from_binding(b) for b in _result(cluster, future, "describe ACLs"))
+    return sorted(from_binding(b) for b in _result(cluster, future, "describe ACLs", DESCRIBE_ACLS_NEEDS))
 
 
 class AclsPartlyCreated(KafkaClusterError):
@@ -94,7 +100,7 @@ def create_acls(cluster, entries: Iterable[AclEntry]) -> list[AclEntry]:
             continue
         created.append(entry)
     if failed is not None:
-        error = AclsPartlyCreated.on(cluster, f"create ACL {failed[0].describe()}", failed[1])
+        error = AclsPartlyCreated.on(cluster, f"create ACL {failed[0].describe()}", failed[1], acl=ALTER_ACLS_NEEDS)
         error.created = tuple(sorted(created))
         raise error
     return sorted(created)
@@ -106,7 +112,7 @@ def delete_acls(cluster, entries: Iterable[AclEntry]) -> None:
     if not filters:
         return
     for _, future in cluster.admin.delete_acls(filters, request_timeout=TIMEOUT_S).items():
-        _result(cluster, future, "delete ACLs")
+        _result(cluster, future, "delete ACLs", ALTER_ACLS_NEEDS)
 
 
 def _exact(entry: AclEntry) -> tuple:
@@ -150,6 +156,19 @@ def authorized_operations(cluster, resource_type: str, names: Iterable[str]) -> 
                                        acl={resource_type: ("DESCRIBE", name)}) from None
         out[name] = None if ops is None else {op.name for op in ops}
     return out
+
+
+def cluster_operations(cluster) -> set[str] | None:
+    """The operations the connection's principal may do on the cluster resource, as the authorizer answers
+    (KIP-430, DescribeCluster); None when the broker did not list them, which Kafka does only for a principal that
+    may DESCRIBE the cluster (KafkaApis.handleDescribeCluster answers 0 to any other): None means no DESCRIBE.
+    Reads only.
+
+    Why ask: a DescribeAcls by a principal without DESCRIBE on the cluster is answered with an empty list, no error
+    (Kafka 3.9 and 4.x of the test bed), so a caller that lists ACLs cannot tell "none" from "not allowed to see"."""
+    future = cluster.admin.describe_cluster(request_timeout=TIMEOUT_S, include_authorized_operations=True)
+    ops = _result(cluster, future, "describe cluster").authorized_operations
+    return None if ops is None else {op.name for op in ops}
 
 
 def may_create_topic(cluster, name: str) -> str | None:

@@ -103,3 +103,41 @@ def test_a_create_the_broker_refuses_in_part_reports_what_it_created(private):
         assert describe_acls(destination, "TOPIC", p) == [good]
     finally:
         delete_acls(destination, [good])
+
+
+def test_acl_migration_as_least_privilege_principals_a_missing_grant_fails_once_naming_it(private, tmp_path):
+    """``acls.migrate``: the migration's principals hold ``minimum_acls`` (with the ACL migration's cluster grants) but
+    the source's DESCRIBE on the cluster. ``migrate_acls`` fails once (AirflowFailException: no retry), naming that
+    grant and ``acls.migrate: false``, and creates nothing; granted, it migrates the topics' and group's ACLs."""
+    from airflow.sdk.exceptions import AirflowFailException
+    from test_least_privilege import secure_migration
+
+    from kafka_ferry.core.acls.acl_plan import CLUSTER_RESOURCE
+
+    # every grant but DESCRIBE on the source cluster
+    m = secure_migration(private, tmp_path, "aclgrant", acls={"migrate": True},
+                         grant_filter=lambda side, e: (side, e.resource_type) != ("source", "CLUSTER"))
+    source_user, destination_user = (f"User:{m['users'][side][0]}" for side in ("source", "destination"))
+    assert AclEntry(destination_user, "CLUSTER", CLUSTER_RESOURCE, "ALTER") in m["acls"].destination
+    provision(m["spec_path"])
+    provision_groups(m["spec_path"])  # as the least-privilege principals: the copy's minimum is enough for these
+    on_source = [AclEntry("User:app", "TOPIC", t, "READ") for t in m["topics"]]
+    create_acls(private.cluster("source"), [*on_source, AclEntry("User:app", "GROUP", m["group"], "READ")])
+
+    def on_destination():
+        found = describe_acls(private.cluster("destination"), "GROUP", m["group"])
+        for t in m["topics"]:
+            found += describe_acls(private.cluster("destination"), "TOPIC", t)
+        return sorted(e for e in found if e.principal == "User:app")
+
+    with pytest.raises(AirflowFailException) as failed:
+        MigrateAclsOperator(task_id="acls", spec_path=m["spec_path"]).execute({"run_id": "refused"})
+    message = str(failed.value)
+    assert f"grant ALLOW DESCRIBE on CLUSTER '{CLUSTER_RESOURCE}' for {source_user}" in message, message
+    assert "nothing was changed" in message and "set acls.migrate: false" in message, message
+    assert on_destination() == []
+
+    create_acls(private.cluster("source"), [AclEntry(source_user, "CLUSTER", CLUSTER_RESOURCE, "DESCRIBE")])
+    done = MigrateAclsOperator(task_id="acls", spec_path=m["spec_path"]).execute({"run_id": "granted"})
+    assert done["dry_run"] is False and on_destination() == sorted(
+        [*on_source, AclEntry("User:app", "GROUP", m["group"], "READ")])

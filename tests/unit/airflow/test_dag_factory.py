@@ -100,6 +100,26 @@ def test_a_decode_check_set_off_leaves_the_task_out(dags_folder):
     assert dag.get_task("copy_report").downstream_task_ids == {"translate_offsets"}
 
 
+def test_acls_migrate_puts_the_acl_migration_between_provisioning_and_the_mode_branch(dags_folder):
+    """``acls.migrate``: ``migrate_acls`` after provision_groups (it reads the groups recorded there), before the mode
+    branch (every mode's work follows it), after the route branch (a rollback never reaches it); dry run as the
+    provisioning's. Off (the default): no such task."""
+    spec = dags_folder / "migrations" / "other.yaml"
+    spec.write_text(spec.read_text() + "acls:\n  migrate: true\n")
+    bag = load(dags_folder)
+    dag, without = bag.dags["kafka_ferry__other"], bag.dags["kafka_ferry__demo-tenant"]
+    assert "migrate_acls" not in without.task_ids
+    assert without.get_task("provision_groups").downstream_task_ids == {"choose_mode"}
+    task = dag.get_task("migrate_acls")
+    assert task.upstream_task_ids == {"provision_groups"}
+    assert task.downstream_task_ids == {"choose_mode"}
+    assert dag.get_task("choose_mode").upstream_task_ids == {"migrate_acls"}
+    assert task.dry_run == dag.get_task("provision_groups").dry_run == (
+        "{{ params.mode in ('dry-run', 'rollback-plan') }}")
+    assert "migrate_acls" not in dag.get_task("rollback").get_flat_relative_ids(upstream=True)
+    assert "rollback" not in task.get_flat_relative_ids(upstream=False)
+
+
 @pytest.mark.parametrize("dag_id", ["kafka_ferry__demo-tenant", "kafka_ferry__other"])
 def test_the_rollback_modes_branch_off_before_provisioning_and_every_other_mode_after_it(dags_folder, dag_id):
     """The route of each mode (issue 35): the rollback task follows the pre-flight's trigger check only, never

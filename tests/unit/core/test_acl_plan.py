@@ -13,6 +13,7 @@ from kafka_ferry.core.acls.acl_plan import (
     READER_GROUPS,
     AclEntry,
     FenceRefused,
+    acl_migration_acls,
     fence_to_own,
     grant_hint_for_code,
     group_read_fence,
@@ -134,6 +135,19 @@ def test_fencing_adds_exactly_the_cluster_grants_that_list_create_and_delete_acl
     assert set(fenced.destination) - set(plain.destination) == {
         AclEntry("User:d", "CLUSTER", "kafka-cluster", "DESCRIBE"),
         AclEntry("User:d", "CLUSTER", "kafka-cluster", "ALTER")}
+
+
+def test_migrating_acls_adds_exactly_the_cluster_grants_that_list_and_create_acls():
+    plain = minimum_acls(spec(), "User:s", "User:d", ["orders"], ["g"])
+    migrating = minimum_acls(spec(acls={"migrate": True}), "User:s", "User:d", ["orders"], ["g"])
+    extra = acl_migration_acls("User:s", "User:d")
+    assert set(migrating.source) - set(plain.source) == set(extra.source) == {
+        AclEntry("User:s", "CLUSTER", "kafka-cluster", "DESCRIBE")}
+    assert set(migrating.destination) - set(plain.destination) == set(extra.destination) == {
+        AclEntry("User:d", "CLUSTER", "kafka-cluster", "DESCRIBE"),
+        AclEntry("User:d", "CLUSTER", "kafka-cluster", "ALTER")}
+    both = minimum_acls(spec(acls={"migrate": True, "fence": True}), "User:s", "User:d", ["orders"], ["g"])
+    assert len(both.destination) == len(set(both.destination))  # fences need the same two: listed once
 
 
 def test_a_fence_that_would_need_a_wildcard_deny_is_refused_naming_the_allow_and_what_to_do():

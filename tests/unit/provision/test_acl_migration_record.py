@@ -16,7 +16,7 @@ from kafka_ferry.core.acls.acl_record import entry_of
 from kafka_ferry.core.common.state_records import ACL_MIGRATION_KIND
 from kafka_ferry.core.specs.spec import load_spec
 from kafka_ferry.kafka.acls import AclsPartlyCreated
-from kafka_ferry.provision.acls import migrate_acls
+from kafka_ferry.provision.acls import AclMigrationNotAuthorized, migrate_acls
 
 SPEC = load_spec(Path(__file__).resolve().parents[3] / "dags" / "migrations" / "demo-tenant.yaml").model_copy(
     update={"schema_registry": None})  # identity rename, no principal map
@@ -68,3 +68,46 @@ def test_a_create_that_fails_part_way_records_only_what_was_created():
     migrate_acls(SPEC, source, destination, store, run_id="r1")
     records = store.read_kind(ACL_MIGRATION_KIND)
     assert list(records) == ["r1"] and [entry_of(row) for row in records["r1"]["created"]] == [READ, DENY]
+
+
+def test_a_destination_principal_that_may_not_create_acls_fails_once_naming_the_grant_and_the_way_out():
+    """CreateAcls refused for every entry (CLUSTER_AUTHORIZATION_FAILED, as Kafka answers a principal without ALTER
+    on the cluster): a permanent failure naming what to grant and ``acls.migrate: false``, nothing recorded."""
+    from kafka_ferry.core.common.failures import retry_cannot_help
+
+    source, destination, store = clusters()
+    for entry in (READ, DENY):
+        destination.acl_create_errors[entry] = KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    before = list(store.log)
+    with pytest.raises(AclMigrationNotAuthorized) as raised:
+        migrate_acls(SPEC, source, destination, store, run_id="r1")
+    message = str(raised.value)
+    assert "grant ALLOW ALTER on CLUSTER 'kafka-cluster' for User:ANONYMOUS" in message
+    assert "nothing was changed" in message and "set acls.migrate: false" in message
+    assert not any(word in message for word in ("delete", "reset", "remove"))  # never a destructive way out
+    assert retry_cannot_help(raised.value)
+    assert destination.acls == [WRITE] and store.log == before
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_principal_without_the_cluster_grants_is_refused_before_listing_naming_each_grant(dry_run):
+    """Without DESCRIBE on the cluster a broker lists no ACLs rather than refusing (the fake answers as the test
+    bed's brokers do): the migration would find nothing and say nothing. It is refused first, dry run or not, naming
+    each missing grant per connection and ``acls.migrate: false``; nothing is created or recorded."""
+    source, destination, store = clusters()
+    source_as, destination_as = source.as_principal("User:mig-src"), destination.as_principal("User:mig-dst")
+    destination.grant(AclEntry("User:mig-dst", "CLUSTER", "kafka-cluster", "ALTER"))  # implies DESCRIBE
+    before = list(store.log)
+    with pytest.raises(AclMigrationNotAuthorized) as raised:
+        migrate_acls(SPEC, source_as, destination_as, store, dry_run=dry_run, run_id="r1")
+    message = str(raised.value)
+    assert "grant ALLOW DESCRIBE on CLUSTER 'kafka-cluster' for User:mig-src on connection 'source'" in message
+    assert "User:mig-dst" not in message  # ALTER implies DESCRIBE: the destination has what it needs
+    assert "nothing was changed" in message and "set acls.migrate: false" in message
+    assert destination.acls == [WRITE, AclEntry("User:mig-dst", "CLUSTER", "kafka-cluster", "ALTER")]
+    assert store.log == before
+
+    source.grant(AclEntry("User:mig-src", "CLUSTER", "kafka-cluster", "DESCRIBE"),
+                 *(AclEntry("User:mig-src", "TOPIC", t, "DESCRIBE") for t in ("demo.orders", "demo.pay")))
+    plan = migrate_acls(SPEC, source_as, destination_as, store, dry_run=dry_run, run_id="r1")
+    assert {READ, DENY} <= set(plan.create)  # granted: the source's ACLs are listed and planned

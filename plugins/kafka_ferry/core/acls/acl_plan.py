@@ -102,6 +102,11 @@ class MinimumAcls:
 
 
 SOURCE_TOPIC_OPERATIONS = ("DESCRIBE", "DESCRIBE_CONFIGS", "READ")
+# ``acls.migrate``: DescribeAcls on the source needs DESCRIBE on its cluster; on the destination, DescribeAcls (what is
+# present) and CreateAcls need DESCRIBE and ALTER on its cluster (ALTER implies DESCRIBE to Kafka's authorizer: both
+# are listed so the grant reads as what each call needs)
+ACL_MIGRATION_SOURCE_OPERATIONS = ("DESCRIBE",)
+ACL_MIGRATION_DESTINATION_OPERATIONS = ("DESCRIBE", "ALTER")
 SOURCE_GROUP_OPERATIONS = ("DESCRIBE",)
 MIRROR_TOPIC_OPERATIONS = ("CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "ALTER", "WRITE", "READ")
 INTERNAL_TOPIC_OPERATIONS = ("CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "WRITE", "READ")
@@ -138,7 +143,8 @@ def rollback_internal_topics(spec: MigrationSpec) -> tuple[str, str]:
 
 def minimum_acls(spec: MigrationSpec, source_principal: str, destination_principal: str,
                  source_topics: Iterable[str], groups: Iterable[str]) -> MinimumAcls:
-    """Exactly what a catch-up and a promotion of these topics and groups need; nothing on the cluster.
+    """Exactly what a catch-up and a promotion of these topics and groups need; nothing on the cluster, but what
+    ``acls.fence`` and ``acls.migrate`` add (the ACL calls of the fences and of the ``migrate_acls`` task).
 
     Source: describe and read the topics, describe the groups (their committed offsets), describe and read
     the copy-back's two topics (``rollback_internal_topics``: this migration's own; a grant on a name that does
@@ -162,7 +168,19 @@ def minimum_acls(spec: MigrationSpec, source_principal: str, destination_princip
                    + _grants(destination_principal, "GROUP", reader_groups(spec), ("DESCRIBE",)))
     if spec.acls.fence:  # list the ACLs that decide who to fence, and put and lift the fences
         destination += _grants(destination_principal, "CLUSTER", [CLUSTER_RESOURCE], ("DESCRIBE", "ALTER"))
+    if spec.acls.migrate:  # migrate_acls: list the source's ACLs, list and create the destination's
+        extra = acl_migration_acls(source_principal, destination_principal)
+        source += extra.source
+        destination += [e for e in extra.destination if e not in destination]
     return MinimumAcls(tuple(source), tuple(destination))
+
+
+def acl_migration_acls(source_principal: str, destination_principal: str) -> MinimumAcls:
+    """What the ``migrate_acls`` task (``acls.migrate``) needs beyond the copy's minimum: DESCRIBE on the source
+    cluster (DescribeAcls), DESCRIBE and ALTER on the destination cluster (DescribeAcls, CreateAcls)."""
+    return MinimumAcls(
+        tuple(_grants(source_principal, "CLUSTER", [CLUSTER_RESOURCE], ACL_MIGRATION_SOURCE_OPERATIONS)),
+        tuple(_grants(destination_principal, "CLUSTER", [CLUSTER_RESOURCE], ACL_MIGRATION_DESTINATION_OPERATIONS)))
 
 
 # --- a rollback's ACLs: granted for the rollback only ---------------------------------------------------

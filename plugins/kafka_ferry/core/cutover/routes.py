@@ -46,6 +46,9 @@ from kafka_ferry.core.specs.trigger_form import PROMOTE_TOPICS as PROMOTE_TOPICS
 from kafka_ferry.core.specs.trigger_form import ROLLBACK as ROLLBACK
 from kafka_ferry.core.specs.trigger_form import ROLLBACK_PLAN as ROLLBACK_PLAN
 
+# The ACL migration's task (``acls.migrate``): part of the provisioning chain the route branch runs for every mode but
+# the rollback ones, so its cells are provision_groups's (dag_factory wires it under this id)
+ACL_TASK = "migrate_acls"
 REWIND_FIELD = "allow_rewind"  # the form's field (dag_promotion.trigger_params); promote and promote-groups read it
 
 NEW, CAUGHT_UP, GROUPS_STAGED, TOPICS_STAGED = "new", "caught up", "groups staged", "topics staged"
@@ -304,7 +307,9 @@ def render_table(modes: Sequence[str] = MODES) -> str:
     lines += ["", "The form's fields per cell: a confirmed mode has the migration's name typed in; `promote-groups` "
               "names one group (`{group}`), `promote-topics` the topic it reads (`{topic}`); the rollback modes "
               "name nothing (the whole migration). `reset-promotion` is no mode of the form: it is a `kafka-ferry` "
-              "command.", "", END]
+              "command.", "", f"With `acls.migrate`, `{ACL_TASK}` runs wherever `provision_groups` runs (after it, "
+              "before the mode's own work; the rollback modes reach neither): it creates the ACLs a cell's run finds "
+              "missing, none on a later run, and in a dry run only shows them.", "", END]
     return "\n".join(lines)
 
 

@@ -400,12 +400,21 @@ Principal = Annotated[str, AfterValidator(_principal)]
 
 class AclSettings(_Frozen):
     """ACL migration: the ACLs of migrated topics and groups, with principals renamed by this table
-    (source principal -> destination principal; unlisted principals keep their name)."""
+    (source principal -> destination principal; unlisted principals keep their name); ``migrate`` puts it on the
+    DAG's route."""
 
     principals: dict[Principal, Principal] = Field(
         default_factory=dict,
         description="Source principal -> destination principal for migrated ACLs; unlisted principals keep their "
                     "name.",
+    )
+    migrate: bool = Field(
+        default=False,
+        description="Migrate the ACLs on the route: the DAG's migrate_acls task (after provision_groups, before the "
+                    "mode's work; a dry run shows the diff) creates on the destination the ACLs the source holds on "
+                    "migrated topics and groups, principals renamed by principals, never widened. Off by default: "
+                    "it needs DESCRIBE on the source cluster and ALTER on the destination cluster, beyond the copy's "
+                    "minimum ACLs (kafka-ferry acls SPEC lists them).",
     )
     fence: bool = Field(
         default=False,
