@@ -81,6 +81,10 @@ def airflow_env(tmp_path: Path, dags: Path, statsd_port: int) -> dict:
            # the listener emits from a forked process it kills after execution_timeout (default 10 s): on a loaded
            # machine (CI's two lanes) a fork took longer and its event was lost
            "AIRFLOW__OPENLINEAGE__EXECUTION_TIMEOUT": "120",
+           # and from a thread, not a fork, as docs/airflow-native.md advises: a fork copies the task process with
+           # its Kafka clients' threads, and a child that finds a lock one of them held hangs (a CI run lost the
+           # final copy's COMPLETE so: the child was killed after the 120 s)
+           "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
            "AIRFLOW__METRICS__STATSD_ON": "True", "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
            "AIRFLOW__METRICS__STATSD_PORT": str(statsd_port), "AIRFLOW__METRICS__STATSD_PREFIX": "airflow"}
     env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
