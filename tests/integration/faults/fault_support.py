@@ -77,12 +77,21 @@ def kill_group(proc: subprocess.Popen) -> None:
 def copied_so_far(clusters, topic: str, partitions: int) -> int:
     """The destination's high watermarks, summed. Through the session's kept-alive AdminClient: a new client per
     poll (a hook per call) stalled 1-3 s now and then, so a kill meant for 10 % of the batch landed at its end."""
-    from confluent_kafka import TopicPartition
+    from confluent_kafka import KafkaException, TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
     request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
-    futures = clusters.admin("destination").list_offsets(request, request_timeout=30)
-    return sum(future.result(30).offset for future in futures.values())
+    deadline = time.monotonic() + 30
+    while True:
+        futures = clusters.admin("destination").list_offsets(request, request_timeout=30)
+        try:
+            return sum(future.result(30).offset for future in futures.values())
+        except KafkaException as exc:
+            # a topic just made: the kept client may not know its leader yet (NOT_LEADER_FOR_PARTITION, seen
+            # once in CI); a transient error is asked again, anything else fails the test
+            if not exc.args[0].retriable() or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def wait_until_copied(clusters, topic: str, partitions: int, at_least: int, proc: subprocess.Popen,
