@@ -37,6 +37,7 @@ FLOORS: tuple[Floor, ...] = (
         ("provider_info.py", "what Airflow's providers manager reads: the schemaregistry connection type, its form "
                              "fields, the hooks"),
         ("task_support.py", "what every task shares: spec, clients, state store, the deterministic-failure policy"),
+        ("process_tree.py", "ends a tree of processes a task or the command started, orphans included"),
         ("hooks/", "a Connection -> a client, nothing more: KafkaClusterHook.get_conn is a KafkaCluster, "
                    "SchemaRegistryHook a registry client"),
         ("operators/", "thin adapters of the folders below to Airflow tasks"),
@@ -101,7 +102,7 @@ FLOORS: tuple[Floor, ...] = (
 # ``tests/unit/test_import_graph.py`` (so does a line naming a module that is gone). Where a module sits says what it
 # may import: its folder's floor above.
 MODULES: tuple[str, ...] = tuple("""
-dag_factory.py dag_promotion.py layers.py plugin.py provider_info.py task_support.py
+dag_factory.py dag_promotion.py layers.py plugin.py process_tree.py provider_info.py task_support.py
 airflow_native/announce.py airflow_native/assets.py airflow_native/lineage.py airflow_native/metrics.py
 cli/__main__.py cli/as_json.py cli/checkpoint.py cli/checks.py cli/commands.py cli/evidence.py cli/interrupt.py
 cli/progress.py cli/spec_reference.py cli/summary.py

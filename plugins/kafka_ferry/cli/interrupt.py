@@ -6,7 +6,10 @@ before the run is replaced, and a TERM was swallowed: `kafka-ferry promote` went
 wakeup fd survives that: whichever Python handler is installed, the C-level handler writes the signal's number to
 the fd. A thread reads it and does the stopping; the main thread is never interrupted mid-write by an exception.
 
-What the stop does, in order: kill the processes this command started (a spark-submit, a local Spark JVM), mark the
+What the stop does, in order: kill the processes this command started (a spark-submit, a local Spark JVM, and what
+they started: the task runner's handler runs the copy operator's ``on_kill`` in the main thread at the same time,
+and the provider's kills the spark-submit process alone, so its Python driver and workers could be orphaned before
+this thread looked; the command is their reaper while it runs, ``process_tree.adopt_orphans``, and sees them), mark the
 run and its active tasks failed in Airflow's metadata DB (no one else will finish a ``dag.test`` run: left
 "running", it would read as in flight in `status` and the UI forever), print one line on stderr (the run, its
 task, and the way to continue: the same command again, since every step records itself in the state topic and a
@@ -79,32 +82,15 @@ def mark_failed(dag_id: str, run_id: str) -> bool:
 
 
 def stop_children(timeout_s: float = 10.0) -> None:
-    """TERM, then KILL, every process this one started (a spark-submit and its JVM, a local Spark gateway).
-
-    What did not end on TERM, and anything started meanwhile (a JVM's Python workers forked after the first look),
-    is killed; the wait for those is longer: a killed JVM of a gigabyte can take seconds to be gone on a loaded
-    machine, and the command must not exit before its processes do."""
+    """TERM, then KILL, every process this one started (a spark-submit and its JVM, a local Spark gateway), and
+    anything started meanwhile (``process_tree.end_processes``). What was orphaned below this process is among
+    them: ``RunInterrupts`` makes the command their reaper."""
     import psutil
 
+    from kafka_ferry.process_tree import end_processes
+
     me = psutil.Process()
-    children = me.children(recursive=True)
-    for child in children:
-        try:
-            child.terminate()
-        except psutil.NoSuchProcess:
-            continue
-    _gone, alive = psutil.wait_procs(children, timeout=timeout_s)
-    try:
-        late = me.children(recursive=True)
-    except psutil.NoSuchProcess:
-        late = []
-    alive = list({child.pid: child for child in [*alive, *late]}.values())
-    for child in alive:
-        try:
-            child.kill()
-        except psutil.NoSuchProcess:
-            continue
-    psutil.wait_procs(alive, timeout=3 * timeout_s)
+    end_processes(me.children(recursive=True), timeout_s, late=lambda: me.children(recursive=True))
 
 
 class RunInterrupts:
@@ -145,6 +131,9 @@ class RunInterrupts:
 
             self._before = {r["run_id"] for r in runs(self.dag_id, limit=1)}
             self._current_run = self.newest_run
+        from kafka_ferry.process_tree import adopt_orphans
+
+        self._adopted = adopt_orphans()  # an orphaned descendant stays below this process: the stop ends it too
         self._reader, writer = socket.socketpair()
         writer.setblocking(False)
         self._writer = writer
@@ -158,6 +147,10 @@ class RunInterrupts:
         if not self._active:
             return
         signal.set_wakeup_fd(self._old_fd)
+        if self._adopted:
+            from kafka_ferry.process_tree import adopt_orphans
+
+            adopt_orphans(False)
         for s, handler in self._old.items():
             signal.signal(s, handler)
         self._writer.close()  # the reader sees end-of-file and its thread ends

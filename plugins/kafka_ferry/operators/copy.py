@@ -213,6 +213,18 @@ class CopyBatchSparkOperator(TopicLineage, SparkSubmitOperator):
                     raise  # may heal (the job crashed, a broker was down): the task's retries resume it
                 raise CopyFailed(record) from None
 
+    def on_kill(self) -> None:
+        """The provider's ``on_kill`` (a cluster driver's kill, a Kubernetes pod's deletion) and the end of everything
+        the spark-submit process started: the provider SIGKILLs that process alone, which left its Python driver
+        (local and client mode) and the executors' Python workers running as orphans after the task was killed.
+        They are seen before the kill and ended after it (``process_tree``)."""
+        from kafka_ferry.process_tree import descendants, end_processes
+
+        submitted = getattr(getattr(self, "_hook", None), "_submit_sp", None)
+        below = descendants(submitted.pid) if submitted is not None and submitted.poll() is None else []
+        super().on_kill()
+        end_processes(below, timeout_s=5.0)
+
     @contextmanager
     def _attributes_restored(self) -> Iterator[None]:
         """Whatever happens: env_vars, conf and files come back as configured, and the hook (it holds the env) goes."""

@@ -35,7 +35,14 @@ CHILD = textwrap.dedent("""
                        "dags/migrations/shop.yaml", current_run=lambda: run, mark=mark):
         signal.signal(signal.SIGTERM, lambda *_: None)  # what the task runner does for each task
         sleeper = subprocess.Popen(["sleep", "600"])  # a process this command started (a Spark JVM, say)
-        print(f"ready {sleeper.pid}", flush=True)
+        # a process whose parent died before the stop (a spark-submit the copy's on_kill killed first: its Python
+        # driver and workers are orphans): started below this one, then no one's descendant but its reaper's
+        parent = subprocess.Popen([sys.executable, "-c", "import subprocess as s; print(s.Popen(['sleep', '600'], "
+                                   "stdin=s.DEVNULL, stdout=s.DEVNULL, stderr=s.DEVNULL).pid)"],
+                                  stdout=subprocess.PIPE, text=True)
+        orphan = int(parent.stdout.readline())
+        parent.wait()
+        print(f"ready {sleeper.pid} {orphan}", flush=True)
         while True:
             time.sleep(0.2)  # a sensor waiting
     print("the guard let the run end", flush=True)
@@ -50,8 +57,8 @@ def test_a_signal_stops_the_command_marks_the_run_and_names_the_way_on(signum):
         try:
             ready = proc.stdout.readline()
             assert ready.startswith("ready "), ready + proc.stderr.read()
-            sleeper = int(ready.split()[1])
-            assert psutil.pid_exists(sleeper)
+            sleeper, orphan = map(int, ready.split()[1:])
+            assert psutil.pid_exists(sleeper) and psutil.pid_exists(orphan)
             proc.send_signal(signum)
             out, err = proc.communicate(timeout=120)  # generous: the stop itself takes well under a second
             code = proc.returncode
@@ -71,6 +78,12 @@ def test_a_signal_stops_the_command_marks_the_run_and_names_the_way_on(signum):
     assert "`kafka-ferry status dags/migrations/shop.yaml`" in line
     assert "reset-promotion" not in line and "rollback" not in line
     assert not psutil.pid_exists(sleeper) or psutil.Process(sleeper).status() == psutil.STATUS_ZOMBIE
+    try:
+        assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE, \
+            "an orphaned descendant outlived the command"
+    finally:
+        if psutil.pid_exists(orphan) and psutil.Process(orphan).name() == "sleep":
+            psutil.Process(orphan).kill()
 
 
 def test_the_line_says_when_no_run_started_or_the_run_had_ended_or_could_not_be_marked():
