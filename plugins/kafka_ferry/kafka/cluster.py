@@ -61,7 +61,6 @@ BATCHED_HOLD_OFF_S = 300.0
 STREAMS_LISTING_KEPT_S = 30.0
 
 
-
 def _commit_metadata(group: str, tp: TopicPartition) -> str:
     """A committed offset's metadata as text; "" when it is not UTF-8. Why: Kafka Streams commits binary metadata
     (its partition time), and confluent-kafka decodes the field as UTF-8 on access, raising for those bytes; the
@@ -70,9 +69,7 @@ def _commit_metadata(group: str, tp: TopicPartition) -> str:
     try:
         return tp.metadata or ""
     except UnicodeDecodeError:
-        log.info("group %s %s-%d: committed metadata is not UTF-8 (binary, as Kafka Streams writes it): not carried",
-                 group, tp.topic, tp.partition)
-        return ""
+        return _metadata_not_carried(group, tp.topic, tp.partition)
 
 
 def _wire_metadata(group: str, committed: CommittedOffset) -> str:
@@ -83,9 +80,13 @@ def _wire_metadata(group: str, committed: CommittedOffset) -> str:
     try:
         return (committed.metadata or b"").split(b"\0", 1)[0].decode("utf-8")
     except UnicodeDecodeError:
-        log.info("group %s %s-%d: committed metadata is not UTF-8 (binary, as Kafka Streams writes it): not carried",
-                 group, committed.topic, committed.partition)
-        return ""
+        return _metadata_not_carried(group, committed.topic, committed.partition)
+
+
+def _metadata_not_carried(group: str, topic: str, partition: int) -> str:
+    log.info("group %s %s-%d: committed metadata is not UTF-8 (binary, as Kafka Streams writes it): not carried",
+             group, topic, partition)
+    return ""
 
 
 class KafkaCluster(AdminWaits):
