@@ -100,5 +100,5 @@ def test_catch_up_runs_copy_then_skip_spark_when_nothing_is_new(clusters, tmp_pa
     for text in (first_log, second_log, *first["xcoms"], *first["rendered"], *second["xcoms"], *pages):
         assert secret not in text
     assert any("batch_id" in x for x in first["xcoms"])  # the XComs and rendered fields were really read
-    assert any('"dry_run": "False"' in r for r in first["rendered"])
+    assert any('"dry_run_flag": "False"' in r for r in first["rendered"])
     assert not any(f"{p}.yaml" in r for r in first["rendered"])  # a file name is data: never a rendered field

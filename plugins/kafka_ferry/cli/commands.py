@@ -35,12 +35,9 @@ def connection(conn_id: str):
 
 def cluster(conn_id: str) -> KafkaCluster:
     """The cluster behind a connection found by ``connection`` (the hook builds the client as in a task)."""
-    from kafka_ferry.hooks.kafka_cluster import KafkaClusterHook
+    from kafka_ferry.hooks.kafka_cluster import cluster_of
 
-    found = connection(conn_id)
-    hook = KafkaClusterHook(conn_id)
-    hook.get_connection = lambda _conn_id: found  # the provider's _build_config reads it from here
-    return hook.get_conn
+    return cluster_of(connection(conn_id), conn_id)
 
 
 def check_bindings(spec: MigrationSpec, spec_path: Path) -> None:

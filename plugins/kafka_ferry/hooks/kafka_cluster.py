@@ -42,9 +42,24 @@ async def async_kafka_cluster(conn_id: str) -> KafkaCluster:
     """The cluster behind a connection, for a trigger: the connection is fetched without blocking the event
     loop, and the config (which may resolve callbacks or tokens) is built off the loop."""
     connection = await aget_connection(conn_id)
-    hook = KafkaClusterHook(conn_id)
-    hook.get_connection = lambda _conn_id: connection  # the provider's _build_config reads it from here
-    return await asyncio.to_thread(lambda: hook.get_conn)
+    return await asyncio.to_thread(cluster_of, connection, conn_id)
+
+
+def cluster_of(connection: Connection, conn_id: str) -> KafkaCluster:
+    """The cluster of a connection already fetched (without blocking, in a trigger; from the metadata DB, in the
+    ``kafka-ferry`` command), its config built by the provider's hook as in a task.
+
+    Why a class per call: the provider's ``_build_config`` asks ``get_connection``, a classmethod, for the
+    connection; a subclass answering with this one is the typed way to hand it over (assigning a function to the
+    hook instance's ``get_connection`` would shadow a classmethod with a differently typed attribute).
+    """
+
+    class GivenConnectionHook(KafkaClusterHook):
+        @classmethod
+        def get_connection(cls, conn_id: str) -> Connection:
+            return connection
+
+    return GivenConnectionHook(conn_id).get_conn
 
 
 async def aget_connection(conn_id: str) -> Connection:

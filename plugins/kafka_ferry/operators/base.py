@@ -179,18 +179,19 @@ class DryRunOperator(MigrationOperator):
     """Base for the tasks a run's ``mode: dry-run`` reaches: with ``dry_run`` they plan and report only, and change
     nothing anywhere (no topic, state record, checkpoint, ACL, registry write or group offset).
 
-    :param dry_run: plan and report only (a bool, or a template such as the run form's ``dry_run``, read with
-        ``parse_bool`` at run time).
+    :param dry_run: plan and report only (a bool, or a template such as the DAG's ``DRY_RUN_TEMPLATE``, read with
+        ``parse_bool`` at run time). Kept as ``dry_run_flag`` (the template field): ``BaseOperator.dry_run()`` is
+        Airflow's method (render the template fields), which an attribute of that name would shadow.
     :param kwargs: passed to ``MigrationOperator`` (``spec_path``) and ``BaseOperator``.
     """
 
-    template_fields: Sequence[str] = (*MigrationOperator.template_fields, "dry_run")
+    template_fields: Sequence[str] = (*MigrationOperator.template_fields, "dry_run_flag")
 
     def __init__(self, *, dry_run: bool | str = False, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.dry_run = dry_run
+        self.dry_run_flag = dry_run
 
     @property
     def is_dry_run(self) -> bool:
-        """The rendered ``dry_run`` as a bool."""
-        return parse_bool(self.dry_run)
+        """The rendered ``dry_run_flag`` as a bool."""
+        return parse_bool(self.dry_run_flag)

@@ -69,8 +69,23 @@ def test_dag_shape_and_params(dags_folder):
     params = dag.params
     assert (params["mode"], params["confirm_migration"], params["allow_rewind"]) == ("catch-up", None, False)
     assert "dry_run" not in dag.params
-    assert dag.get_task("plan_copy").dry_run == dag.get_task("provision_topics").dry_run == (
+    assert dag.get_task("plan_copy").dry_run_flag == dag.get_task("provision_topics").dry_run_flag == (
         "{{ params.mode in ('dry-run', 'rollback-plan') }}")
+
+
+def test_no_task_shadows_airflows_dry_run_method(dags_folder):
+    """``BaseOperator.dry_run()`` is Airflow's (it renders the template fields); the operators keep their own flag
+    as ``dry_run_flag``: a ``dry_run`` attribute made the method a string and its call a TypeError."""
+    from airflow.sdk import BaseOperator
+
+    from kafka_ferry.operators.base import DryRunOperator
+
+    dag = load(dags_folder).dags["kafka_ferry__demo-tenant"]
+    planning = [t for t in dag.tasks if isinstance(t, DryRunOperator)]
+    assert {t.task_id for t in planning} >= {"migrate_schemas", "provision_topics", "plan_copy", "rollback"}
+    for task in dag.tasks:
+        assert "dry_run" not in vars(task) and type(task).dry_run is BaseOperator.dry_run, task.task_id
+        task.dry_run()
 
 
 def test_write_stubs_is_idempotent(dags_folder):
@@ -83,7 +98,7 @@ def test_a_spec_with_a_schema_registry_migrates_schemas_between_preflight_and_to
     assert with_schemas.get_task("choose_route").downstream_task_ids == {"migrate_schemas", "rollback"}
     assert without.get_task("choose_route").downstream_task_ids == {"provision_topics", "rollback"}
     assert with_schemas.get_task("migrate_schemas").downstream_task_ids == {"provision_topics"}
-    assert with_schemas.get_task("migrate_schemas").dry_run == "{{ params.mode in ('dry-run', 'rollback-plan') }}"
+    assert with_schemas.get_task("migrate_schemas").dry_run_flag == "{{ params.mode in ('dry-run', 'rollback-plan') }}"
     assert "migrate_schemas" not in without.task_ids
     # the batch's records are decoded on the destination before translation writes the run's page
     assert with_schemas.get_task("copy_report").downstream_task_ids == {"decode_check"}
@@ -114,7 +129,7 @@ def test_acls_migrate_puts_the_acl_migration_between_provisioning_and_the_mode_b
     assert task.upstream_task_ids == {"provision_groups"}
     assert task.downstream_task_ids == {"choose_mode"}
     assert dag.get_task("choose_mode").upstream_task_ids == {"migrate_acls"}
-    assert task.dry_run == dag.get_task("provision_groups").dry_run == (
+    assert task.dry_run_flag == dag.get_task("provision_groups").dry_run_flag == (
         "{{ params.mode in ('dry-run', 'rollback-plan') }}")
     assert "migrate_acls" not in dag.get_task("rollback").get_flat_relative_ids(upstream=True)
     assert "rollback" not in task.get_flat_relative_ids(upstream=False)

@@ -88,7 +88,8 @@ def test_the_store_refuses_an_undeclared_kind_before_writing():
     cluster = FakeCluster("destination")
     store = MigrationStateStore(cluster, "t")
     with pytest.raises(TypeError, match="'progress' is not declared"):
-        store.put("progress", "t:0", {"next_upstream_offset": 1})
+        # the wrong call under test: the checker refuses it too, the store must refuse it at run time as well
+        store.put("progress", "t:0", {"next_upstream_offset": 1})  # type: ignore[arg-type]
     lookalike = StateKind("progress", "<topic>:<partition>", (), "a test")
     with pytest.raises(TypeError, match="is not declared"):
         store.put_many(lookalike, {"t:0": None})

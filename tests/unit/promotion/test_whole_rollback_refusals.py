@@ -10,6 +10,7 @@ import pytest
 from fakes.cluster import FakeCluster
 from fakes.state import FakeStateStore
 from test_group_rollback_checks import SPEC, operator, promote, published, snapshot
+from test_topic_rollback_steps import kafka
 
 from kafka_ferry.core.common.failures import retry_cannot_help
 from kafka_ferry.core.common.state_records import GROUP_PROMOTION_KIND, TOPIC_KIND, TOPIC_PROMOTION_KIND
@@ -56,7 +57,7 @@ def test_a_staged_cutover_names_its_promoted_units_and_the_way_each_goes_back(wo
 
 def test_the_runner_refuses_before_any_step_reaches_a_cluster():
     source, store = FakeCluster("source"), FakeStateStore()
-    runner = RollbackRunner(SPEC, source, store.fake, store, work_dir="/nonexistent")
+    runner = RollbackRunner(SPEC, kafka(source), kafka(store.fake), store, work_dir="/nonexistent")
     with pytest.raises(RollbackRefused, match="is not promoted: nothing to roll back"):
         runner.run()
     with pytest.raises(RollbackRefused, match="is not promoted: nothing to roll back"):
