@@ -375,8 +375,8 @@ def main() -> int:
     parser.add_argument("--scale", choices=sorted(SIZES), default="full")
     parser.add_argument("--no-connect", dest="connect", action="store_false", help="skip the Spark Connect engine")
     parser.add_argument("--no-spark-submit", dest="spark_submit", action="store_false")
-    parser.add_argument("--profile", metavar="DIR", help="also write a cProfile of each size's promotion and sensors' poke "
-                        "(promotion-<partitions>.pstats) to DIR")
+    parser.add_argument("--profile", metavar="DIR", help="also write a cProfile of each size's promotion and "
+                        "sensors' poke (promotion-<partitions>.pstats) to DIR")
     parser.add_argument("--shared", action="store_true", help="the shared test bed instead of a private pair "
                         "(small runs only)")
     args = parser.parse_args()
