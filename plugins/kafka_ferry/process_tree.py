@@ -10,10 +10,12 @@ process that started the tree their reaper (``adopt_orphans``: Linux's child sub
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import sys
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Sequence
 
 import psutil
 
@@ -32,14 +34,17 @@ def end_processes(processes: Iterable[psutil.Process], timeout_s: float = 10.0,
                   late: Callable[[], list[psutil.Process]] = list) -> None:
     """TERM each, wait up to ``timeout_s``; then KILL what is left and what ``late`` finds (started meanwhile: a
     JVM's Python workers forked after the first look), and wait for those up to three times as long (a killed JVM
-    of a gigabyte can take seconds to be gone on a loaded machine). Returns when all are gone or the waits end."""
+    of a gigabyte can take seconds to be gone on a loaded machine). Returns when all are gone or the waits end.
+
+    A zombie counts as gone (it runs nothing; its parent or init reaps it, or this process if it is the parent):
+    a spark-submit JVM keeps one unreaped, and ``psutil.wait_procs`` would wait out its timeout on it."""
     first = list(processes)
     for process in first:
         try:
             process.terminate()
         except psutil.NoSuchProcess:
             continue
-    _gone, alive = psutil.wait_procs(first, timeout=timeout_s)
+    alive = _wait_gone(first, timeout_s)
     try:
         found = late()
     except psutil.NoSuchProcess:
@@ -50,7 +55,28 @@ def end_processes(processes: Iterable[psutil.Process], timeout_s: float = 10.0,
             process.kill()
         except psutil.NoSuchProcess:
             continue
-    psutil.wait_procs(rest, timeout=3 * timeout_s)
+    _wait_gone(rest, 3 * timeout_s)
+
+
+def _gone(process: psutil.Process) -> bool:
+    try:
+        if process.status() == psutil.STATUS_ZOMBIE:
+            with contextlib.suppress(psutil.Error, ChildProcessError):
+                process.wait(0)  # reaps it if it is this process's child
+            return True
+        return not process.is_running()
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _wait_gone(processes: Sequence[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Those of ``processes`` still running when all others are gone or ``timeout_s`` has passed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = [process for process in processes if not _gone(process)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
 
 
 def adopt_orphans(on: bool = True) -> bool:

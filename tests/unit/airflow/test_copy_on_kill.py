@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import psutil
 import pytest
@@ -17,8 +18,11 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 
 from kafka_ferry.operators.copy import CopyBatchSparkOperator
 
-SUBMIT = ("import subprocess as s, time; print(s.Popen(['sleep', '600'], stdin=s.DEVNULL, stdout=s.DEVNULL, "
-          "stderr=s.DEVNULL).pid, flush=True); time.sleep(600)")
+# spark-submit's stand-in: starts the driver (a sleep) and, like the SparkSubmit JVM, keeps a child unreaped (a zombie)
+# (posix_spawn: a Popen would be reaped by the next Popen's clean-up)
+SUBMIT = ("import os, shutil, subprocess as s, time; os.posix_spawn(shutil.which('true'), ['true'], os.environ); "
+          "print(s.Popen(['sleep', '600'], stdin=s.DEVNULL, stdout=s.DEVNULL, stderr=s.DEVNULL).pid, flush=True); "
+          "time.sleep(600)")
 
 
 def _gone(pid: int) -> bool:
@@ -50,6 +54,27 @@ def test_killing_the_copy_task_ends_the_spark_submit_and_the_driver_it_started(s
     operator.on_kill()
     assert process.wait(30) == -9  # the provider's kill of spark-submit still happens
     assert _gone(driver), "the driver spark-submit started outlived the killed task"
+
+
+def test_a_zombie_below_spark_submit_counts_as_gone(submitted):
+    """The JVM's unreaped child runs nothing; waiting for it to vanish would wait out every timeout of the kill."""
+    from kafka_ferry.process_tree import _gone, descendants
+
+    _operator, process, driver = submitted
+    for _ in range(300):  # `true` ends at once; its parent never reaps it
+        zombies = [p for p in descendants(process.pid) if p.pid != driver and _status(p) == psutil.STATUS_ZOMBIE]
+        if zombies:
+            break
+        time.sleep(0.1)
+    assert len(zombies) == 1, [(p.pid, _status(p)) for p in descendants(process.pid)]
+    assert _gone(zombies[0]) and not _gone(psutil.Process(driver))
+
+
+def _status(process: psutil.Process) -> str:
+    try:
+        return process.status()
+    except psutil.NoSuchProcess:
+        return "gone"
 
 
 def test_the_providers_kill_alone_leaves_the_driver_running(submitted):
