@@ -7,12 +7,14 @@ then in Chromium: log in, open the DAG, fill the trigger form for a catch-up, ru
 tab; screenshots go to the test's temp dir (`make screenshots` writes docs/screenshots/). The work dir is in
 object storage (the test bed's SeaweedFS, through an Airflow connection): the API server shares no volume with the
 workers and renders both pages from the bucket.
+A copy marked failed while it runs ends with nothing of its spark-submit left, and the next run copies the rest.
 Last, a confirmed promotion, whose asset event runs the downstream team's DAG scheduled on the promoted topic
 (dags/examples/post_cutover_check.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -60,6 +62,7 @@ def tenant(clusters, tmp_path):
     return name, f"kafka_ferry__{name}", dags
 
 
+@pytest.mark.timeout(1200)  # the whole scenario, a killed copy and its resumption included: past the default
 def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path, s3_work_dir):
     name, dag_id, dags = tenant
     s3_env, fs, root = s3_work_dir
@@ -83,6 +86,10 @@ def test_a_tenant_migration_on_the_real_stack(clusters, tenant, tmp_path, s3_wor
         assert manual["start_date"] >= scheduled["end_date"], (scheduled, manual)  # never overlapped
         first = json.loads(fs.cat(f"{root}/work/{name}/overview.json"))
         assert first["lag"] == 0 and first["dag_id"] == dag_id
+
+        # 1b. A copy marked failed in the UI while it runs: the worker kills the task, and nothing of its spark-submit
+        # lives on; the next run copies the rest, every record once.
+        copy_killed_mid_batch(stack, token, clusters, dags, name, dag_id)
 
         # 2. Bad input changes nothing: an unknown mode is refused by the API, an unconfirmed promote by pre-flight.
         stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": True})  # no more scheduled runs
@@ -134,9 +141,100 @@ def promoted_topic_runs(stack, token, dag_id: str, name: str, destination_bootst
     value = json.loads(value) if isinstance(value, str) else value
     first = destination_bootstrap.split(",")[0]
     assert value["uri"] == f"kafka://{first}/{name}.orders" and value["migration"] == name, value
-    assert sorted(value["offsets"]) == ["0", "1", "2"] and all(o[0] == 400 for o in value["offsets"].values())
+    # 400 records per partition, and 400 more that a killed copy began and the next run finished
+    assert sorted(value["offsets"]) == ["0", "1", "2"] and all(o[0] == 800 for o in value["offsets"].values())
 
 
+
+
+def copy_killed_mid_batch(stack, token: str, clusters, dags: Path, name: str, dag_id: str) -> None:
+    """400 new records per partition, copied at 40 records/s (the spec's rate limit, for this step only: long enough
+    to catch the copy running); once its spark-submit has started the Python driver and the executors' Python
+    workers, the copy task is marked failed through the REST API, as the UI's "Mark as failed" does. Nothing of that
+    spark-submit may outlive the task: the worker's supervisor signals the task's process group (this Airflow's
+    Task SDK), and the copy's ``on_kill`` ends every process below spark-submit (what a stop of `kafka-ferry`, whose
+    tasks run in its own process, relies on). The next run, with no rate limit, copies the rest: the destination then
+    holds each partition's 800 records, each once."""
+    import psutil
+
+    spec_path = dags / "migrations" / f"{name}.yaml"
+    spec = yaml.safe_load(spec_path.read_text())
+    stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": True})
+    stack.wait(lambda: all(r["state"] not in ("queued", "running") for r in stack.runs(token, dag_id)), 600,
+               "the scheduled runs ended")
+    spec_path.write_text(yaml.safe_dump({**spec, "copy": {**spec["copy"], "max_records_per_second": 40}}))
+    seed_plain(clusters, f"{name}.orders", 3, 400, start=400)
+    before = {r["dag_run_id"] for r in stack.runs(token, dag_id)}
+    stack.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", token, {"logical_date": None, "conf": {"mode": "catch-up"}})
+    stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": False})
+
+    def tree() -> list | None:
+        """The copy's spark-submit JVM and what it started, once the driver and a Python worker run."""
+        for process in psutil.process_iter():
+            try:
+                args = process.cmdline()
+                if "org.apache.spark.deploy.SparkSubmit" in args and \
+                        any(a.startswith(f"kafka-ferry {name} ") for a in args):
+                    below = process.children(recursive=True)
+                    if any("pyspark.daemon" in " ".join(_args(p)) for p in below):
+                        return [process, *below]
+            except psutil.Error:
+                continue
+        return None
+
+    try:
+        killed = stack.wait(tree, 300, "the copy's spark-submit with its driver and Python workers")
+    except TimeoutError:
+        runs = {r["dag_run_id"]: (r["state"], stack.task_states(token, dag_id, r["dag_run_id"]))
+                for r in stack.runs(token, dag_id) if r["dag_run_id"] not in before}
+        raise AssertionError(f"no copy's spark-submit seen with its driver and workers; runs: {runs}\n"
+                             f"{stack.logs()[-20000:]}") from None
+    running = stack.wait(lambda: next((r for r in stack.runs(token, dag_id) if r["dag_run_id"] not in before
+                                       and stack.task_states(token, dag_id, r["dag_run_id"]).get("copy_batch")
+                                       == "running"), None), 60, "the run whose copy_batch runs")
+    quoted = urllib.parse.quote(running["dag_run_id"], safe="")
+    stack.call("PATCH", f"/api/v2/dags/{dag_id}/dagRuns/{quoted}/taskInstances/copy_batch", token,
+               {"new_state": "failed"})
+    spec_path.write_text(yaml.safe_dump(spec))  # the next run copies at full speed
+    failed = stack.wait(lambda: stack.finished(token, dag_id, running["dag_run_id"]), 300, "the marked run's end")
+    assert failed["state"] == "failed", failed
+
+    def alive() -> list[str]:
+        out = []
+        for process in killed:
+            try:
+                if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                    out.append(f"{process.pid} {' '.join(_args(process))[:200]}")
+            except psutil.NoSuchProcess:
+                continue
+        return out
+
+    try:
+        stack.wait(lambda: not alive(), 120, "the killed copy's processes gone")
+    except TimeoutError:
+        raise AssertionError(f"processes of the killed copy outlived its task: {alive()}\n{stack.logs()}") from None
+    finally:
+        for process in killed:  # whatever happened, nothing of it outlives the test
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+
+    def caught_up() -> dict | None:
+        done = [stack.finished(token, dag_id, r["dag_run_id"]) for r in stack.runs(token, dag_id)
+                if r["dag_run_id"] not in before and r["dag_run_id"] != running["dag_run_id"]]
+        return next((r for r in done if r and r["state"] == "success"), None)
+
+    stack.wait(caught_up, 600, "a run after the killed one")
+    stack.call("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": True})
+
+
+def _args(process) -> list[str]:
+    """A process's command line; none for one that is gone or a zombie (the JVM keeps one unreaped)."""
+    import psutil
+
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
 
 
 def browse(stack, dag_id: str, name: str, shots: Path) -> dict:

@@ -215,8 +215,10 @@ class CopyBatchSparkOperator(TopicLineage, SparkSubmitOperator):
 
     def on_kill(self) -> None:
         """The provider's ``on_kill`` (a cluster driver's kill, a Kubernetes pod's deletion) and the end of everything
-        the spark-submit process started: the provider SIGKILLs that process alone, which left its Python driver
-        (local and client mode) and the executors' Python workers running as orphans after the task was killed.
+        the spark-submit process started: the provider SIGKILLs that process alone, which orphans its Python driver
+        (local and client mode) and the executors' Python workers. A worker's Task SDK supervisor that signals the
+        task's process group reaches them anyway; a task run in the calling process (``dag.test``, as `kafka-ferry`
+        runs a spec's DAG) or by a supervisor that signals the task alone does not, and they ran on after the kill.
         They are seen before the kill and ended after it (``process_tree``)."""
         from kafka_ferry.process_tree import descendants, end_processes
 
