@@ -145,8 +145,6 @@ def promoted_topic_runs(stack, token, dag_id: str, name: str, destination_bootst
     assert sorted(value["offsets"]) == ["0", "1", "2"] and all(o[0] == 800 for o in value["offsets"].values())
 
 
-
-
 def copy_killed_mid_batch(stack, token: str, clusters, dags: Path, name: str, dag_id: str) -> None:
     """400 new records per partition, copied at 20 records/s (the spec's rate limit, for this step only: long enough
     to catch the copy running); once its spark-submit has started the Python driver and the executors' Python

@@ -29,6 +29,10 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import psutil
+
+from kafka_ferry.process_tree import adopt_orphans, end_processes
+
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -85,10 +89,6 @@ def stop_children(timeout_s: float = 10.0) -> None:
     """TERM, then KILL, every process this one started (a spark-submit and its JVM, a local Spark gateway), and
     anything started meanwhile (``process_tree.end_processes``). What was orphaned below this process is among
     them: ``RunInterrupts`` makes the command their reaper."""
-    import psutil
-
-    from kafka_ferry.process_tree import end_processes
-
     me = psutil.Process()
     end_processes(me.children(recursive=True), timeout_s, late=lambda: me.children(recursive=True))
 
@@ -131,8 +131,6 @@ class RunInterrupts:
 
             self._before = {r["run_id"] for r in runs(self.dag_id, limit=1)}
             self._current_run = self.newest_run
-        from kafka_ferry.process_tree import adopt_orphans
-
         self._adopted = adopt_orphans()  # an orphaned descendant stays below this process: the stop ends it too
         self._reader, writer = socket.socketpair()
         writer.setblocking(False)
@@ -148,8 +146,6 @@ class RunInterrupts:
             return
         signal.set_wakeup_fd(self._old_fd)
         if self._adopted:
-            from kafka_ferry.process_tree import adopt_orphans
-
             adopt_orphans(False)
         for s, handler in self._old.items():
             signal.signal(s, handler)
